@@ -1,0 +1,1 @@
+"""ONNX front end: loading, ONNX-level analysis and lowering to StableHLO."""

@@ -1,0 +1,236 @@
+"""Small StableHLO builders shared by the lowering rules.
+
+Each function emits ops at the current insertion point and location (the importer sets both
+per ONNX node) and returns ``ir.Value``s. Shapes here are static tuples of ints; a dim that is
+dynamic in MLIR reads as ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.frontend import dtypes
+from onnx_stablehlo.frontend.dtypes import DataType
+
+__all__ = [
+    "tensor_type",
+    "shape_of",
+    "dtype_of",
+    "rank_of",
+    "constant",
+    "splat",
+    "convert",
+    "reshape",
+    "broadcast_to",
+    "broadcast_shapes",
+    "broadcast_values",
+    "transpose",
+    "i64_array",
+    "reduce",
+    "normalize_axis",
+]
+
+
+def tensor_type(shape: Sequence[int | None], dtype: DataType) -> ir.RankedTensorType:
+    """``tensor<...>`` of ``dtype``; ``None`` dims become ``?``."""
+    dynamic = ir.ShapedType.get_dynamic_size()
+    dims = [dynamic if d is None or not isinstance(d, int) else int(d) for d in shape]
+    return ir.RankedTensorType.get(dims, dtypes.mlir_element_type(dtype))
+
+
+def shape_of(value: ir.Value) -> tuple[int | None, ...]:
+    """The shape of a ranked tensor value, ``None`` for a dynamic dim."""
+    ty = ir.RankedTensorType(value.type)
+    return tuple(None if ty.is_dynamic_dim(i) else ty.get_dim_size(i) for i in range(ty.rank))
+
+
+def static_shape_of(value: ir.Value) -> tuple[int, ...]:
+    """The shape of a value that must be static (raises ValueError otherwise)."""
+    shape = shape_of(value)
+    if any(d is None for d in shape):
+        raise ValueError(f"expected a static shape, got {value.type}")
+    return shape  # type: ignore[return-value]
+
+
+def rank_of(value: ir.Value) -> int:
+    return ir.RankedTensorType(value.type).rank
+
+
+def dtype_of(value: ir.Value) -> DataType:
+    """The ONNX dtype of a tensor value."""
+    return dtypes.dtype_of_element_type(ir.RankedTensorType(value.type).element_type)
+
+
+def constant(array: np.ndarray, dtype: DataType | None = None) -> ir.Value:
+    """``stablehlo.constant`` holding ``array`` (converted to ``dtype`` when given).
+
+    Splat arrays are emitted as splat attributes, so ``dense<0.0>`` stays small in the text.
+    """
+    if dtype is None:
+        dtype = dtypes.dtype_of_numpy(array.dtype)
+    array = np.ascontiguousarray(np.asarray(array).astype(dtypes.numpy_dtype(dtype), copy=False))
+    ty = tensor_type(array.shape, dtype)
+    if array.size > 1 and _is_splat(array):
+        attr = ir.DenseElementsAttr.get_splat(ty, _scalar_attr(array.reshape(-1)[0], dtype))
+    else:
+        attr = ir.DenseElementsAttr.get(_buffer(array, dtype), type=ty)
+    return stablehlo.ConstantOp(attr).result
+
+
+def _is_splat(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    raw = flat.view(np.uint8).reshape(flat.size, -1)
+    return bool(np.all(raw == raw[0]))
+
+
+def _buffer(array: np.ndarray, dtype: DataType) -> np.ndarray:
+    if dtype == DataType.BOOL:
+        return array.astype(np.bool_)
+    if array.dtype.kind == "V" or array.dtype.type.__module__.startswith("ml_dtypes"):
+        # bfloat16, float8, int4 ...: MLIR reads the raw bytes for the given element type.
+        return array.view(np.dtype(f"u{array.dtype.itemsize}"))
+    return array
+
+
+def _scalar_attr(value: np.generic, dtype: DataType) -> ir.Attribute:
+    element_type = dtypes.mlir_element_type(dtype)
+    ty = ir.RankedTensorType.get([], element_type)
+    return ir.DenseElementsAttr.get(_buffer(np.asarray(value).reshape(()), dtype), type=ty).get_splat_value()
+
+
+def splat(value: float | int | bool, dtype: DataType, shape: Sequence[int] = ()) -> ir.Value:
+    """A constant of ``shape`` filled with ``value``."""
+    return constant(np.full(tuple(shape), value, dtype=dtypes.numpy_dtype(dtype)), dtype)
+
+
+def convert(value: ir.Value, dtype: DataType) -> ir.Value:
+    """``stablehlo.convert`` to ``dtype`` (no op when the dtype already matches).
+
+    Bool targets compare with zero, as ONNX Cast does (``convert`` to ``i1`` would truncate).
+    """
+    source = dtype_of(value)
+    if source == dtype:
+        return value
+    if dtype == DataType.BOOL and source != DataType.BOOL:
+        zero = splat(0, source, static_shape_of(value))
+        return compare(value, zero, "NE")
+    result_type = tensor_type(shape_of(value), dtype)
+    return stablehlo.ConvertOp(result_type, value).result
+
+
+def compare(lhs: ir.Value, rhs: ir.Value, direction: str) -> ir.Value:
+    """``stablehlo.compare`` with the comparison type chosen from the operand dtype."""
+    dtype = dtype_of(lhs)
+    if dtypes.is_float(dtype):
+        kind = "FLOAT"
+    elif dtypes.is_unsigned_int(dtype) or dtype == DataType.BOOL:
+        kind = "UNSIGNED"
+    else:
+        kind = "SIGNED"
+    return stablehlo.compare(
+        lhs,
+        rhs,
+        stablehlo.ComparisonDirectionAttr.get(direction),
+        compare_type=stablehlo.ComparisonTypeAttr.get(kind),
+    )
+
+
+def reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
+    """``stablehlo.reshape`` to a static ``shape`` (no op when it already has it)."""
+    shape = tuple(int(d) for d in shape)
+    if shape_of(value) == shape:
+        return value
+    return stablehlo.ReshapeOp(tensor_type(shape, dtype_of(value)), value).result
+
+
+def i64_array(values: Sequence[int]) -> ir.Attribute:
+    """A ``array<i64: ...>`` attribute (dims, permutations, ...)."""
+    return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
+    """``stablehlo.transpose`` (no op for the identity permutation)."""
+    permutation = [int(p) for p in permutation]
+    if permutation == list(range(len(permutation))):
+        return value
+    return stablehlo.TransposeOp(value, i64_array(permutation)).result
+
+
+def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
+    """Numpy (multidirectional) broadcasting of static shapes.
+
+    Raises:
+        ValueError: the shapes do not broadcast.
+    """
+    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+
+
+def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | None = None) -> ir.Value:
+    """``stablehlo.broadcast_in_dim`` of ``value`` to ``shape``.
+
+    Args:
+        value: the operand.
+        shape: the static result shape.
+        dims: result dims the operand's dims map to; default numpy-style trailing alignment.
+    """
+    shape = tuple(int(d) for d in shape)
+    source = static_shape_of(value)
+    if dims is None:
+        if source == shape:
+            return value
+        dims = range(len(shape) - len(source), len(shape))
+    result_type = tensor_type(shape, dtype_of(value))
+    return stablehlo.BroadcastInDimOp(result_type, value, i64_array(dims)).result
+
+
+def broadcast_values(*values: ir.Value) -> list[ir.Value]:
+    """Broadcasts operands to their common numpy-broadcast shape."""
+    shape = broadcast_shapes(*[static_shape_of(v) for v in values])
+    return [broadcast_to(v, shape) for v in values]
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """Maps a negative axis into ``[0, rank)``.
+
+    Raises:
+        ValueError: the axis is out of range.
+    """
+    if not -rank <= axis < max(rank, 1):
+        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis
+
+
+def reduce(
+    value: ir.Value,
+    axes: Sequence[int],
+    body_op: type,
+    init: float | int | bool,
+    keepdims: bool = False,
+) -> ir.Value:
+    """``stablehlo.reduce`` of ``value`` over ``axes`` with a binary body op.
+
+    Args:
+        value: the operand, static shape.
+        axes: normalized axes to reduce.
+        body_op: the stablehlo op class of the body (``stablehlo.AddOp``, ``MaxOp`` ...).
+        init: the init value (identity of the body op).
+        keepdims: keep reduced dims as size 1.
+    """
+    dtype = dtype_of(value)
+    shape = static_shape_of(value)
+    axes = sorted(set(axes))
+    init_value = splat(init, dtype)
+    scalar_type = tensor_type((), dtype)
+    out_shape = [d for i, d in enumerate(shape) if i not in axes]
+    op = stablehlo.ReduceOp([tensor_type(out_shape, dtype)], [value], [init_value], i64_array(axes))
+    block = op.body.blocks.append(scalar_type, scalar_type)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
+    result = op.result
+    if keepdims:
+        result = reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
+    return result

@@ -1,0 +1,461 @@
+"""The importer: the one place that walks ONNX nodes and emits ``func.func @main``.
+
+For every node, in graph order:
+
+1. inputs that are all known at compile time (Constant nodes, small non-float initializers,
+   results of earlier folding) and small are folded: the node is evaluated with
+   ``onnx.reference`` (the ONNX project's reference implementation) and its outputs become
+   compile-time constants. This is how shape subgraphs (Shape -> Gather -> Concat -> Reshape)
+   become the constant targets later rules need. Weights (float initializers) are never folded
+   this way under ``weights="args"``.
+2. otherwise the node's rule is resolved in the registry and run under
+   ``loc("<node name>")``.
+
+Graph inputs are ``@main``'s first arguments, in graph order. Under ``weights="args"`` each
+weight that the module actually uses becomes one more argument, appended in first-use order
+(``LoweredModule.parameter_names``); under ``weights="inline"`` weights are constants and
+``@main`` takes only the graph inputs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import onnx
+import onnx_ir
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func
+
+from onnx_stablehlo.errors import (
+    FrontendError,
+    LoweringError,
+    ShapeError,
+    UnsupportedDtypeError,
+    UnsupportedOpError,
+)
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.loader import opset_imports
+from onnx_stablehlo.frontend.registry import LoweringRegistry
+from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape
+from onnx_stablehlo.runtime import pjrt
+
+__all__ = ["LoweredModule", "import_model", "find_unsupported", "graph_input_values"]
+
+_log = logging.getLogger(__name__)
+
+WeightsMode = Literal["args", "inline"]
+
+# Ops whose value changes from run to run: never evaluated at compile time.
+_NOT_FOLDABLE = frozenset(
+    {
+        "RandomNormal",
+        "RandomNormalLike",
+        "RandomUniform",
+        "RandomUniformLike",
+        "Multinomial",
+        "Bernoulli",
+        "Dropout",
+    }
+)
+
+# Non-float initializers up to this many elements are compile-time constants (shape vectors,
+# axes, indices); larger ones and every float initializer are weights.
+_SMALL_INITIALIZER_ELEMENTS = 1024
+
+
+@dataclasses.dataclass
+class LoweredModule:
+    """The result of lowering one ONNX graph: a StableHLO module and its calling convention.
+
+    Attributes:
+        module: the MLIR module holding ``func.func @main``.
+        context: the MLIR context that owns ``module`` (keep it alive as long as the module).
+        input_names: graph inputs, the first arguments of ``@main``.
+        input_types: ``(dtype, shape)`` per graph input.
+        parameter_names: weights that follow the inputs as arguments (``weights="args"``).
+        parameters: weight name -> getter of its numpy value.
+        output_names: graph outputs, the results of ``@main`` in order.
+        output_types: ``(dtype, shape)`` per output.
+        seconds: time spent lowering, in seconds.
+    """
+
+    module: ir.Module
+    context: ir.Context
+    input_names: list[str]
+    input_types: list[tuple[DataType, Shape]]
+    parameter_names: list[str]
+    parameters: dict[str, Callable[[], np.ndarray]]
+    output_names: list[str]
+    output_types: list[tuple[DataType, Shape]]
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        """The module as StableHLO text (generic-free, parseable by jaxlib's MLIR parser)."""
+        return self.module.operation.get_asm(enable_debug_info=False)
+
+    def text_with_locations(self) -> str:
+        """The module text with ``loc(...)`` annotations (ONNX node names)."""
+        return self.module.operation.get_asm(enable_debug_info=True)
+
+
+def graph_input_values(graph: onnx_ir.Graph) -> list[onnx_ir.Value]:
+    """Graph inputs that are real inputs (not initializers listed as inputs, as IR < 4 does)."""
+    return [v for v in graph.inputs if v.name not in graph.initializers]
+
+
+def find_unsupported(
+    model: onnx_ir.Model, registry: LoweringRegistry
+) -> dict[tuple[str, str, int], list[str]]:
+    """Scans every node (subgraphs included) for ops without a lowering.
+
+    Returns:
+        ``{(domain, op_type, opset): [node names]}``; empty when everything is supported.
+    """
+    opsets = opset_imports(model)
+    missing: dict[tuple[str, str, int], list[str]] = {}
+    for index, node in enumerate(model.graph.all_nodes()):
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = opsets.get(domain, 1)
+        if registry.resolve(domain, node.op_type, opset) is None:
+            name = node.name or f"node #{index} ({node.op_type})"
+            missing.setdefault((domain, node.op_type, opset), []).append(name)
+    return missing
+
+
+def _dims_of(value: onnx_ir.Value) -> list[int | str | None] | None:
+    if value.shape is None:
+        return None
+    dims: list[int | str | None] = []
+    for dim in value.shape:
+        if isinstance(dim, int):
+            dims.append(dim)
+        else:
+            dims.append(dim.value)  # onnx_ir.SymbolicDim: a name or None
+    return dims
+
+
+def _input_types(
+    graph: onnx_ir.Graph, input_shapes: Mapping[str, Sequence[int]] | None
+) -> list[tuple[DataType, tuple[int, ...]]]:
+    inputs = graph_input_values(graph)
+    given = dict(input_shapes or {})
+    known = {v.name for v in inputs}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise ShapeError(
+            f"input_shapes names {', '.join(repr(n) for n in unknown)}, which the model does not "
+            f"have; its inputs are {', '.join(repr(n) for n in sorted(known))}"
+        )
+    result = []
+    for value in inputs:
+        if value.type is None or not isinstance(value.type, onnx_ir.TensorType):
+            raise UnsupportedDtypeError(
+                f"input '{value.name}' has type {value.type}; only tensor inputs are supported"
+            )
+        dtype = value.dtype
+        declared = _dims_of(value)
+        shape = given.get(value.name)
+        if shape is not None:
+            shape = tuple(int(d) for d in shape)
+            if declared is not None:
+                if len(declared) != len(shape):
+                    raise ShapeError(
+                        f"input '{value.name}': rank {len(shape)} given, but the model declares "
+                        f"rank {len(declared)} {format_shape([d if d is not None else '?' for d in declared])}"
+                    )
+                for axis, (want, got) in enumerate(zip(declared, shape)):
+                    if isinstance(want, int) and want != got:
+                        raise ShapeError(
+                            f"input '{value.name}': dim {axis} is {want} in the model, {got} given"
+                        )
+        else:
+            if declared is None or not all(isinstance(d, int) for d in declared):
+                shown = "unknown rank" if declared is None else format_shape(
+                    [d if d is not None else "?" for d in declared]
+                )
+                raise ShapeError(
+                    f"input '{value.name}' has a symbolic or unknown shape ({shown}); pass its "
+                    "shape in input_shapes (CLI: --input-shape NAME=D0,D1,...)"
+                )
+            shape = tuple(int(d) for d in declared)  # type: ignore[arg-type]
+        if any(d < 0 for d in shape):
+            raise ShapeError(f"input '{value.name}': negative dim in {shape}")
+        result.append((dtype, shape))
+    return result
+
+
+class _Importer:
+    def __init__(
+        self,
+        model: onnx_ir.Model,
+        registry: LoweringRegistry,
+        weights: WeightsMode,
+        fold_max_elements: int,
+    ) -> None:
+        self.model = model
+        self.registry = registry
+        self.weights = weights
+        self.fold_max_elements = fold_max_elements
+        self.opsets = opset_imports(model)
+        self.values: dict[str, LoweredValue] = {}
+        self.parameter_names: list[str] = []
+        self.parameters: dict[str, Callable[[], np.ndarray]] = {}
+        self.entry_block: ir.Block | None = None
+
+    # Values --------------------------------------------------------------------------------
+
+    def materialize(self, value: LoweredValue) -> ir.Value:
+        assert value.const is not None
+        if value.parameter and self.weights == "args":
+            assert self.entry_block is not None
+            shape = tuple(int(d) for d in value.shape)  # type: ignore[arg-type]
+            arg = self.entry_block.add_argument(
+                emit.tensor_type(shape, value.dtype), ir.Location.name(value.name)
+            )
+            self.parameter_names.append(value.name)
+            self.parameters[value.name] = value.const
+            return arg
+        return emit.constant(value.const(), value.dtype)
+
+    def add_initializers(self, graph: onnx_ir.Graph) -> None:
+        for name, init in graph.initializers.items():
+            tensor = init.const_value
+            if tensor is None:
+                continue
+            dtype = tensor.dtype
+            shape = tuple(int(d) for d in tensor.shape)
+            size = int(np.prod(shape, dtype=np.int64))
+            weight = dtypes.is_float(dtype) or size > _SMALL_INITIALIZER_ELEMENTS
+            if dtype == DataType.STRING:
+                weight = False
+            self.values[name] = LoweredValue(
+                name=name, dtype=dtype, shape=shape, const=_lazy(tensor), parameter=weight
+            )
+
+    # Nodes ---------------------------------------------------------------------------------
+
+    def lower_node(self, node: onnx_ir.Node, index: int) -> None:
+        domain = "" if node.domain in ("", "ai.onnx") else node.domain
+        opset = self.opsets.get(domain, 1)
+        resolved = self.registry.resolve(domain, node.op_type, opset)
+        assert resolved is not None, "find_unsupported runs first"
+        since, rule = resolved
+        onnx_node = OnnxNode(node, index, opset, since)
+        inputs = [self.values[v.name] if v is not None and v.name else None for v in node.inputs]
+        for value, ir_value in zip(inputs, node.inputs):
+            if ir_value is not None and ir_value.name and value is None:
+                raise LoweringError(f"input '{ir_value.name}' is not defined before use", op_type=node.op_type,
+                                    domain=domain, opset=opset, node_name=onnx_node.name)
+        results = self.try_fold(node, onnx_node, inputs)
+        if results is None:
+            ctx = LoweringContext(onnx_node, inputs, self.materialize)
+            with ir.Location.name(onnx_node.location_name):
+                try:
+                    results = list(rule(ctx, onnx_node))
+                except FrontendError:
+                    raise
+                except Exception as exc:  # a rule's bug or an MLIR builder's type error
+                    detail = _first_line(exc)
+                    raise LoweringError(
+                        f"lowering failed ({type(exc).__name__}: {detail})",
+                        op_type=node.op_type,
+                        domain=domain,
+                        opset=opset,
+                        node_name=onnx_node.name,
+                    ) from exc
+        self.bind_outputs(node, onnx_node, results)
+
+    def try_fold(
+        self, node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
+    ) -> list[np.ndarray] | None:
+        present = [v for v in inputs if v is not None]
+        if onnx_node.domain != "" or node.op_type in _NOT_FOLDABLE or not present:
+            return None
+        if any(v.const is None or (v.parameter and self.weights == "args") for v in present):
+            return None
+        if sum(v.size for v in present) > self.fold_max_elements:
+            return None
+        if any(a.type in (onnx_ir.AttributeType.GRAPH, onnx_ir.AttributeType.GRAPHS)
+               for a in node.attributes.values()):
+            return None
+        try:
+            return _evaluate_with_reference(node, onnx_node, inputs)
+        except Exception as exc:  # the rule lowers it at run time instead
+            _log.debug("not folding %s: %s", onnx_node, exc)
+            return None
+
+    def bind_outputs(self, node: onnx_ir.Node, onnx_node: OnnxNode, results: list) -> None:
+        outputs = list(node.outputs)
+        if len(results) > len(outputs):
+            results = results[: len(outputs)]
+        for position, out in enumerate(outputs):
+            if out is None or not out.name:
+                continue
+            result = results[position] if position < len(results) else None
+            if result is None:
+                raise LoweringError(
+                    f"output {position} ('{out.name}') was not produced",
+                    op_type=onnx_node.op_type,
+                    domain=onnx_node.domain,
+                    opset=onnx_node.opset,
+                    node_name=onnx_node.name,
+                )
+            if isinstance(result, ir.Value):
+                shape = tuple(
+                    d if d is not None else SymbolicDim(f"{out.name}_{axis}")
+                    for axis, d in enumerate(emit.shape_of(result))
+                )
+                self.values[out.name] = LoweredValue(out.name, emit.dtype_of(result), shape, value=result)
+            else:
+                array = np.asarray(result)
+                self.values[out.name] = LoweredValue(
+                    out.name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape),
+                    const=_constant_getter(array),
+                )
+
+
+def _lazy(tensor: onnx_ir.TensorProtocol) -> Callable[[], np.ndarray]:
+    cache: list[np.ndarray] = []
+
+    def get() -> np.ndarray:
+        if not cache:
+            cache.append(np.asarray(tensor.numpy()))
+        return cache[0]
+
+    return get
+
+
+def _constant_getter(array: np.ndarray) -> Callable[[], np.ndarray]:
+    return lambda: array
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _evaluate_with_reference(
+    node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
+) -> list[np.ndarray]:
+    from onnx.reference import ReferenceEvaluator
+
+    proto = onnx_ir.serde.serialize_node(node)
+    evaluator = ReferenceEvaluator(proto, opsets={"": onnx_node.opset})
+    feeds = {
+        name: value.const()  # type: ignore[union-attr]
+        for name, value in zip(onnx_node.input_names, inputs)
+        if value is not None and name
+    }
+    results = evaluator.run(None, feeds)
+    return [np.asarray(r) if r is not None else None for r in results]
+
+
+def import_model(
+    model: onnx_ir.Model,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    weights: WeightsMode = "args",
+    registry: LoweringRegistry | None = None,
+    fold_max_elements: int = 1 << 16,
+) -> LoweredModule:
+    """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
+
+    Args:
+        model: the loaded model (see :func:`onnx_stablehlo.frontend.loader.load`).
+        input_shapes: a static shape per graph input; needed for inputs whose declared shape
+            has symbolic or unknown dims, checked against the declared shape otherwise.
+        weights: ``"args"`` (weights become ``@main`` arguments after the inputs) or
+            ``"inline"`` (weights become constants; a self-contained artifact).
+        registry: the lowering registry; the default one lists ``frontend/lowering/``.
+        fold_max_elements: nodes whose constant inputs total more elements than this are not
+            evaluated at compile time.
+
+    Returns:
+        The :class:`LoweredModule`.
+
+    Raises:
+        UnsupportedOpError: some nodes have no lowering (all of them are listed).
+        ShapeError: ``input_shapes`` do not fit the model.
+        FrontendError: a rule rejected its node (its subclasses say why).
+        LoweringError: the emitted module does not verify.
+    """
+    if weights not in ("args", "inline"):
+        raise ValueError(f"weights must be 'args' or 'inline', got {weights!r}")
+    if registry is None:
+        from onnx_stablehlo.frontend.lowering import default_registry
+
+        registry = default_registry()
+    start = time.perf_counter()
+    missing = find_unsupported(model, registry)
+    if missing:
+        known = {(d, o): registry.since_versions(d, o) for (d, o, _) in missing}
+        raise UnsupportedOpError(missing, known)
+    graph = model.graph
+    input_types = _input_types(graph, input_shapes)
+    inputs = graph_input_values(graph)
+    importer = _Importer(model, registry, weights, fold_max_elements)
+    importer.add_initializers(graph)
+
+    context = pjrt.make_mlir_context()
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        arg_types = [emit.tensor_type(shape, dtype) for dtype, shape in input_types]
+        with ir.InsertionPoint(module.body):
+            func_op = func.FuncOp("main", ir.FunctionType.get(arg_types, []))
+            func_op.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            entry = ir.Block.create_at_start(
+                func_op.body, arg_types, [ir.Location.name(v.name) for v in inputs]
+            )
+        importer.entry_block = entry
+        for value, arg, (dtype, shape) in zip(inputs, entry.arguments, input_types):
+            importer.values[value.name] = LoweredValue(value.name, dtype, shape, value=arg)
+        with ir.InsertionPoint(entry):
+            for index, node in enumerate(graph):
+                importer.lower_node(node, index)
+            output_values = []
+            output_types = []
+            for out in graph.outputs:
+                lowered = importer.values.get(out.name)
+                if lowered is None:
+                    raise LoweringError(f"graph output '{out.name}' is never produced")
+                if lowered.value is None:
+                    with ir.Location.name(out.name):
+                        lowered.value = importer.materialize(lowered)
+                output_values.append(lowered.value)
+                output_types.append((lowered.dtype, lowered.shape))
+            func.ReturnOp(output_values)
+        func_op.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get([a.type for a in entry.arguments], [v.type for v in output_values])
+        )
+        _verify(module)
+    return LoweredModule(
+        module=module,
+        context=context,
+        input_names=[v.name for v in inputs],
+        input_types=[(d, tuple(s)) for d, s in input_types],
+        parameter_names=importer.parameter_names,
+        parameters=importer.parameters,
+        output_names=[o.name for o in graph.outputs],
+        output_types=output_types,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _verify(module: ir.Module) -> None:
+    try:
+        module.operation.verify()
+    except ir.MLIRError as exc:
+        lines = []
+        for diagnostic in exc.error_diagnostics:
+            lines.append(f"{diagnostic.location}: {diagnostic.message}")
+        raise LoweringError(
+            "the emitted StableHLO does not verify: " + "; ".join(lines[:5])
+        ) from exc

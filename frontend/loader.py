@@ -1,0 +1,110 @@
+"""Loading ONNX models into onnx-ir.
+
+``load`` accepts a path, serialized bytes or an ``onnx.ModelProto``; runs the onnx checker;
+inlines model-local functions; and returns an ``onnx_ir.Model`` whose external data (if any)
+is mapped lazily from the model's folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import google.protobuf.message
+import onnx
+import onnx_ir
+from onnx_ir.passes.common import InlinePass
+
+from onnx_stablehlo.errors import ModelCheckError, ModelLoadError
+
+__all__ = ["ModelSource", "load", "opset_imports"]
+
+ModelSource = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
+
+
+def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
+    """Reads an ONNX model into onnx-ir.
+
+    Args:
+        model: a path to a ``.onnx`` file (or ``.onnxtxt`` in ONNX text syntax), the serialized
+            bytes of a ModelProto, a ``onnx.ModelProto``, or an ``onnx_ir.Model`` (returned
+            with its functions inlined).
+        check: run ``onnx.checker.check_model`` first.
+
+    Returns:
+        The model as ``onnx_ir.Model`` with model-local functions inlined.
+
+    Raises:
+        ModelLoadError: the file is missing or unreadable, or the bytes are not an ONNX model.
+        ModelCheckError: the onnx checker rejects the model.
+    """
+    base_dir: str | None = None
+    if isinstance(model, onnx_ir.Model):
+        ir_model = model
+    else:
+        if isinstance(model, (str, os.PathLike)):
+            proto, base_dir = _read_file(Path(model))
+        elif isinstance(model, (bytes, bytearray, memoryview)):
+            proto = _parse_bytes(bytes(model), "the given bytes")
+        elif isinstance(model, onnx.ModelProto):
+            proto = model
+        else:
+            raise ModelLoadError(
+                f"cannot load a model from {type(model).__name__}: expected a path, bytes, "
+                "onnx.ModelProto or onnx_ir.Model"
+            )
+        if check:
+            _check(proto)
+        ir_model = onnx_ir.serde.deserialize_model(proto)
+        if base_dir is not None:
+            onnx_ir.external_data.set_base_dir(ir_model.graph, base_dir)
+    if ir_model.functions:
+        InlinePass()(ir_model)
+    return ir_model
+
+
+def _read_file(path: Path) -> tuple[onnx.ModelProto, str]:
+    if not path.exists():
+        raise ModelLoadError(f"model file not found: {path}")
+    if path.is_dir():
+        raise ModelLoadError(f"model path is a directory, not a file: {path}")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelLoadError(f"cannot read model file {path}: {exc.strerror}") from exc
+    if path.suffix in (".onnxtxt", ".txt"):
+        try:
+            proto = onnx.parser.parse_model(data.decode())
+        except (onnx.parser.ParseError, UnicodeDecodeError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise ModelLoadError(f"{path} is not valid ONNX text syntax: {first}") from exc
+    else:
+        proto = _parse_bytes(data, str(path))
+    return proto, str(path.resolve().parent)
+
+
+def _parse_bytes(data: bytes, what: str) -> onnx.ModelProto:
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except google.protobuf.message.DecodeError as exc:
+        raise ModelLoadError(f"{what} is not an ONNX model (protobuf parse failed: {exc})") from exc
+    if not proto.HasField("graph"):
+        raise ModelLoadError(f"{what} is not an ONNX model (it has no graph)")
+    return proto
+
+
+def _check(proto: onnx.ModelProto) -> None:
+    try:
+        onnx.checker.check_model(proto)
+    except (onnx.checker.ValidationError, ValueError) as exc:
+        message = " ".join(str(exc).strip().split("\n")[:2])
+        raise ModelCheckError(f"the onnx checker rejected the model: {message}") from exc
+
+
+def opset_imports(model: onnx_ir.Model) -> dict[str, int]:
+    """The model's opset per domain, with ``ai.onnx`` normalized to ``""``."""
+    result: dict[str, int] = {}
+    for domain, version in model.opset_imports.items():
+        result["" if domain in ("", "ai.onnx") else domain] = int(version)
+    return result

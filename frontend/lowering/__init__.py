@@ -1,0 +1,33 @@
+"""Lowering rules, one module per op family.
+
+``RULE_MODULES`` is the explicit list the default registry is built from; adding a family
+means adding its module here.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+
+from onnx_stablehlo.frontend.registry import LoweringRegistry
+
+__all__ = ["RULE_MODULES", "default_registry"]
+
+RULE_MODULES = (
+    "elementwise",
+    "conversion",
+    "generators",
+    "tensor",
+    "indexing",
+    "matmul",
+    "reduction",
+    "activation",
+    "normalization",
+)
+
+
+@functools.cache
+def default_registry() -> LoweringRegistry:
+    """The registry of every rule in ``RULE_MODULES`` (built once per process)."""
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in RULE_MODULES]
+    return LoweringRegistry.from_modules(modules)

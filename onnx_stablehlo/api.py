@@ -1,0 +1,99 @@
+"""The public entry points: ``load``, ``lower`` and ``compile``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import onnx_ir
+
+from onnx_stablehlo.frontend.importer import LoweredModule, import_model
+from onnx_stablehlo.frontend.loader import ModelSource
+from onnx_stablehlo.frontend.loader import load as _load
+from onnx_stablehlo.frontend.registry import LoweringRegistry
+from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.runtime.model import CompiledModel
+
+__all__ = ["load", "lower", "compile"]
+
+
+def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
+    """Reads an ONNX model (path, bytes or ``onnx.ModelProto``) into onnx-ir.
+
+    Runs the onnx checker (``check=False`` skips it), inlines model-local functions and maps
+    external data lazily.
+
+    Raises:
+        ModelLoadError: missing file, unreadable or corrupt protobuf.
+        ModelCheckError: the onnx checker rejects the model.
+    """
+    return _load(model, check=check)
+
+
+def lower(
+    model: ModelSource,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    weights: str = "args",
+    registry: LoweringRegistry | None = None,
+) -> LoweredModule:
+    """Lowers an ONNX model to a StableHLO module without compiling it.
+
+    Args:
+        model: path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model``.
+        input_shapes: a static shape per input; required for inputs with symbolic dims.
+        weights: ``"args"`` (weights are ``@main`` arguments after the inputs) or ``"inline"``.
+        registry: a lowering registry (tests pass their own); default: every rule.
+
+    Returns:
+        A :class:`~onnx_stablehlo.frontend.importer.LoweredModule`; ``.text`` is the
+        StableHLO text.
+
+    Raises:
+        ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError.
+    """
+    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model)
+    return import_model(ir_model, input_shapes, weights=weights, registry=registry)  # type: ignore[arg-type]
+
+
+def compile(  # noqa: A001 - the field's verb
+    model: ModelSource,
+    device: str = "cpu",
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    *,
+    weights: str = "args",
+    registry: LoweringRegistry | None = None,
+    cache_size: int = 16,
+) -> CompiledModel:
+    """Lowers an ONNX model to StableHLO and compiles it with PJRT.
+
+    Args:
+        model: path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model``.
+        device: ``cpu``, ``cuda``, ``rocm``, ``tpu`` or ``gpu``, optionally ``:N``.
+        input_shapes: a static shape per input. Without it, inputs with symbolic dims are
+            specialized to the shapes of the feeds at each ``run`` (one executable per shape
+            signature, cached); fully static models compile right away.
+        weights: ``"args"`` (weights stay on the device as executable arguments) or
+            ``"inline"`` (weights are constants inside the module).
+        registry: a lowering registry; default: every rule.
+        cache_size: how many shape specializations stay compiled.
+
+    Returns:
+        A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
+
+    Raises:
+        DeviceNotFoundError: the device is absent (the message lists available platforms).
+        ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError,
+        CompileError.
+    """
+    if weights not in ("args", "inline"):
+        raise ValueError(f"weights must be 'args' or 'inline', got {weights!r}")
+    target = pjrt.get_device(device)
+    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model)
+    return CompiledModel(
+        ir_model,
+        device=target,
+        input_shapes=input_shapes,
+        weights=weights,
+        registry=registry,
+        cache_size=cache_size,
+    )

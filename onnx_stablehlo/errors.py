@@ -1,0 +1,180 @@
+"""The exception hierarchy of onnx-stablehlo.
+
+Every error a user can cause by what they pass in (a path, a model, a feed) is an
+``OnnxStableHLOError`` with a one-line message that names what is wrong and where: the ONNX
+op with its domain and opset, the node name, the input name, expected against got. The CLI
+prints ``error: <message>`` and exits 1 for these; it never shows an MLIR or XLA traceback for
+an input problem.
+
+Hierarchy::
+
+    OnnxStableHLOError
+    ├── ModelLoadError            the file is missing, unreadable or not an ONNX protobuf
+    ├── ModelCheckError           the onnx checker rejects the model
+    ├── FrontendError             lowering ONNX to StableHLO failed
+    │   ├── UnsupportedOpError        one or more (domain, op_type, opset) have no lowering
+    │   ├── UnsupportedAttributeError an attribute value the lowering does not handle
+    │   ├── UnsupportedDtypeError     an element type the op or StableHLO does not handle
+    │   ├── NonConstantInputError     an input must be known at compile time but is not
+    │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
+    │   └── LoweringError             the emitted StableHLO failed to build or verify
+    ├── RuntimeErrorBase
+    │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
+    │   ├── FeedError                 a wrong feed name, dtype or shape at run time
+    │   ├── CompileError              PJRT (XLA) refused the module
+    │   └── ExecutionError            PJRT failed while running the executable
+    └── ...
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "OnnxStableHLOError",
+    "ModelLoadError",
+    "ModelCheckError",
+    "FrontendError",
+    "UnsupportedOpError",
+    "UnsupportedAttributeError",
+    "UnsupportedDtypeError",
+    "NonConstantInputError",
+    "ShapeError",
+    "LoweringError",
+    "RuntimeErrorBase",
+    "DeviceNotFoundError",
+    "FeedError",
+    "CompileError",
+    "ExecutionError",
+]
+
+
+class OnnxStableHLOError(Exception):
+    """Base class of every error raised for a problem with what the caller passed in."""
+
+
+class ModelLoadError(OnnxStableHLOError):
+    """The model could not be read: missing file, unreadable bytes, corrupt protobuf."""
+
+
+class ModelCheckError(OnnxStableHLOError):
+    """The onnx checker rejected the model."""
+
+
+class FrontendError(OnnxStableHLOError):
+    """Lowering an ONNX node to StableHLO failed.
+
+    Attributes:
+        op_type: the ONNX op type, e.g. ``"Gemm"``.
+        domain: the ONNX domain, ``""`` for the default domain.
+        opset: the model's opset for that domain.
+        node_name: the node's name, or a description such as ``node #3 producing 'y'``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        op_type: str | None = None,
+        domain: str | None = None,
+        opset: int | None = None,
+        node_name: str | None = None,
+    ) -> None:
+        self.op_type = op_type
+        self.domain = domain
+        self.opset = opset
+        self.node_name = node_name
+        self.detail = message
+        if op_type is not None:
+            where = f"{_qualified(domain or '', op_type)} (opset {opset}) at {node_name}"
+            message = f"{where}: {message}"
+        super().__init__(message)
+
+
+def _qualified(domain: str, op_type: str) -> str:
+    return f"{domain or 'ai.onnx'}::{op_type}"
+
+
+class UnsupportedOpError(FrontendError):
+    """One or more nodes have no lowering.
+
+    The whole graph (subgraphs included) is scanned first, so one error lists every missing
+    ``(domain, op_type, opset)`` with the names of the nodes that use it.
+
+    Attributes:
+        missing: ``{(domain, op_type, opset): [node names]}``.
+    """
+
+    def __init__(
+        self,
+        missing: dict[tuple[str, str, int], list[str]],
+        known_since: dict[tuple[str, str], Sequence[int]] | None = None,
+    ) -> None:
+        self.missing = missing
+        parts = []
+        for (domain, op_type, opset), nodes in sorted(missing.items()):
+            shown = ", ".join(f"'{n}'" for n in nodes[:3])
+            more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
+            have = (known_since or {}).get((domain, op_type))
+            have_text = f" (lowered revisions: {', '.join(map(str, have))})" if have else ""
+            parts.append(
+                f"{_qualified(domain, op_type)} (opset {opset}) at {shown}{more}{have_text}"
+            )
+        noun = "lowering" if len(parts) == 1 else "lowerings"
+        message = f"no {noun} for " + "; ".join(parts) + "; see docs/coverage.md"
+        first = min(missing)
+        super().__init__(message)
+        self.domain, self.op_type, self.opset = first
+        self.node_name = missing[first][0]
+
+
+class UnsupportedAttributeError(FrontendError):
+    """A node carries an attribute value its lowering does not handle."""
+
+
+class UnsupportedDtypeError(FrontendError):
+    """An element type the op (or StableHLO) does not handle."""
+
+
+class NonConstantInputError(FrontendError):
+    """An input that must be known at compile time (an axes or shape input) is computed at run time."""
+
+
+class ShapeError(FrontendError):
+    """Shapes that do not fit the op, or input_shapes that do not fit the model."""
+
+
+class LoweringError(FrontendError):
+    """The emitted StableHLO could not be built or does not verify.
+
+    This points at a bug in a lowering rule rather than at the input; the message carries the
+    MLIR diagnostics with their locations (ONNX node names).
+    """
+
+
+class RuntimeErrorBase(OnnxStableHLOError):
+    """Base of errors raised by the PJRT runtime."""
+
+
+class DeviceNotFoundError(RuntimeErrorBase):
+    """The requested device platform is not available; the message lists those that are."""
+
+
+class FeedError(RuntimeErrorBase):
+    """A feed passed to ``run`` has a wrong name, dtype, rank or size.
+
+    Attributes:
+        input_name: the graph input concerned (``None`` for an unknown extra feed).
+    """
+
+    def __init__(self, message: str, input_name: str | None = None) -> None:
+        self.input_name = input_name
+        super().__init__(message)
+
+
+class CompileError(RuntimeErrorBase):
+    """PJRT (XLA) refused to compile the StableHLO module."""
+
+
+class ExecutionError(RuntimeErrorBase):
+    """PJRT failed while running an executable."""

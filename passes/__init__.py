@@ -1,0 +1,1 @@
+"""StableHLO passes (pass infrastructure lands with the passes work)."""

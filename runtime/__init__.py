@@ -1,0 +1,1 @@
+"""PJRT runtime: devices, executables and the compiled-model object."""

@@ -1,0 +1,237 @@
+"""``CompiledModel``: an ONNX model lowered to StableHLO and compiled by PJRT for one device.
+
+Shapes: every StableHLO module is specialized to the shapes of the inputs (static StableHLO).
+A model whose inputs are all static is lowered and compiled when the object is created; one
+with symbolic dims is lowered and compiled on the first ``run`` of each new input-shape
+signature. Executables are kept in an LRU cache keyed by the input shapes and dtypes.
+
+Weights are transferred to the device once, on first use, and stay there; every specialization
+shares them.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir
+
+from onnx_stablehlo.errors import FeedError, ShapeError
+from onnx_stablehlo.frontend import dtypes
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
+from onnx_stablehlo.frontend.registry import LoweringRegistry
+from onnx_stablehlo.runtime import pjrt
+
+__all__ = ["CompiledModel", "Specialization"]
+
+ShapeKey = tuple[tuple[int, ...], ...]
+
+
+class Specialization:
+    """One lowered module and its PJRT executable, for one input-shape signature.
+
+    Attributes:
+        lowered: the :class:`LoweredModule` (module, names, calling convention).
+        executable: the loaded PJRT executable.
+        lower_seconds: ONNX -> StableHLO time, in seconds.
+        compile_seconds: PJRT compile time, in seconds.
+    """
+
+    def __init__(self, lowered: LoweredModule, executable: Any, compile_seconds: float) -> None:
+        self.lowered = lowered
+        self.executable = executable
+        self.lower_seconds = lowered.seconds
+        self.compile_seconds = compile_seconds
+        self.mlir = lowered.text
+
+
+class CompiledModel:
+    """An ONNX model compiled for one PJRT device.
+
+    Use :func:`onnx_stablehlo.compile` to make one.
+
+    Attributes:
+        input_names: graph inputs, in graph order (``run`` takes a feed for each).
+        output_names: graph outputs, in the order ``run`` returns them.
+        device: the :class:`~onnx_stablehlo.runtime.pjrt.Device` it runs on.
+        weights: ``"args"`` or ``"inline"``.
+        cache_size: how many shape specializations stay compiled (least recently used go).
+    """
+
+    def __init__(
+        self,
+        model: onnx_ir.Model,
+        *,
+        device: pjrt.Device,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        weights: str = "args",
+        registry: LoweringRegistry | None = None,
+        cache_size: int = 16,
+    ) -> None:
+        self.model = model
+        self.device = device
+        self.weights = weights
+        self.cache_size = cache_size
+        self._registry = registry
+        inputs = graph_input_values(model.graph)
+        self.input_names = [v.name for v in inputs]
+        self.output_names = [v.name for v in model.graph.outputs]
+        self._input_dtypes = {v.name: v.dtype for v in inputs}
+        self._declared = {v.name: _declared_dims(v) for v in inputs}
+        self._fixed_shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+        self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
+        self._device_weights: dict[str, Any] = {}
+        self._last: Specialization | None = None
+        self.compile_count = 0
+        self.timings: dict[str, float] = {}
+        static = self._static_shapes()
+        if static is not None:
+            self._specialization(static)
+
+    # Shapes ---------------------------------------------------------------------------------
+
+    def _static_shapes(self) -> dict[str, tuple[int, ...]] | None:
+        """Shapes known without feeds (input_shapes or fully static declarations), else None."""
+        shapes = {}
+        for name in self.input_names:
+            if name in self._fixed_shapes:
+                shapes[name] = self._fixed_shapes[name]
+                continue
+            declared = self._declared[name]
+            if declared is None or not all(isinstance(d, int) for d in declared):
+                return None
+            shapes[name] = tuple(declared)  # type: ignore[arg-type]
+        return shapes
+
+    def _specialization(self, shapes: Mapping[str, tuple[int, ...]]) -> Specialization:
+        key = tuple(tuple(shapes[n]) for n in self.input_names)
+        found = self._cache.get(key)
+        if found is not None:
+            self._cache.move_to_end(key)
+            self._last = found
+            return found
+        lowered = import_model(self.model, shapes, weights=self.weights, registry=self._registry)  # type: ignore[arg-type]
+        start = time.perf_counter()
+        executable = pjrt.compile_module(lowered.text, self.device)
+        compile_seconds = time.perf_counter() - start
+        spec = Specialization(lowered, executable, compile_seconds)
+        self.compile_count += 1
+        self.timings = {"lower_seconds": lowered.seconds, "compile_seconds": compile_seconds}
+        self._cache[key] = spec
+        while len(self._cache) > self.cache_size:
+            self._cache.popitem(last=False)
+        self._last = spec
+        return spec
+
+    # Public API ------------------------------------------------------------------------------
+
+    @property
+    def mlir(self) -> str:
+        """The StableHLO text of the most recently used specialization.
+
+        Raises:
+            ShapeError: the model has symbolic dims and nothing was compiled yet (pass
+                ``input_shapes`` to ``compile`` or call ``run`` first).
+        """
+        if self._last is None:
+            raise ShapeError(
+                "the model's inputs have symbolic dims and no shapes were given yet: pass "
+                "input_shapes to onnx_stablehlo.compile, or call run() first"
+            )
+        return self._last.mlir
+
+    @property
+    def lowered(self) -> LoweredModule:
+        """The :class:`LoweredModule` of the most recently used specialization."""
+        self.mlir  # raises the same error when nothing is compiled yet
+        assert self._last is not None
+        return self._last.lowered
+
+    def run(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """Runs the model.
+
+        Args:
+            feeds: one array per graph input, by name. Arrays must have the input's dtype
+                exactly (no silent casts) and its rank; static dims must match.
+
+        Returns:
+            One numpy array per graph output, in graph-output order.
+
+        Raises:
+            FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
+            CompileError, ExecutionError: PJRT failed.
+        """
+        arrays = self._check_feeds(feeds)
+        spec = self._specialization({n: a.shape for n, a in arrays.items()})
+        lowered = spec.lowered
+        arguments = [pjrt.to_device(arrays[name], self.device) for name in lowered.input_names]
+        arguments += [self._weight(name, lowered) for name in lowered.parameter_names]
+        outputs = pjrt.execute(spec.executable, arguments)
+        return pjrt.to_host(outputs)
+
+    def __call__(self, **feeds: Any) -> list[np.ndarray]:
+        return self.run(feeds)
+
+    def _weight(self, name: str, lowered: LoweredModule) -> Any:
+        buffer = self._device_weights.get(name)
+        if buffer is None:
+            buffer = pjrt.to_device(np.ascontiguousarray(lowered.parameters[name]()), self.device)
+            self._device_weights[name] = buffer
+        return buffer
+
+    def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        unknown = sorted(set(feeds) - set(self.input_names))
+        if unknown:
+            raise FeedError(
+                f"unknown feed {', '.join(repr(n) for n in unknown)}; the model's inputs are "
+                f"{', '.join(repr(n) for n in self.input_names)}",
+                unknown[0],
+            )
+        arrays: dict[str, np.ndarray] = {}
+        for name in self.input_names:
+            if name not in feeds:
+                raise FeedError(f"missing feed for input '{name}'", name)
+            array = np.asarray(feeds[name])
+            want = self._input_dtypes[name]
+            try:
+                got = dtypes.dtype_of_numpy(array.dtype)
+            except Exception:
+                got = None
+            if got != want:
+                raise FeedError(
+                    f"input '{name}': expected dtype {_dtype_name(want)}, got {array.dtype}", name
+                )
+            expected = self._fixed_shapes.get(name) or self._declared[name]
+            if expected is not None:
+                if array.ndim != len(expected):
+                    raise FeedError(
+                        f"input '{name}': expected rank {len(expected)} "
+                        f"{_format_dims(expected)}, got shape {tuple(array.shape)}",
+                        name,
+                    )
+                for axis, (dim, size) in enumerate(zip(expected, array.shape)):
+                    if isinstance(dim, int) and dim != size:
+                        raise FeedError(
+                            f"input '{name}': dim {axis} must be {dim}, got shape {tuple(array.shape)}",
+                            name,
+                        )
+            arrays[name] = array
+        return arrays
+
+
+def _declared_dims(value: onnx_ir.Value) -> tuple[int | str | None, ...] | None:
+    if value.shape is None:
+        return None
+    return tuple(d if isinstance(d, int) else d.value for d in value.shape)
+
+
+def _format_dims(dims: Sequence[int | str | None]) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def _dtype_name(dtype: DataType) -> str:
+    return str(dtypes.numpy_dtype(dtype))

@@ -1,0 +1,207 @@
+"""The one module that touches jaxlib/jax internals: MLIR context set-up and the PJRT client.
+
+jaxlib ships the MLIR Python bindings (with the StableHLO and CHLO dialects) and a PJRT client,
+but neither the context set-up JAX uses nor ``Client.compile_and_load`` is public API. Every use
+of them lives here, so a jaxlib upgrade touches one file; ``pyproject.toml`` pins the tested
+jax/jaxlib range (0.10.2).
+
+Platforms: ``cpu``, ``cuda``, ``rocm``, ``tpu`` are PJRT platform names; ``gpu`` is accepted
+as an alias for whichever of cuda/rocm is present.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from onnx_stablehlo.errors import CompileError, DeviceNotFoundError, ExecutionError
+
+# XLA's C++ logging is chatty at INFO; keep it to warnings unless the user set it.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from jaxlib.mlir import ir  # noqa: E402
+from jaxlib.mlir.dialects import chlo, stablehlo  # noqa: E402
+
+__all__ = [
+    "PLATFORMS",
+    "Device",
+    "make_mlir_context",
+    "register_upstream_passes",
+    "get_device",
+    "available_platforms",
+    "compile_module",
+    "to_device",
+    "execute",
+    "serialize_portable_artifact",
+]
+
+PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+
+
+def make_mlir_context() -> ir.Context:
+    """Returns a new MLIR context with func, arith, ... and the StableHLO and CHLO dialects.
+
+    A bare ``ir.Context()`` knows no upstream dialect, so ``func.func`` would not parse; this
+    fills a ``DialectRegistry`` the way JAX does.
+    """
+    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
+
+    registry = ir.DialectRegistry()
+    _jax_mlir_ext.register_dialects(registry)
+    context = ir.Context()
+    context.append_dialect_registry(registry)
+    context.load_all_available_dialects()
+    stablehlo.register_dialect(context)
+    chlo.register_dialect(context)
+    return context
+
+
+@functools.cache
+def register_upstream_passes() -> None:
+    """Registers the StableHLO passes with jaxlib's ``PassManager.parse`` (once per process)."""
+    from jaxlib.mlir._mlir_libs import _stablehlo
+
+    _stablehlo.register_stablehlo_passes()
+
+
+def serialize_portable_artifact(module_text: str, target_version: str | None = None) -> bytes:
+    """Serializes StableHLO text to a portable (VHLO bytecode) artifact."""
+    from jaxlib.mlir._mlir_libs import _stablehlo
+
+    version = target_version or _stablehlo.get_current_version()
+    return _stablehlo.serialize_portable_artifact_str(module_text, version)
+
+
+class Device:
+    """One PJRT device: the client of its platform and the device handle.
+
+    Attributes:
+        platform: the PJRT platform name (``cpu``, ``cuda``, ``rocm``, ``tpu``).
+        index: the device index within the platform.
+    """
+
+    def __init__(self, platform: str, index: int, client: Any, handle: Any) -> None:
+        self.platform = platform
+        self.index = index
+        self._client = client
+        self._handle = handle
+
+    def __repr__(self) -> str:
+        return f"Device({self.platform}:{self.index})"
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """A hashable identity used in executable cache keys."""
+        return (self.platform, self.index)
+
+
+_lock = threading.Lock()
+
+
+def available_platforms() -> list[str]:
+    """Returns the PJRT platforms that can be initialized on this machine (``cpu`` always)."""
+    found = []
+    for platform in PLATFORMS:
+        try:
+            _client(platform)
+        except DeviceNotFoundError:
+            continue
+        found.append(platform)
+    return found
+
+
+@functools.cache
+def _client_or_exception(platform: str) -> tuple[Any, Exception | None]:
+    import jax.extend.backend as jax_backend
+
+    try:
+        return jax_backend.get_backend(platform), None
+    except Exception as exc:  # jax raises RuntimeError for an absent platform
+        return None, exc
+
+
+def _client(platform: str) -> Any:
+    with _lock:
+        client, exc = _client_or_exception(platform)
+    if client is None:
+        raise DeviceNotFoundError(f"PJRT platform '{platform}' is not available ({exc})")
+    return client
+
+
+def get_device(spec: str = "cpu") -> Device:
+    """Resolves ``'cpu'``, ``'cuda'``, ``'cuda:1'``, ``'gpu'``, ``'tpu'`` ... to a device.
+
+    Raises:
+        DeviceNotFoundError: the platform is unknown or absent, or the index is out of range;
+            the message lists the available platforms.
+    """
+    name, _, index_text = spec.partition(":")
+    name = name.strip().lower()
+    index = int(index_text) if index_text.strip().isdigit() else 0
+    candidates = ("cuda", "rocm") if name == "gpu" else (name,)
+    if name != "gpu" and name not in PLATFORMS:
+        raise DeviceNotFoundError(
+            f"unknown device '{spec}': expected one of {', '.join(PLATFORMS)} (optionally ':N'); "
+            f"available here: {', '.join(available_platforms())}"
+        )
+    for platform in candidates:
+        try:
+            client = _client(platform)
+        except DeviceNotFoundError:
+            continue
+        devices = client.local_devices()
+        if index >= len(devices):
+            raise DeviceNotFoundError(
+                f"device '{spec}': platform {platform} has {len(devices)} device(s)"
+            )
+        return Device(platform, index, client, devices[index])
+    raise DeviceNotFoundError(
+        f"device '{spec}' is not available; available platforms: "
+        f"{', '.join(available_platforms())}"
+    )
+
+
+def compile_module(module_text: str, device: Device) -> Any:
+    """Compiles StableHLO text to a loaded PJRT executable on ``device``.
+
+    Raises:
+        CompileError: XLA rejected the module (message carries XLA's first lines).
+    """
+    from jaxlib import _jax
+
+    try:
+        return device._client.compile_and_load(
+            module_text, _jax.DeviceList((device._handle,)), _jax.CompileOptions()
+        )
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[:6]
+        raise CompileError("PJRT compile failed: " + " | ".join(first)) from exc
+
+
+def to_device(array: np.ndarray, device: Device) -> Any:
+    """Copies a host array to ``device``; the result stays there until dropped."""
+    import jax
+
+    return jax.device_put(array, device._handle)
+
+
+def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:
+    """Runs ``executable`` on device-resident ``arguments``; returns device arrays.
+
+    Raises:
+        ExecutionError: PJRT failed at run time.
+    """
+    try:
+        return list(executable.execute(list(arguments)))
+    except Exception as exc:
+        raise ExecutionError(f"PJRT execution failed: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:
+    """Copies device arrays back to numpy."""
+    return [np.asarray(a) for a in arrays]

@@ -1,0 +1,113 @@
+"""Fixtures for the node suite: one parallel run per pytest session, and fake compilers.
+
+``node_suite_results`` runs the selected ``test_node_case[...]`` cases once (``-k``/``-m`` select
+which), in ``os.cpu_count()`` worker processes, or ``ONNX_STABLEHLO_NODE_SUITE_PROCESSES``. Under
+pytest-xdist the first xdist worker to need it runs the suite and writes the results to a file
+shared by the session; the others wait on a lock and read it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import time
+
+import onnx
+import pytest
+
+from . import suite
+
+PROCESSES_ENV = "ONNX_STABLEHLO_NODE_SUITE_PROCESSES"
+_RESULTS_KEY = pytest.StashKey[dict[str, suite.CaseResult]]()
+
+
+def _processes() -> int:
+    if os.environ.get(PROCESSES_ENV):
+        return int(os.environ[PROCESSES_ENV])
+    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
+
+
+def _selected_case_names(session: pytest.Session) -> list[str]:
+    names = []
+    for item in session.items:
+        callspec = getattr(item, "callspec", None)
+        if getattr(item, "originalname", None) == "test_node_case" and callspec is not None:
+            names.append(callspec.params["case_name"])
+    return list(dict.fromkeys(names))
+
+
+def _run_suite(names: list[str]) -> dict[str, suite.CaseResult]:
+    return {result.name: result for result in suite.run_all(names, processes=_processes())}
+
+
+@pytest.fixture(scope="session")
+def node_suite_results(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, suite.CaseResult]:
+    """Case name -> CaseResult for every selected node case, from one parallel run."""
+    names = _selected_case_names(request.session)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        results = _run_suite(names)
+    else:
+        shared = tmp_path_factory.getbasetemp().parent / "node_suite_results.json"
+        with open(f"{shared}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if shared.is_file():
+                raw = json.loads(shared.read_text())
+                results = {row[0]: suite.CaseResult(*row) for row in raw}
+            else:
+                results = _run_suite(names)
+                rows = [list(vars(result).values()) for result in results.values()]
+                shared.write_text(json.dumps(rows))
+    request.config.stash[_RESULTS_KEY] = results
+    return results
+
+
+@pytest.fixture(scope="session")
+def expected_failures() -> dict[str, str]:
+    """Case name -> reason, from expected_failures.txt."""
+    return suite.read_expected_failures()
+
+
+def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:
+    results = config.stash.get(_RESULTS_KEY, None)
+    if results:
+        terminalreporter.write_sep("-", "ONNX backend node suite")
+        terminalreporter.write_line(suite.summarize(list(results.values()), top=10))
+
+
+# --------------------------------------------------------------------------------------------
+# Fake compilers for the harness's own tests; workers import them as "<this module>:<name>".
+
+
+def misbehaving_compile(model: onnx.ModelProto) -> object:
+    """Hangs on Abs, aborts the process on Neg, raises on Relu, else defers to onnx.reference."""
+    op_type = model.graph.node[0].op_type
+    if op_type == "Abs":
+        time.sleep(3600)
+    if op_type == "Neg":
+        os.abort()  # as an XLA check failure would
+    if op_type == "Relu":
+        raise NotImplementedError("fake compiler: no Relu\nsecond line of the message")
+    return suite.reference_compile(model)
+
+
+def float64_compile(model: onnx.ModelProto) -> object:
+    """onnx.reference, with float32 outputs returned as float64."""
+    inner = suite.reference_compile(model)
+
+    class Compiled:
+        def run(self, feeds):
+            return [
+                out.astype("float64") if getattr(out, "dtype", None) == "float32" else out
+                for out in inner.run(feeds)
+            ]
+
+    return Compiled()
+
+
+@pytest.fixture
+def fake_compiler_spec():
+    """Name of a fake compiler above -> its ``module:attribute`` spec for ``suite.run_all``."""
+    return lambda name: f"{__name__}:{name}"
