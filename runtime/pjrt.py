@@ -187,7 +187,9 @@ def to_device(array: np.ndarray, device: Device) -> Any:
     """Copies a host array to ``device``; the result stays there until dropped."""
     import jax
 
-    return jax.device_put(array, device._handle)
+    # jax narrows 64-bit arrays unless x64 is on; scope it to this transfer only.
+    with jax.enable_x64(True):
+        return jax.device_put(array, device._handle)
 
 
 def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:

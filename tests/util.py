@@ -92,3 +92,13 @@ def assert_allclose_for_dtype(actual: Sequence[np.ndarray], expected: Sequence[n
             )
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"output {index}")
+
+
+def oracle_run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:
+    """onnxruntime's result, or onnx.reference's where onnxruntime has no kernel for the node."""
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+    try:
+        return ort_run(model, feeds)
+    except OrtNotImplemented:
+        return reference_run(model, feeds)

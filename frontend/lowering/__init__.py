@@ -23,6 +23,8 @@ RULE_MODULES = (
     "reduction",
     "activation",
     "normalization",
+    "conv_pool",
+    "resize",
 )
 
 

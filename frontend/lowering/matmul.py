@@ -1,1 +1,189 @@
-"""Lowering rules: matmul."""
+"""Lowering rules: matrix products (MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul).
+
+Every product becomes one ``stablehlo.dot_general`` with default precision; operands are never
+transposed explicitly when contracting dims can say the same thing.
+
+- ``MatMul(a, b)`` -> ``dot_general`` with numpy ``matmul`` semantics: a 1-D operand contracts
+  directly (no reshape), a rank-2 ``b`` contracts without batch dims (``[B, S, K] @ [K, N]``
+  needs no broadcast of the weight), and otherwise the batch dims are broadcast to their common
+  shape and become ``dot_general`` batch dims.
+- ``Gemm(A, B, C)`` -> ``alpha * dot_general(A, B) + beta * C``; ``transA``/``transB`` only pick
+  the contracting dims.
+- ``Einsum`` -> a chain of pairwise ``dot_general`` (+ ``reduce`` for labels summed within one
+  operand, + a diagonal mask for labels repeated within one operand, + ``transpose``).
+- ``MatMulInteger`` / ``QLinearMatMul`` -> ``dot_general`` in int32 after subtracting the zero
+  points (accumulating in int32 as the spec says).
+
+float16/bfloat16 products accumulate in float32 (``dot_general`` with an f32 result, then
+``convert``), as onnxruntime's kernels do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.registry import lowering
+
+_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
+
+
+def _dot_general(
+    lhs: ir.Value,
+    rhs: ir.Value,
+    *,
+    lhs_contracting: Sequence[int],
+    rhs_contracting: Sequence[int],
+    lhs_batch: Sequence[int] = (),
+    rhs_batch: Sequence[int] = (),
+    result_dtype: DataType | None = None,
+) -> ir.Value:
+    """``stablehlo.dot_general``; the result is ``batch dims, lhs free dims, rhs free dims``.
+
+    float16/bfloat16 operands accumulate in float32 and the result is converted back, unless
+    ``result_dtype`` asks for something else.
+    """
+    dtype = emit.dtype_of(lhs)
+    out_dtype = result_dtype or dtype
+    accumulate = DataType.FLOAT if dtype in _NARROW_FLOATS and result_dtype is None else out_dtype
+    lhs_shape, rhs_shape = emit.static_shape_of(lhs), emit.static_shape_of(rhs)
+    shape = (
+        [lhs_shape[d] for d in lhs_batch]
+        + [d for i, d in enumerate(lhs_shape) if i not in lhs_batch and i not in lhs_contracting]
+        + [d for i, d in enumerate(rhs_shape) if i not in rhs_batch and i not in rhs_contracting]
+    )
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=list(lhs_batch),
+        rhs_batching_dimensions=list(rhs_batch),
+        lhs_contracting_dimensions=list(lhs_contracting),
+        rhs_contracting_dimensions=list(rhs_contracting),
+    )
+    result = stablehlo.DotGeneralOp(emit.tensor_type(shape, accumulate), lhs, rhs, numbers).result
+    return emit.convert(result, out_dtype)
+
+
+def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -> ir.Value:
+    """numpy ``matmul`` of two static-shaped values as one ``stablehlo.dot_general``.
+
+    Raises:
+        ValueError: the contracted dims differ or the batch dims do not broadcast.
+    """
+    lhs_shape, rhs_shape = emit.static_shape_of(lhs), emit.static_shape_of(rhs)
+    lhs_rank, rhs_rank = len(lhs_shape), len(rhs_shape)
+    if lhs_rank == 0 or rhs_rank == 0:
+        raise ValueError("MatMul operands must have rank >= 1")
+    lhs_k = lhs_shape[-1]
+    rhs_k = rhs_shape[0] if rhs_rank == 1 else rhs_shape[-2]
+    if lhs_k != rhs_k:
+        raise ValueError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
+    if lhs_rank == 1 or rhs_rank <= 2:
+        # No batch dims needed: [K] @ [..., K, N] -> [..., N]; [..., M, K] @ [K(, N)] -> [..., M(, N)].
+        rhs_contracting = 0 if rhs_rank == 1 else rhs_rank - 2
+        return _dot_general(
+            lhs, rhs, lhs_contracting=[lhs_rank - 1], rhs_contracting=[rhs_contracting], result_dtype=result_dtype
+        )
+    lhs_batch, rhs_batch = lhs_shape[:-2], rhs_shape[:-2]
+    batch = emit.broadcast_shapes(lhs_batch, rhs_batch)
+    if lhs_rank == 2 or (int(np.prod(lhs_batch)) == 1 and len(rhs_batch) >= len(lhs_batch)):
+        # [M, K] @ [B..., K, N] -> [M, B..., N], then the M dim moves behind the batch dims.
+        lhs2 = emit.reshape(lhs, lhs_shape[-2:])
+        product = _dot_general(
+            lhs2, rhs, lhs_contracting=[1], rhs_contracting=[rhs_rank - 2], result_dtype=result_dtype
+        )
+        nb = len(rhs_batch)
+        return emit.transpose(product, [*range(1, nb + 1), 0, nb + 1])
+    if int(np.prod(rhs_batch)) == 1 and len(lhs_batch) >= len(rhs_batch):
+        # [B..., M, K] @ [1..., K, N]: the weight drops its unit batch dims.
+        rhs2 = emit.reshape(rhs, rhs_shape[-2:])
+        return _dot_general(lhs, rhs2, lhs_contracting=[lhs_rank - 1], rhs_contracting=[0], result_dtype=result_dtype)
+    lhs = emit.broadcast_to(lhs, (*batch, *lhs_shape[-2:]))
+    rhs = emit.broadcast_to(rhs, (*batch, *rhs_shape[-2:]))
+    nb = len(batch)
+    return _dot_general(
+        lhs,
+        rhs,
+        lhs_batch=range(nb),
+        rhs_batch=range(nb),
+        lhs_contracting=[nb + 1],
+        rhs_contracting=[nb],
+        result_dtype=result_dtype,
+    )
+
+
+@lowering("MatMul", since=1)
+@lowering("MatMul", since=9)  # 9 added integer types
+@lowering("MatMul", since=13)  # 13 added bfloat16
+def lower_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MatMul (numpy ``matmul``) to one stablehlo.dot_general.
+
+    Spec: onnx.ai/onnx/operators/onnx__MatMul.html (MatMul-1, 9, 13).
+    Shapes: a [..., M, K] or [K]; b [..., K, N] or [K]; batch dims broadcast; static.
+    Dtypes: f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64.
+    Raises: ShapeError if K differs or the batch dims do not broadcast.
+    """
+    lhs, rhs = ctx.input(0), ctx.input(1)
+    ctx.input_static_shape(0), ctx.input_static_shape(1)
+    try:
+        return [matmul(lhs, rhs)]
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc
+
+
+@lowering("Gemm", since=7)  # 7 dropped the `broadcast` attribute: C broadcasts unidirectionally
+@lowering("Gemm", since=9)  # 9 added integer types
+@lowering("Gemm", since=11)  # 11 made C optional
+@lowering("Gemm", since=13)  # 13 added bfloat16
+def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Gemm to ``alpha * dot_general(A, B) + beta * C``.
+
+    ``transA``/``transB`` choose the contracting dims, so no transpose is emitted; ``alpha`` and
+    ``beta`` multiply only when they differ from 1, and C (broadcast to [M, N]) only when present
+    and ``beta != 0``.
+
+    Spec: onnx.ai/onnx/operators/onnx__Gemm.html (Gemm-7, 9, 11, 13).
+    Shapes: A [M, K] ([K, M] if transA), B [K, N] ([N, K] if transB), C broadcastable to [M, N].
+    Dtypes: f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64.
+    Raises: ShapeError for operands that are not 2-D or do not fit.
+    """
+    a, b = ctx.input(0), ctx.input(1)
+    a_shape, b_shape = ctx.input_static_shape(0), ctx.input_static_shape(1)
+    if len(a_shape) != 2 or len(b_shape) != 2:
+        raise ctx.error(f"A and B must be 2-D, got {list(a_shape)} and {list(b_shape)}", ShapeError)
+    trans_a, trans_b = node.attr_int("transA"), node.attr_int("transB")
+    a_k = a_shape[0] if trans_a else a_shape[1]
+    b_k = b_shape[1] if trans_b else b_shape[0]
+    if a_k != b_k:
+        raise ctx.error(
+            f"contracted dims differ: A {list(a_shape)} (transA={trans_a}), B {list(b_shape)} (transB={trans_b})",
+            ShapeError,
+        )
+    result = _dot_general(a, b, lhs_contracting=[0 if trans_a else 1], rhs_contracting=[1 if trans_b else 0])
+    dtype = emit.dtype_of(result)
+    shape = emit.static_shape_of(result)
+    alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
+    if alpha != 1.0:
+        result = stablehlo.MulOp(result, _scalar_like(alpha, dtype, shape)).result
+    c = ctx.optional_input(2)
+    if c is not None and beta != 0.0:
+        c_shape = ctx.input_static_shape(2)
+        if len(c_shape) > 2 or any(d not in (1, want) for d, want in zip(c_shape[::-1], shape[::-1])):
+            raise ctx.error(f"C {list(c_shape)} does not broadcast to {list(shape)}", ShapeError)
+        c = emit.broadcast_to(c, shape)
+        if beta != 1.0:
+            c = stablehlo.MulOp(c, _scalar_like(beta, dtype, shape)).result
+        result = stablehlo.AddOp(result, c).result
+    return [result]
+
+
+def _scalar_like(value: float, dtype: DataType, shape: Sequence[int]) -> ir.Value:
+    """A splat of ``value`` (truncated for integer dtypes, as a C cast does)."""
+    if not dtypes.is_float(dtype):
+        value = int(value)
+    return emit.splat(value, dtype, shape)

@@ -1,1 +1,256 @@
-"""Lowering rules: reduction."""
+"""Lowering rules: reductions (ReduceSum, ReduceMean, ... and ArgMax/ArgMin).
+
+Every ``Reduce*`` op becomes ``map -> stablehlo.reduce -> finish``:
+
+===============  ==================  =======================  ===========================
+op               map (elementwise)   reduce body, init        finish
+===============  ==================  =======================  ===========================
+ReduceSum        -                   add, 0                   -
+ReduceMean       -                   add, 0                   divide by the reduced count
+ReduceProd       -                   multiply, 1              -
+ReduceMax        -                   maximum, -inf / min      -  (bool: or, false)
+ReduceMin        -                   minimum, +inf / max      -  (bool: and, true)
+ReduceL1         abs                 add, 0                   -
+ReduceL2         x * x               add, 0                   sqrt
+ReduceSumSquare  x * x               add, 0                   -
+ReduceLogSum     -                   add, 0                   log
+ReduceLogSumExp  exp(x - max)        add, 0                   log(.) + max
+===============  ==================  =======================  ===========================
+
+so a reduction over an empty set yields the init value pushed through ``finish`` (0 for sums,
+-inf for ReduceMax and ReduceLogSum, NaN for ReduceMean), as the spec asks. ``axes`` is an
+attribute up to ReduceSum-11 and the other ops' revision 13, an optional constant input from
+ReduceSum-13 and the others' revision 18. No axes reduces everything, unless
+``noop_with_empty_axes=1``: then nothing is reduced but map and finish still apply (the
+reduction over an empty axis set), as onnx.reference does.
+
+float16/bfloat16 sums (Sum, Mean, L1, L2, SumSquare, LogSum, LogSumExp, Prod) accumulate in
+float32 and convert back; integer inputs of L2/LogSum/LogSumExp are computed in float64 and
+truncated back, as onnx.reference does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import ShapeError
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.registry import lowering
+
+_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
+
+
+def _lowest(dtype: DataType) -> float | int | bool:
+    """The identity of maximum: -inf for floats, the minimum for integers, false for bool."""
+    if dtype == DataType.BOOL:
+        return False
+    if dtypes.is_float(dtype):
+        return -np.inf
+    return int(np.iinfo(dtypes.numpy_dtype(dtype)).min)
+
+
+def _highest(dtype: DataType) -> float | int | bool:
+    """The identity of minimum: +inf for floats, the maximum for integers, true for bool."""
+    if dtype == DataType.BOOL:
+        return True
+    if dtypes.is_float(dtype):
+        return np.inf
+    return int(np.iinfo(dtypes.numpy_dtype(dtype)).max)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Reduction:
+    """How one Reduce* op is computed.
+
+    Attributes:
+        body: the reduce body op class, given the (compute) dtype.
+        init: the body's identity, given the (compute) dtype.
+        map: elementwise op before the reduction (``None``: identity).
+        finish: op after the reduction, given (reduced value, element count); ``None``: identity.
+        widen_narrow_floats: float16/bfloat16 are computed in float32.
+        float_only: integers are computed in float64 and truncated back.
+        description: what it lowers to, for the docstring.
+    """
+
+    body: Callable[[DataType], type]
+    init: Callable[[DataType], float | int | bool]
+    map: Callable[[ir.Value], ir.Value] | None = None
+    finish: Callable[[ir.Value, int], ir.Value] | None = None
+    widen_narrow_floats: bool = True
+    float_only: bool = False
+    description: str = ""
+
+
+def _add(dtype: DataType) -> type:
+    return stablehlo.OrOp if dtype == DataType.BOOL else stablehlo.AddOp
+
+
+def _square(x: ir.Value) -> ir.Value:
+    return stablehlo.MulOp(x, x).result
+
+
+def _divide_by_count(total: ir.Value, count: int) -> ir.Value:
+    divisor = emit.splat(count, emit.dtype_of(total), emit.static_shape_of(total))
+    return stablehlo.DivOp(total, divisor).result
+
+
+_REDUCTIONS: dict[str, _Reduction] = {
+    "ReduceSum": _Reduction(_add, lambda d: 0, description="stablehlo.reduce with an add body"),
+    "ReduceMean": _Reduction(
+        _add, lambda d: 0, finish=_divide_by_count, description="an add stablehlo.reduce divided by the count"
+    ),
+    "ReduceProd": _Reduction(
+        lambda d: stablehlo.AndOp if d == DataType.BOOL else stablehlo.MulOp,
+        lambda d: True if d == DataType.BOOL else 1,
+        description="stablehlo.reduce with a multiply body",
+    ),
+    "ReduceMax": _Reduction(
+        lambda d: stablehlo.OrOp if d == DataType.BOOL else stablehlo.MaxOp,
+        _lowest,
+        widen_narrow_floats=False,
+        description="stablehlo.reduce with a maximum body (or for bool)",
+    ),
+    "ReduceMin": _Reduction(
+        lambda d: stablehlo.AndOp if d == DataType.BOOL else stablehlo.MinOp,
+        _highest,
+        widen_narrow_floats=False,
+        description="stablehlo.reduce with a minimum body (and for bool)",
+    ),
+    "ReduceL1": _Reduction(
+        _add, lambda d: 0, map=lambda x: stablehlo.AbsOp(x).result, description="abs, then an add stablehlo.reduce"
+    ),
+    "ReduceL2": _Reduction(
+        _add,
+        lambda d: 0,
+        map=_square,
+        finish=lambda x, n: stablehlo.SqrtOp(x).result,
+        float_only=True,
+        description="x * x, an add stablehlo.reduce, then sqrt",
+    ),
+    "ReduceSumSquare": _Reduction(_add, lambda d: 0, map=_square, description="x * x, then an add stablehlo.reduce"),
+    "ReduceLogSum": _Reduction(
+        _add,
+        lambda d: 0,
+        finish=lambda x, n: stablehlo.LogOp(x).result,
+        float_only=True,
+        description="an add stablehlo.reduce, then log",
+    ),
+    # ReduceLogSumExp is special-cased in _reduce (max-shifted for stability).
+    "ReduceLogSumExp": _Reduction(
+        _add, lambda d: 0, float_only=True, description="max + log(sum(exp(x - max))) (two stablehlo.reduce)"
+    ),
+}
+
+
+def _reduce_axes(ctx: LoweringContext, node: OnnxNode, axes_from_input: bool) -> list[int] | None:
+    """The normalized axes to reduce, ``None`` for every axis, ``[]`` for none (noop)."""
+    rank = ctx.input_rank(0)
+    if axes_from_input:
+        given = ctx.optional_constant_input(1)
+        axes = None if given is None else [int(a) for a in np.asarray(given).reshape(-1)]
+        noop = bool(node.attr_int("noop_with_empty_axes"))
+    else:
+        axes = node.attr_ints("axes")
+        noop = False
+    if not axes:
+        return [] if noop else None
+    normalized = sorted({ctx.axis(a, rank) for a in axes})
+    if rank == 0:
+        return None  # a scalar has no dims: axes 0 / -1 mean "the only element"
+    return normalized
+
+
+def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_input: bool) -> ir.Value:
+    x = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    dtype = emit.dtype_of(x)
+    axes = _reduce_axes(ctx, node, axes_from_input)
+    if axes is None:
+        axes = list(range(len(shape)))
+    keepdims = bool(node.attr_int("keepdims"))
+    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+
+    compute = dtype
+    if spec.float_only and not dtypes.is_float(dtype):
+        compute = DataType.DOUBLE
+    elif spec.widen_narrow_floats and dtype in _NARROW_FLOATS:
+        compute = DataType.FLOAT
+    x = emit.convert(x, compute)
+
+    if node.op_type == "ReduceLogSumExp":
+        result = _log_sum_exp(x, axes, keepdims)
+    else:
+        if spec.map is not None:
+            x = spec.map(x)
+        if axes:
+            result = emit.reduce(x, axes, spec.body(compute), spec.init(compute), keepdims=keepdims)
+        else:
+            result = x
+        if spec.finish is not None:
+            result = spec.finish(result, count)
+    return emit.convert(result, dtype)
+
+
+def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
+    """``m + log(sum(exp(x - m)))`` with ``m`` the max over ``axes`` (0 where not finite)."""
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    if not axes:
+        return stablehlo.LogOp(stablehlo.ExpOp(x).result).result
+    peak = emit.reduce(x, axes, stablehlo.MaxOp, -np.inf, keepdims=True)
+    finite = stablehlo.IsFiniteOp(peak).result
+    peak = stablehlo.SelectOp(finite, peak, emit.splat(0, dtype, emit.static_shape_of(peak))).result
+    shifted = stablehlo.SubtractOp(x, emit.broadcast_to(peak, shape)).result
+    total = emit.reduce(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, keepdims=True)
+    result = stablehlo.AddOp(stablehlo.LogOp(total).result, peak).result
+    if not keepdims:
+        result = emit.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
+    return result
+
+
+def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[int, ...], dtypes_doc: str) -> None:
+    spec = _REDUCTIONS[op_type]
+    first_input = min(input_since)
+
+    def rule(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+        return [_reduce(ctx, node, spec, axes_from_input=node.since_version >= first_input)]
+
+    name = "lower_" + "".join("_" + c.lower() if c.isupper() else c for c in op_type).lstrip("_")
+    rule.__name__ = rule.__qualname__ = name
+    rule.__doc__ = (
+        f"Lowers {op_type} to {spec.description}.\n\n"
+        f"Spec: onnx.ai/onnx/operators/onnx__{op_type}.html ({op_type}-"
+        f"{', '.join(map(str, attr_since + input_since))}); `axes` is an attribute before "
+        f"revision {first_input}, an optional input from it on.\n"
+        "Shapes: data [d0, ..., dn], static; axes (input) [k] int64, must be constant.\n"
+        f"Dtypes: {dtypes_doc}.\n"
+        "Raises: NonConstantInputError if `axes` is computed at run time; ShapeError for an axis out of range."
+    )
+    for version in attr_since + input_since:
+        rule = lowering(op_type, since=version)(rule)
+    globals()[name] = rule
+
+
+# Revisions: 11 allowed negative axes, 12 added int8/uint8 (Max/Min), 13 added bfloat16, 18 moved
+# axes to an input (13 for ReduceSum), 20 added bool (Max/Min), 28 dropped integers (LogSum*).
+_NUMERIC = "f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64"
+for _op_type, _attr_since, _input_since, _doc in [
+    ("ReduceSum", (1, 11), (13,), _NUMERIC),
+    ("ReduceMean", (1, 11, 13), (18,), _NUMERIC),
+    ("ReduceProd", (1, 11, 13), (18,), _NUMERIC),
+    ("ReduceMax", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool"),
+    ("ReduceMin", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool"),
+    ("ReduceL1", (1, 11, 13), (18,), _NUMERIC),
+    ("ReduceL2", (1, 11, 13), (18,), _NUMERIC + " (integers computed in f64)"),
+    ("ReduceSumSquare", (1, 11, 13), (18,), _NUMERIC),
+    ("ReduceLogSum", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28"),
+    ("ReduceLogSumExp", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28"),
+]:
+    _make_reduce(_op_type, _attr_since, _input_since, _doc)

@@ -8,6 +8,7 @@ shared by the session; the others wait on a lock and read it.
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -55,10 +56,10 @@ def node_suite_results(
             fcntl.flock(lock, fcntl.LOCK_EX)
             if shared.is_file():
                 raw = json.loads(shared.read_text())
-                results = {row[0]: suite.CaseResult(*row) for row in raw}
+                results = {row[0]: suite.result_from_row(row) for row in raw}
             else:
                 results = _run_suite(names)
-                rows = [list(vars(result).values()) for result in results.values()]
+                rows = [dataclasses.astuple(result) for result in results.values()]
                 shared.write_text(json.dumps(rows))
     request.config.stash[_RESULTS_KEY] = results
     return results

@@ -67,12 +67,15 @@ class CaseResult:
         status: ``pass``, ``fail`` (outputs differ) or ``error`` (raised, timed out, crashed).
         reason: one line; empty for ``pass``.
         seconds: wall time of the case (compile and all data sets), in seconds.
+        missing_ops: ``domain::op_type`` of every op the compiler said it has no lowering for
+            (read from the error's ``missing`` mapping, as ``UnsupportedOpError`` carries it).
     """
 
     name: str
     status: Status
     reason: str = ""
     seconds: float = 0.0
+    missing_ops: tuple[str, ...] = ()
 
 
 class HarnessError(RuntimeError):
@@ -208,14 +211,26 @@ def _describe_mismatch(out: np.ndarray, ref: np.ndarray, rtol: float, atol: floa
 
 
 def _one_line(exc: BaseException) -> str:
+    """``Type: first line of the message`` (with the second line when the first ends in ':')."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    text = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-    return _clip(text)
+    if not lines:
+        return type(exc).__name__
+    first = lines[0]
+    if first.endswith(":") and len(lines) > 1:
+        first = f"{first} {lines[1]}"
+    return _clip(f"{type(exc).__name__}: {first}")
 
 
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 3] + "..."
+
+
+def _missing_ops(exc: Exception) -> tuple[str, ...]:
+    missing = getattr(exc, "missing", None)
+    if not isinstance(missing, dict):
+        return ()
+    return tuple(sorted({f"{key[0] or 'ai.onnx'}::{key[1]}" for key in missing}))
 
 
 def resolve_compiler(spec: str) -> Callable[[onnx.ModelProto], Any]:
@@ -233,13 +248,14 @@ def run_test_case(case: Any, compile_fn: Callable[[onnx.ModelProto], Any]) -> Ca
     """Compiles ``case.model`` once and checks every data set; never raises for a case problem."""
     start = time.perf_counter()
 
-    def result(status: Status, reason: str = "") -> CaseResult:
-        return CaseResult(case.name, status, reason, round(time.perf_counter() - start, 3))
+    def result(status: Status, reason: str = "", missing: tuple[str, ...] = ()) -> CaseResult:
+        seconds = round(time.perf_counter() - start, 3)
+        return CaseResult(case.name, status, reason, seconds, missing)
 
     try:
         compiled = compile_fn(case.model)
     except Exception as exc:  # a case outcome, reported as such
-        return result("error", _one_line(exc))
+        return result("error", _one_line(exc), _missing_ops(exc))
     names = graph_input_names(case.model)
     for index, (inputs, ref_outputs) in enumerate(case.data_sets):
         feeds = {
@@ -284,8 +300,15 @@ def reference_compile(model: onnx.ModelProto) -> _ReferenceCompiled:
 # Running many cases in worker processes
 
 
+def result_from_row(row: Sequence[Any]) -> CaseResult:
+    """Inverse of ``dataclasses.astuple`` (also for rows read back from JSON)."""
+    name, status, reason, seconds, missing_ops = row
+    return CaseResult(name, status, reason, seconds, tuple(missing_ops))
+
+
 def _worker_main(conn: multiprocessing.connection.Connection, compiler: str) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # XLA would log each failure again
     warnings.simplefilter("ignore")  # cases feed NaN, inf and overflowing values on purpose
     try:
         compile_fn = resolve_compiler(compiler)
@@ -447,7 +470,7 @@ def run_all(
                     if kind == "ready":
                         worker.ready = True
                     else:
-                        record(CaseResult(*payload))
+                        record(result_from_row(payload))
                         worker.case = None
                         worker.served += 1
                     dispatch(worker)
@@ -549,8 +572,17 @@ def summarize(results: Sequence[CaseResult], top: int = 40) -> str:
         f"{statuses['error']} error"
     ]
     groups = Counter(reason_group(r.reason) for r in results if r.status != "pass")
+    lines.append("failure reasons, grouped (cases):")
     for group, count in groups.most_common(top):
         lines.append(f"{count:6d}  {group}")
     if len(groups) > top:
         lines.append(f"        ... {len(groups) - top} more groups")
+    needed = Counter(op for r in results for op in r.missing_ops)
+    alone = Counter(r.missing_ops[0] for r in results if len(r.missing_ops) == 1)
+    if needed:
+        lines.append("missing lowerings: cases needing it | cases missing only it")
+        for op, count in needed.most_common(top):
+            lines.append(f"{count:6d} {alone[op]:6d}  {op}")
+        if len(needed) > top:
+            lines.append(f"        ... {len(needed) - top} more ops")
     return "\n".join(lines)

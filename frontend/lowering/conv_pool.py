@@ -1,0 +1,1 @@
+"""Lowering rules: convolutions and pooling."""

@@ -1,0 +1,1 @@
+"""Lowering rules: Resize, Upsample and image ops."""

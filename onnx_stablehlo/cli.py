@@ -1,0 +1,203 @@
+"""``onnx-stablehlo``: compile ONNX to StableHLO text, and run models on PJRT.
+
+Commands:
+    compile [MODEL] [-o OUT.mlir] [--input-shape NAME=D0,D1,...] [--weights args|inline]
+    run     [MODEL] [--input NAME=FILE.npy ...] [--input-shape ...] [-o OUT.npz] [--device D]
+
+Without MODEL both use the small example model bundled in the package. Errors caused by the
+input print ``error: <message>`` to stderr and exit 1 (``--traceback`` shows the Python
+traceback too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from onnx_stablehlo import _io
+from onnx_stablehlo.errors import OnnxStableHLOError
+
+__all__ = ["main"]
+
+
+class UsageError(OnnxStableHLOError):
+    """A command-line argument that cannot be used (bad NAME=VALUE syntax, unreadable .npy)."""
+
+
+def _parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
+    name, sep, dims = text.partition("=")
+    if not sep or not name:
+        raise UsageError(f"--input-shape expects NAME=D0,D1,..., got {text!r}")
+    try:
+        shape = tuple(int(d) for d in dims.split(",") if d.strip() != "")
+    except ValueError:
+        raise UsageError(f"--input-shape {text!r}: dims must be integers") from None
+    return name, shape
+
+
+def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]] | None:
+    if not args.input_shape:
+        return None
+    return dict(_parse_shape_arg(t) for t in args.input_shape)
+
+
+def _model_arg(args: argparse.Namespace) -> str:
+    if args.model:
+        return args.model
+    from onnx_stablehlo import example_model_path
+
+    return example_model_path()
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from onnx_stablehlo.api import lower
+
+    lowered = lower(_model_arg(args), _shapes(args), weights=args.weights)
+    text = lowered.text_with_locations() if args.debug_info else lowered.text
+    if args.output and args.output != "-":
+        _io.atomic_write_text(Path(args.output), text)
+        print(
+            f"wrote {args.output}: @main takes {len(lowered.input_names)} input(s) and "
+            f"{len(lowered.parameter_names)} weight argument(s), returns "
+            f"{len(lowered.output_names)} output(s) ({lowered.seconds * 1000:.0f} ms)",
+            file=sys.stderr,
+        )
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
+    feeds = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(f"--input expects NAME=FILE.npy, got {spec!r}")
+        try:
+            feeds[name] = np.load(path, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise UsageError(f"--input {name}: cannot read {path}: {exc}") from exc
+    return feeds
+
+
+def generated_inputs(model, shapes: dict[str, tuple[int, ...]] | None, seed: int = 0) -> dict[str, np.ndarray]:
+    """Seeded random feeds of the right dtypes and shapes for a model's inputs.
+
+    Floats are standard normal, integers uniform in [0, 10), bools uniform. Symbolic dims need
+    a shape in ``shapes``.
+
+    Raises:
+        ShapeError: an input has a symbolic dim and no shape was given.
+    """
+    from onnx_stablehlo.errors import ShapeError
+    from onnx_stablehlo.frontend import dtypes
+    from onnx_stablehlo.frontend.importer import graph_input_values
+
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for value in graph_input_values(model.graph):
+        shape = (shapes or {}).get(value.name)
+        if shape is None:
+            dims = [d if isinstance(d, int) else None for d in (value.shape or [])]
+            if value.shape is None or any(d is None for d in dims):
+                raise ShapeError(
+                    f"input '{value.name}' has symbolic dims {value.shape}; give "
+                    f"--input-shape {value.name}=D0,D1,... or --input {value.name}=FILE.npy"
+                )
+            shape = tuple(dims)  # type: ignore[arg-type]
+        np_dtype = dtypes.numpy_dtype(value.dtype)
+        if dtypes.is_float(value.dtype):
+            array = rng.standard_normal(shape).astype(np_dtype)
+        elif value.dtype == dtypes.DataType.BOOL:
+            array = rng.integers(0, 2, shape).astype(np.bool_)
+        else:
+            array = rng.integers(0, 10, shape).astype(np_dtype)
+        feeds[value.name] = array
+    return feeds
+
+
+def _summary(array: np.ndarray) -> str:
+    if array.size == 0:
+        return "empty"
+    if array.dtype.kind in "fc" or array.dtype.kind in "iub":
+        values = array.astype(np.float64)
+        return f"min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"
+    return ""
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import onnx_stablehlo
+
+    model = onnx_stablehlo.load(_model_arg(args))
+    shapes = _shapes(args)
+    feeds = _load_inputs(args.input or [])
+    if len(feeds) < len(model.graph.inputs):
+        generated = generated_inputs(model, shapes, seed=args.seed)
+        for name, array in generated.items():
+            if name not in feeds:
+                feeds[name] = array
+                print(f"input {name}: generated {array.dtype} {list(array.shape)} (seed {args.seed})")
+    compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, weights=args.weights)
+    outputs = compiled.run(feeds)
+    for name, array in zip(compiled.output_names, outputs):
+        print(f"output {name}: {array.dtype} {list(array.shape)}  {_summary(array)}")
+    if args.output:
+        _io.atomic_write_npz(Path(args.output), dict(zip(compiled.output_names, outputs)))
+        print(f"wrote {args.output}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="onnx-stablehlo", description="Compile ONNX models to StableHLO and run them on PJRT."
+    )
+    parser.add_argument("--traceback", action="store_true", help="show Python tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    def common(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("model", nargs="?", help="model .onnx (or .onnxtxt); default: the bundled example")
+        sub.add_argument(
+            "--input-shape", action="append", metavar="NAME=D0,D1,...",
+            help="static shape of an input (needed for symbolic dims); repeatable",
+        )
+        sub.add_argument("--weights", choices=("args", "inline"), default="args",
+                         help="weights as @main arguments (default) or inlined constants")
+        sub.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+
+    compile_cmd = commands.add_parser("compile", help="write the StableHLO text of a model")
+    common(compile_cmd)
+    compile_cmd.add_argument("-o", "--output", help="output .mlir file (default: stdout)")
+    compile_cmd.add_argument("--debug-info", action="store_true",
+                             help="print loc(...) annotations (ONNX node names)")
+    compile_cmd.set_defaults(handler=_cmd_compile)
+
+    run_cmd = commands.add_parser("run", help="compile and run a model, print its outputs")
+    common(run_cmd)
+    run_cmd.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                         help="an input from a .npy file; repeatable; missing inputs are generated")
+    run_cmd.add_argument("-o", "--output", help="save outputs to this .npz")
+    run_cmd.add_argument("--device", default="cpu", help="cpu, cuda, rocm, tpu or gpu (default cpu)")
+    run_cmd.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
+    run_cmd.set_defaults(handler=_cmd_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``onnx-stablehlo``; returns the exit code."""
+    args = _parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except OnnxStableHLOError as exc:
+        if args.traceback:
+            raise
+        message = " ".join(str(exc).split("\n"))
+        print(f"error: {message}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,88 @@
+"""Runs the ONNX backend node suite and rewrites tests/conformance/expected_failures.txt.
+
+Every case that does not pass gets a line ``case_name  # reason`` with the reason from this run,
+sorted by name. Prints the pass count and the most common failure reasons, grouped.
+
+Usage:
+    python tools/update_expected_failures.py                 # all cases, os.cpu_count() workers
+    python tools/update_expected_failures.py -k '^test_resize'   # rerun matching cases only;
+                                                             # other lines are kept as they are
+    python tools/update_expected_failures.py --keep-reasons  # keep the written reason of a case
+                                                             # that still fails
+    python tools/update_expected_failures.py --dry-run       # print, write nothing
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.conformance import suite  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", "--filter", help="regex (re.search) selecting case names")
+    parser.add_argument("-j", "--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--timeout", type=float, default=suite.CASE_TIMEOUT_S, help="s per case")
+    parser.add_argument("--compiler", default=suite.DEFAULT_COMPILER, help="module:attribute")
+    parser.add_argument("--keep-reasons", action="store_true")
+    parser.add_argument("--dry-run", action="store_true")
+    parser.add_argument("--top", type=int, default=40, help="failure groups to print")
+    parser.add_argument("--slowest", type=int, default=10, help="slowest cases to print")
+    args = parser.parse_args(argv)
+
+    names = suite.case_names()
+    if args.filter:
+        names = [name for name in names if re.search(args.filter, name)]
+    if not names:
+        print(f"no case matches {args.filter!r}", file=sys.stderr)
+        return 1
+
+    def progress(result: suite.CaseResult, done: int, total: int) -> None:
+        if done % 100 == 0 or done == total:
+            print(f"  {done}/{total}", file=sys.stderr, flush=True)
+
+    start = time.perf_counter()
+    results = suite.run_all(
+        names,
+        processes=args.processes,
+        compiler=args.compiler,
+        timeout_s=args.timeout,
+        on_result=progress,
+    )
+    wall = time.perf_counter() - start
+    print(f"{len(results)} cases in {wall:.1f} s with {args.processes} processes")
+    print(suite.summarize(results, top=args.top))
+    if args.slowest:
+        print("slowest:")
+        for result in sorted(results, key=lambda r: -r.seconds)[: args.slowest]:
+            print(f"  {result.seconds:7.2f} s  {result.name} ({result.status})")
+
+    path = suite.EXPECTED_FAILURES_PATH
+    old = suite.read_expected_failures(path) if path.is_file() else {}
+    entries = {name: reason for name, reason in old.items() if name not in set(names)}
+    for result in results:
+        if result.status != "pass":
+            keep = args.keep_reasons and result.name in old
+            entries[result.name] = old[result.name] if keep else f"{result.status}: {result.reason}"
+    fixed = sorted(set(old) - set(entries))
+    added = sorted(set(entries) - set(old))
+    print(f"expected failures: {len(old)} -> {len(entries)} ({len(fixed)} now pass, {len(added)} new)")
+    for name in added:
+        print(f"  new failure: {name}  # {entries[name]}")
+    if not args.dry_run:
+        path.write_text(suite.format_expected_failures(entries))
+        print(f"wrote {path.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
