@@ -83,6 +83,12 @@ class CompiledModel:
         self._input_dtypes = {v.name: v.dtype for v in inputs}
         self._declared = {v.name: _declared_dims(v) for v in inputs}
         self._fixed_shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+        unknown = sorted(set(self._fixed_shapes) - set(self.input_names))
+        if unknown:
+            raise ShapeError(
+                f"input_shapes names {', '.join(repr(n) for n in unknown)}, which the model does "
+                f"not have; its inputs are {', '.join(repr(n) for n in self.input_names)}"
+            )
         self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
         self._device_weights: dict[str, Any] = {}
         self._last: Specialization | None = None

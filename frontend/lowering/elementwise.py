@@ -260,44 +260,48 @@ def _variadic(ctx: LoweringContext, op_class: type) -> ir.Value:
     return result
 
 
-@lowering("Max", since=8)
+@lowering("Max", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
+@lowering("Max", since=8)  # 8 added multidirectional broadcasting
 @lowering("Max", since=12)  # 12 and 13 widened types
 @lowering("Max", since=13)
 def lower_max(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers variadic Max to a chain of stablehlo.maximum (NaN propagates).
 
-    Spec: Max-8/12/13.
+    Spec: Max-6/8/12/13.
     """
     return [_variadic(ctx, stablehlo.MaxOp)]
 
 
-@lowering("Min", since=8)
+@lowering("Min", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
+@lowering("Min", since=8)  # 8 added multidirectional broadcasting
 @lowering("Min", since=12)  # 12 and 13 widened types
 @lowering("Min", since=13)
 def lower_min(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers variadic Min to a chain of stablehlo.minimum (NaN propagates).
 
-    Spec: Min-8/12/13.
+    Spec: Min-6/8/12/13.
     """
     return [_variadic(ctx, stablehlo.MinOp)]
 
 
-@lowering("Sum", since=8)
+@lowering("Sum", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
+@lowering("Sum", since=8)  # 8 added multidirectional broadcasting
 @lowering("Sum", since=13)  # 13 widened types
 def lower_sum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers variadic Sum to a chain of stablehlo.add.
 
-    Spec: Sum-8/13.
+    Spec: Sum-6/8/13.
     """
     return [_variadic(ctx, stablehlo.AddOp)]
 
 
-@lowering("Mean", since=8)
+@lowering("Mean", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
+@lowering("Mean", since=8)  # 8 added multidirectional broadcasting
 @lowering("Mean", since=13)  # 13 widened types
 def lower_mean(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers variadic Mean to a chain of stablehlo.add divided by the input count.
 
-    Spec: Mean-8/13.
+    Spec: Mean-6/8/13.
     """
     total = _variadic(ctx, stablehlo.AddOp)
     count = sum(1 for v in ctx.inputs() if v is not None)

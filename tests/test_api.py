@@ -1,0 +1,118 @@
+"""The public API: compile/lower/run, weights as arguments or constants, the executable cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.runtime import pjrt
+from tests.util import assert_allclose_for_dtype, ort_run, parse
+
+WEIGHTED = """<ir_version: 9, opset_import: ["" : 17]>
+g (float[N, 4] x) => (float[N, 3] y) <float[4, 3] w = {w_values}, float[3] b = {{0.5, -1.0, 2.0}}, int64[2] shape = {{-1, 3}}> {{
+  [mm] h = MatMul(x, w)
+  [bias] z = Add(h, b)
+  [reshape] y = Reshape(z, shape)
+}}"""
+
+
+def _weighted_model():
+    values = ", ".join(str(v) for v in np.linspace(-1, 1, 12, dtype=np.float32).tolist())
+    return parse(WEIGHTED.format(w_values="{" + values + "}"))
+
+
+def test_weights_are_arguments_by_default_and_shape_initializers_are_constants():
+    lowered = onnx_stablehlo.lower(_weighted_model(), {"x": (2, 4)})
+    assert lowered.input_names == ["x"]
+    assert lowered.parameter_names == ["w", "b"]
+    assert "func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<4x3xf32>, %arg2: tensor<3xf32>)" in lowered.text
+
+
+def test_inline_weights_make_a_self_contained_module():
+    lowered = onnx_stablehlo.lower(_weighted_model(), {"x": (2, 4)}, weights="inline")
+    assert lowered.parameter_names == []
+    assert "func.func public @main(%arg0: tensor<2x4xf32>) -> tensor<2x3xf32>" in lowered.text
+    assert "stablehlo.constant dense<[5.000000e-01, -1.000000e+00, 2.000000e+00]>" in lowered.text
+
+
+@pytest.mark.parametrize("weights", ["args", "inline"])
+def test_run_matches_onnxruntime_at_several_shapes_with_one_executable_each(weights, rng):
+    model = _weighted_model()
+    compiled = onnx_stablehlo.compile(model, weights=weights)
+    assert compiled.input_names == ["x"] and compiled.output_names == ["y"]
+    for batch in (1, 3, 1):
+        feeds = {"x": rng.standard_normal((batch, 4)).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 2  # batch 1 was cached
+    assert "tensor<1x4xf32>" in compiled.mlir
+
+
+def test_weights_go_to_the_device_once(rng):
+    compiled = onnx_stablehlo.compile(_weighted_model())
+    compiled.run({"x": rng.standard_normal((2, 4)).astype(np.float32)})
+    first = dict(compiled._device_weights)
+    compiled.run({"x": rng.standard_normal((5, 4)).astype(np.float32)})
+    assert set(first) == {"w", "b"}
+    assert all(compiled._device_weights[name] is buffer for name, buffer in first.items())
+
+
+def test_emitted_text_round_trips_through_the_mlir_parser():
+    from jaxlib.mlir import ir
+
+    text = onnx_stablehlo.lower(onnx_stablehlo.example_model_path()).text
+    with pjrt.make_mlir_context() as context:
+        module = ir.Module.parse(text, context)
+        assert module.operation.verify()
+        assert str(module) == text
+
+
+def test_example_model_matches_onnxruntime(rng):
+    path = onnx_stablehlo.example_model_path()
+    compiled = onnx_stablehlo.compile(path)
+    feeds = {"input_ids": rng.integers(0, 256, (2, 16)).astype(np.int64)}
+    expected = ort_run(onnx.load(path), feeds)
+    actual = compiled.run(feeds)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4, atol=1e-4)
+    assert "stablehlo.dot_general" in compiled.mlir
+
+
+def test_symbolic_model_needs_shapes_before_mlir():
+    compiled = onnx_stablehlo.compile(_weighted_model())
+    with pytest.raises(onnx_stablehlo.errors.ShapeError):
+        compiled.mlir  # noqa: B018
+    compiled = onnx_stablehlo.compile(_weighted_model(), input_shapes={"x": (7, 4)})
+    assert "tensor<7x4xf32>" in compiled.mlir
+
+
+def test_model_local_functions_are_inlined(rng):
+    model = onnx.parser.parse_model("""<ir_version: 9, opset_import: ["" : 18, "local" : 1]>
+g (float[3] x) => (float[3] y) {
+  y = local.Twice(x)
+}
+<domain: "local", opset_import: ["" : 18]>
+Twice (a) => (b) {
+  b = Add(a, a)
+}""")
+    feeds = {"x": rng.standard_normal(3).astype(np.float32)}
+    np.testing.assert_allclose(onnx_stablehlo.compile(model).run(feeds)[0], 2 * feeds["x"])
+
+
+def test_load_accepts_path_bytes_and_proto(tmp_path):
+    model = _weighted_model()
+    path = tmp_path / "m.onnx"
+    onnx.save(model, path)
+    for source in (path, str(path), model.SerializeToString(), model):
+        loaded = onnx_stablehlo.load(source)
+        assert [i.name for i in loaded.graph.inputs] == ["x"]
+
+
+def test_external_data_is_read(tmp_path, rng):
+    model = _weighted_model()
+    onnx.save(model, tmp_path / "ext.onnx", save_as_external_data=True, all_tensors_to_one_file=True,
+              location="ext.data", size_threshold=0)
+    feeds = {"x": rng.standard_normal((2, 4)).astype(np.float32)}
+    np.testing.assert_allclose(
+        onnx_stablehlo.compile(tmp_path / "ext.onnx").run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-6
+    )

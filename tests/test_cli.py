@@ -1,0 +1,80 @@
+"""The onnx-stablehlo command line: compile and run, on the bundled example and on files."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.cli import main
+from tests.util import ort_run, parse
+
+
+def test_compile_without_model_prints_the_example_module(capsys):
+    assert main(["compile"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("module {")
+    assert "func.func public @main(%arg0: tensor<2x16xi64>" in out
+
+
+def test_compile_writes_a_parseable_file(tmp_path, capsys):
+    from jaxlib.mlir import ir
+
+    from onnx_stablehlo.runtime import pjrt
+
+    out = tmp_path / "example.mlir"
+    assert main(["compile", "-o", str(out), "--weights", "inline"]) == 0
+    text = out.read_text()
+    with pjrt.make_mlir_context() as context:
+        module = ir.Module.parse(text, context)
+        main_func = module.body.operations[0]
+        assert len(main_func.regions[0].blocks[0].arguments) == 1  # weights inlined
+    assert "wrote" in capsys.readouterr().err
+
+
+def test_run_with_input_files_saves_outputs(tmp_path, capsys, rng):
+    path = onnx_stablehlo.example_model_path()
+    ids = rng.integers(0, 256, (2, 16)).astype(np.int64)
+    np.save(tmp_path / "ids.npy", ids)
+    out = tmp_path / "out.npz"
+    assert main(["run", path, "--input", f"input_ids={tmp_path / 'ids.npy'}", "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "output hidden: float32 [2, 16, 64]" in printed
+    saved = np.load(out)
+    np.testing.assert_allclose(saved["hidden"], ort_run(onnx.load(path), {"input_ids": ids})[0], rtol=1e-4, atol=1e-4)
+
+
+def test_run_without_model_generates_inputs(capsys):
+    assert main(["run"]) == 0
+    printed = capsys.readouterr().out
+    assert "input input_ids: generated int64 [2, 16] (seed 0)" in printed
+    assert "output hidden: float32 [2, 16, 64]" in printed
+
+
+def test_input_shape_flag_specializes_symbolic_dims(tmp_path, capsys):
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, 4] x) => (float[N, 4] y) {
+  y = Relu(x)
+}""")
+    path = tmp_path / "sym.onnx"
+    onnx.save(model, path)
+    assert main(["compile", str(path), "--input-shape", "x=5,4"]) == 0
+    assert "tensor<5x4xf32>" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["compile", "/nonexistent/model.onnx"], "error: model file not found: /nonexistent/model.onnx"),
+        (["run", "--input", "bogus"], "error: --input expects NAME=FILE.npy, got 'bogus'"),
+        (["compile", "--input-shape", "x"], "error: --input-shape expects NAME=D0,D1,..., got 'x'"),
+        (["run", "--device", "tpu"], "error: device 'tpu' is not available"),
+    ],
+    ids=["missing-file", "bad-input", "bad-shape", "absent-device"],
+)
+def test_errors_print_one_line_and_exit_1(argv, message, capsys):
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(message)
+    assert err.count("\n") == 1 and "Traceback" not in err

@@ -1,0 +1,156 @@
+"""Bad input gives a typed error from onnx_stablehlo.errors with a one-line message."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo import errors
+from tests.util import parse
+
+NEG = """<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 3] x) => (float[2, 3] y) {
+  [neg_1] y = Neg(x)
+}"""
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text, f"message spans lines: {text!r}"
+    return text
+
+
+def test_missing_file_is_model_load_error(tmp_path):
+    with pytest.raises(errors.ModelLoadError) as info:
+        onnx_stablehlo.compile(tmp_path / "nope.onnx")
+    assert "model file not found" in _one_line(info.value)
+    assert "nope.onnx" in str(info.value)
+
+
+def test_corrupt_protobuf_is_model_load_error(tmp_path):
+    path = tmp_path / "corrupt.onnx"
+    path.write_bytes(b"\x08\x07\x12\xff\xff\xff this is not a protobuf")
+    with pytest.raises(errors.ModelLoadError) as info:
+        onnx_stablehlo.compile(path)
+    assert "is not an ONNX model" in _one_line(info.value)
+
+
+def test_bytes_that_are_not_a_model():
+    with pytest.raises(errors.ModelLoadError):
+        onnx_stablehlo.load(b"")
+
+
+def test_model_failing_the_checker_is_model_check_error():
+    model = parse(NEG)
+    model.graph.node[0].input[0] = "undefined_value"
+    with pytest.raises(errors.ModelCheckError) as info:
+        onnx_stablehlo.compile(model)
+    assert "onnx checker" in _one_line(info.value)
+
+
+def test_unsupported_ops_are_all_listed_with_node_names():
+    model = onnx.parser.parse_model("""<ir_version: 9, opset_import: ["" : 18, "com.example" : 2]>
+g (float[4] x) => (float[4] y, float[4] z) {
+  [frob_1] a = com.example.Frobnicate(x)
+  [frob_2] b = com.example.Frobnicate(a)
+  [twirl] y = com.example.Twirl(b)
+  [ok] z = Neg(x)
+}""")
+    with pytest.raises(errors.UnsupportedOpError) as info:
+        onnx_stablehlo.lower(model)
+    error = info.value
+    message = _one_line(error)
+    assert error.missing == {("com.example", "Frobnicate", 2): ["frob_1", "frob_2"],
+                             ("com.example", "Twirl", 2): ["twirl"]}
+    assert "com.example::Frobnicate (opset 2) at 'frob_1', 'frob_2'" in message
+    assert "com.example::Twirl (opset 2) at 'twirl'" in message
+    assert "docs/coverage.md" in message
+
+
+def test_unhandled_revision_is_unsupported_not_silently_older():
+    # Abs has revisions 6 and 13; a fake registry with only 6 must refuse an opset-13 model.
+    from onnx_stablehlo.frontend.lowering import elementwise
+    from onnx_stablehlo.frontend.registry import LoweringRegistry
+
+    registry = LoweringRegistry()
+    registry.register("", "Abs", 6, elementwise.lower_abs)
+    model = parse("""<ir_version: 9, opset_import: ["" : 13]>
+g (float[2] x) => (float[2] y) {
+  [abs_1] y = Abs(x)
+}""")
+    with pytest.raises(errors.UnsupportedOpError) as info:
+        onnx_stablehlo.lower(model, registry=registry)
+    assert "ai.onnx::Abs (opset 13) at 'abs_1' (lowered revisions: 6)" in str(info.value)
+
+
+@pytest.fixture(scope="module")
+def neg_model():
+    return onnx_stablehlo.compile(parse(NEG))
+
+
+def test_wrong_feed_name(neg_model):
+    with pytest.raises(errors.FeedError) as info:
+        neg_model.run({"x": np.zeros((2, 3), np.float32), "bogus": np.zeros(1)})
+    assert "unknown feed 'bogus'" in _one_line(info.value)
+    assert info.value.input_name == "bogus"
+
+
+def test_missing_feed(neg_model):
+    with pytest.raises(errors.FeedError) as info:
+        neg_model.run({})
+    assert _one_line(info.value) == "missing feed for input 'x'"
+
+
+def test_wrong_feed_dtype(neg_model):
+    with pytest.raises(errors.FeedError) as info:
+        neg_model.run({"x": np.zeros((2, 3), np.float64)})
+    assert _one_line(info.value) == "input 'x': expected dtype float32, got float64"
+
+
+def test_wrong_feed_rank(neg_model):
+    with pytest.raises(errors.FeedError) as info:
+        neg_model.run({"x": np.zeros((6,), np.float32)})
+    assert _one_line(info.value) == "input 'x': expected rank 2 [2, 3], got shape (6,)"
+
+
+def test_wrong_static_dim(neg_model):
+    with pytest.raises(errors.FeedError) as info:
+        neg_model.run({"x": np.zeros((2, 4), np.float32)})
+    assert "dim 1 must be 3" in _one_line(info.value)
+
+
+def test_input_shapes_that_contradict_the_model():
+    with pytest.raises(errors.ShapeError) as info:
+        onnx_stablehlo.compile(parse(NEG), input_shapes={"x": (2, 5)})
+    assert _one_line(info.value) == "input 'x': dim 1 is 3 in the model, 5 given"
+    with pytest.raises(errors.ShapeError) as info:
+        onnx_stablehlo.compile(parse(NEG), input_shapes={"y": (2, 3)})
+    assert "the model does not have" in str(info.value)
+
+
+def test_absent_device_lists_available_platforms():
+    with pytest.raises(errors.DeviceNotFoundError) as info:
+        onnx_stablehlo.compile(parse(NEG), device="tpu")
+    assert "available platforms: " in _one_line(info.value) and "cpu" in str(info.value)
+    with pytest.raises(errors.DeviceNotFoundError) as info:
+        onnx_stablehlo.compile(parse(NEG), device="abacus")
+    assert "unknown device 'abacus'" in str(info.value)
+
+
+def test_non_constant_shape_input_names_node_and_input():
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
+  [reshape_1] y = Reshape(x, s)
+}""")
+    with pytest.raises(errors.NonConstantInputError) as info:
+        onnx_stablehlo.lower(model)
+    error = info.value
+    assert (error.op_type, error.domain, error.opset, error.node_name) == ("Reshape", "", 18, "'reshape_1'")
+    assert "input 1 ('s') must be known at compile time" in _one_line(error)
+
+
+def test_errors_share_one_base():
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.OnnxStableHLOError)

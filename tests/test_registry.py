@@ -1,0 +1,70 @@
+"""The lowering registry: resolution by exact revision, and no unacknowledged newer revisions."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import onnx
+import pytest
+
+from onnx_stablehlo.frontend.lowering import default_registry
+from onnx_stablehlo.frontend.registry import LoweringRegistry, lowering
+
+FIRST_OPSET = 7
+
+
+def _history() -> dict[str, list[int]]:
+    history: dict[str, list[int]] = defaultdict(list)
+    for schema in onnx.defs.get_all_schemas_with_history():
+        if schema.domain in ("", "ai.onnx"):
+            history[schema.name].append(schema.since_version)
+    return {k: sorted(set(v)) for k, v in history.items()}
+
+
+def test_every_revision_of_a_lowered_op_is_handled():
+    """A lowered op must handle each revision in force at opsets 7..latest, so a newer
+    revision with new semantics is never lowered by an older rule without someone looking."""
+    history = _history()
+    registry = default_registry()
+    problems = []
+    for domain, op_type in registry.ops():
+        if domain != "":
+            continue
+        revisions = history[op_type]
+        registered = set(registry.since_versions(domain, op_type))
+        in_force_at_first = [v for v in revisions if v <= FIRST_OPSET][-1:]
+        needed = set(in_force_at_first) | {v for v in revisions if v > FIRST_OPSET}
+        # An op introduced after opset 7 needs all its revisions.
+        missing = sorted(needed - registered)
+        if missing:
+            problems.append(f"{op_type}: revisions {missing} not handled (have {sorted(registered)})")
+    assert not problems, "\n".join(problems)
+
+
+def test_resolution_picks_the_revision_in_force():
+    registry = default_registry()
+    since, _ = registry.resolve("", "Add", 13)
+    assert since == 13
+    since, _ = registry.resolve("ai.onnx", "Add", 17)
+    assert since == 14
+
+
+def test_duplicate_registration_is_rejected():
+    registry = LoweringRegistry()
+
+    @lowering("Foo", since=1, domain="x")
+    def rule(ctx, node):  # pragma: no cover - never called
+        return []
+
+    registry.register("x", "Foo", 1, rule)
+    with pytest.raises(ValueError, match="two lowerings"):
+        registry.register("x", "Foo", 1, rule)
+
+
+def test_custom_domain_resolves_to_greatest_since_not_above_opset():
+    registry = LoweringRegistry()
+    registry.register("com.example", "Op", 1, lambda c, n: [])
+    registry.register("com.example", "Op", 3, lambda c, n: [])
+    assert registry.resolve("com.example", "Op", 2)[0] == 1
+    assert registry.resolve("com.example", "Op", 5)[0] == 3
+    assert registry.resolve("com.example", "Other", 5) is None
