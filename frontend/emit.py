@@ -72,7 +72,8 @@ def constant(array: np.ndarray, dtype: DataType | None = None) -> ir.Value:
     """
     if dtype is None:
         dtype = dtypes.dtype_of_numpy(array.dtype)
-    array = np.ascontiguousarray(np.asarray(array).astype(dtypes.numpy_dtype(dtype), copy=False))
+    array = np.asarray(array).astype(dtypes.numpy_dtype(dtype), copy=False)
+    array = np.ascontiguousarray(array).reshape(array.shape)  # keeps 0-d arrays 0-d
     ty = tensor_type(array.shape, dtype)
     if array.size > 1 and _is_splat(array):
         attr = ir.DenseElementsAttr.get_splat(ty, _scalar_attr(array.reshape(-1)[0], dtype))

@@ -365,6 +365,7 @@ def import_model(
     weights: WeightsMode = "args",
     registry: LoweringRegistry | None = None,
     fold_max_elements: int = 1 << 16,
+    constant_inputs: Mapping[str, np.ndarray] | None = None,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
 
@@ -377,6 +378,9 @@ def import_model(
         registry: the lowering registry; the default one lists ``frontend/lowering/``.
         fold_max_elements: nodes whose constant inputs total more elements than this are not
             evaluated at compile time.
+        constant_inputs: graph inputs whose value is fixed at compile time (value
+            specialization, for inputs that rules need as constants, such as an ``axes`` or
+            ``shape`` fed as a graph input). They are not ``@main`` arguments.
 
     Returns:
         The :class:`LoweredModule`.
@@ -399,10 +403,22 @@ def import_model(
         known = {(d, o): registry.since_versions(d, o) for (d, o, _) in missing}
         raise UnsupportedOpError(missing, known)
     graph = model.graph
-    input_types = _input_types(graph, input_shapes)
-    inputs = graph_input_values(graph)
+    constant_inputs = dict(constant_inputs or {})
+    shapes = dict(input_shapes or {})
+    for name, array in constant_inputs.items():
+        shapes[name] = np.shape(array)
+    all_inputs = graph_input_values(graph)
+    all_types = _input_types(graph, shapes)
+    inputs = [v for v in all_inputs if v.name not in constant_inputs]
+    input_types = [t for v, t in zip(all_inputs, all_types) if v.name not in constant_inputs]
     importer = _Importer(model, registry, weights, fold_max_elements)
     importer.add_initializers(graph)
+    for value, (dtype, shape) in zip(all_inputs, all_types):
+        if value.name in constant_inputs:
+            array = np.asarray(constant_inputs[value.name]).astype(dtypes.numpy_dtype(dtype), copy=False)
+            importer.values[value.name] = LoweredValue(
+                value.name, dtype, tuple(shape), const=_constant_getter(array)
+            )
 
     context = pjrt.make_mlir_context()
     with context, ir.Location.unknown():

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, ShapeError
+from onnx_stablehlo.errors import FeedError, NonConstantInputError, ShapeError
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
@@ -28,7 +28,10 @@ from onnx_stablehlo.runtime import pjrt
 
 __all__ = ["CompiledModel", "Specialization"]
 
-ShapeKey = tuple[tuple[int, ...], ...]
+ShapeKey = tuple
+
+# Integer inputs up to this many elements may be specialized on their values (see run()).
+_VALUE_SPECIALIZATION_ELEMENTS = 64
 
 
 class Specialization:
@@ -92,11 +95,15 @@ class CompiledModel:
         self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
         self._device_weights: dict[str, Any] = {}
         self._last: Specialization | None = None
+        self._value_specialized: set[str] = set()
         self.compile_count = 0
         self.timings: dict[str, float] = {}
         static = self._static_shapes()
         if static is not None:
-            self._specialization(static)
+            try:
+                self._specialization(static)
+            except NonConstantInputError:
+                pass  # an input's value is needed at compile time: wait for the feeds of run()
 
     # Shapes ---------------------------------------------------------------------------------
 
@@ -113,14 +120,31 @@ class CompiledModel:
             shapes[name] = tuple(declared)  # type: ignore[arg-type]
         return shapes
 
-    def _specialization(self, shapes: Mapping[str, tuple[int, ...]]) -> Specialization:
-        key = tuple(tuple(shapes[n]) for n in self.input_names)
+    def _specialization(
+        self, shapes: Mapping[str, tuple[int, ...]], feeds: Mapping[str, np.ndarray] | None = None
+    ) -> Specialization:
+        values = {n: feeds[n] for n in self._value_specialized} if feeds is not None else {}
+        key = tuple(tuple(shapes[n]) for n in self.input_names) + tuple(
+            (n, values[n].tobytes()) for n in sorted(values)
+        )
         found = self._cache.get(key)
         if found is not None:
             self._cache.move_to_end(key)
             self._last = found
             return found
-        lowered = import_model(self.model, shapes, weights=self.weights, registry=self._registry)  # type: ignore[arg-type]
+        try:
+            lowered = import_model(
+                self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
+                registry=self._registry, constant_inputs=values,
+            )
+        except NonConstantInputError:
+            # A rule needs an input's value at compile time (an axes or shape input fed as a
+            # graph input): specialize the small integer inputs on their values and retry.
+            candidates = self._small_integer_inputs(feeds) - self._value_specialized
+            if feeds is None or not candidates:
+                raise
+            self._value_specialized |= candidates
+            return self._specialization(shapes, feeds)
         start = time.perf_counter()
         executable = pjrt.compile_module(lowered.text, self.device)
         compile_seconds = time.perf_counter() - start
@@ -145,8 +169,9 @@ class CompiledModel:
         """
         if self._last is None:
             raise ShapeError(
-                "the model's inputs have symbolic dims and no shapes were given yet: pass "
-                "input_shapes to onnx_stablehlo.compile, or call run() first"
+                "nothing is compiled yet: the model's inputs have symbolic dims (pass "
+                "input_shapes to onnx_stablehlo.compile) or an input's value is needed at "
+                "compile time; call run() first"
             )
         return self._last.mlir
 
@@ -164,6 +189,10 @@ class CompiledModel:
             feeds: one array per graph input, by name. Arrays must have the input's dtype
                 exactly (no silent casts) and its rank; static dims must match.
 
+        Small integer inputs (up to 64 elements) that a rule needs at compile time, such as an
+        ``axes``, ``shape`` or ``pads`` fed as a graph input, are specialized on their values:
+        the executable cache is then keyed by those values too.
+
         Returns:
             One numpy array per graph output, in graph-output order.
 
@@ -172,7 +201,7 @@ class CompiledModel:
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_feeds(feeds)
-        spec = self._specialization({n: a.shape for n, a in arrays.items()})
+        spec = self._specialization({n: a.shape for n, a in arrays.items()}, arrays)
         lowered = spec.lowered
         arguments = [pjrt.to_device(arrays[name], self.device) for name in lowered.input_names]
         arguments += [self._weight(name, lowered) for name in lowered.parameter_names]
@@ -181,6 +210,16 @@ class CompiledModel:
 
     def __call__(self, **feeds: Any) -> list[np.ndarray]:
         return self.run(feeds)
+
+    def _small_integer_inputs(self, feeds: Mapping[str, np.ndarray] | None) -> set[str]:
+        if feeds is None:
+            return set()
+        return {
+            name
+            for name, array in feeds.items()
+            if (dtypes.is_integer(self._input_dtypes[name]) or self._input_dtypes[name] == DataType.BOOL)
+            and array.size <= _VALUE_SPECIALIZATION_ELEMENTS
+        }
 
     def _weight(self, name: str, lowered: LoweredModule) -> Any:
         buffer = self._device_weights.get(name)

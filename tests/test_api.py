@@ -116,3 +116,17 @@ def test_external_data_is_read(tmp_path, rng):
     np.testing.assert_allclose(
         onnx_stablehlo.compile(tmp_path / "ext.onnx").run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-6
     )
+
+
+def test_small_integer_inputs_needed_as_constants_are_specialized_on_their_values(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 6] x, int64[2] s) => (float[A, B] y) {
+  [reshape_1] y = Reshape(x, s)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    x = rng.standard_normal((2, 6)).astype(np.float32)
+    for shape in ([3, 4], [12, 1], [3, 4]):
+        feeds = {"x": x, "s": np.array(shape, np.int64)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 2  # one executable per value of s
+    assert "tensor<3x4xf32>" in compiled.mlir

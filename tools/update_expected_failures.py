@@ -10,6 +10,7 @@ Usage:
     python tools/update_expected_failures.py --keep-reasons  # keep the written reason of a case
                                                              # that still fails
     python tools/update_expected_failures.py --dry-run       # print, write nothing
+    python tools/update_expected_failures.py -k '^test_abs$' --dry-run --list   # one case
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true")
     parser.add_argument("--top", type=int, default=40, help="failure groups to print")
     parser.add_argument("--slowest", type=int, default=10, help="slowest cases to print")
+    parser.add_argument("--list", action="store_true", help="print every case's result")
     args = parser.parse_args(argv)
 
     names = suite.case_names()
@@ -61,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     wall = time.perf_counter() - start
     print(f"{len(results)} cases in {wall:.1f} s with {args.processes} processes")
     print(suite.summarize(results, top=args.top))
+    if args.list:
+        for result in results:
+            print(f"  {result.name}: {result.status} {result.reason}".rstrip())
     if args.slowest:
         print("slowest:")
         for result in sorted(results, key=lambda r: -r.seconds)[: args.slowest]:
@@ -75,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
             entries[result.name] = old[result.name] if keep else f"{result.status}: {result.reason}"
     fixed = sorted(set(old) - set(entries))
     added = sorted(set(entries) - set(old))
-    print(f"expected failures: {len(old)} -> {len(entries)} ({len(fixed)} now pass, {len(added)} new)")
+    print(
+        f"expected failures: {len(old)} -> {len(entries)} "
+        f"({len(fixed)} now pass, {len(added)} new)"
+    )
     for name in added:
         print(f"  new failure: {name}  # {entries[name]}")
     if not args.dry_run:

@@ -13,12 +13,14 @@ Spec: onnx.ai/onnx/operators (each op's page).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo
+from jaxlib.mlir.dialects import chlo, stablehlo
 
+from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -28,6 +30,11 @@ _HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
 
 # Helpers -------------------------------------------------------------------------------------
+
+
+def _scalar(value: float, dtype: DataType) -> ir.Value:
+    """A rank-0 constant (``emit.splat`` with shape ``()`` comes out rank 1 today, see _reduce)."""
+    return emit.reshape(emit.splat(value, dtype, (1,)), ())
 
 
 def _splat_like(value: float, x: ir.Value) -> ir.Value:
@@ -45,7 +52,7 @@ def _reduce(x: ir.Value, axes: Sequence[int], body_op: type, init: float, keepdi
     dtype = emit.dtype_of(x)
     shape = emit.static_shape_of(x)
     axes = sorted(set(axes))
-    init_value = emit.reshape(emit.splat(init, dtype, (1,)), ())
+    init_value = _scalar(init, dtype)
     scalar_type = emit.tensor_type((), dtype)
     out_shape = [d for i, d in enumerate(shape) if i not in axes]
     op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [x], [init_value], emit.i64_array(axes))
@@ -169,3 +176,381 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     inverse = list(np.argsort(permutation))
     moved = _hardmax_last_axis(emit.transpose(x, permutation))
     return [emit.transpose(moved, inverse)]
+
+
+# Pointwise activations -----------------------------------------------------------------------
+
+
+def _pointwise(ctx: LoweringContext, build) -> list[ir.Value]:
+    """Applies ``build`` to input 0, computing f16 and bf16 in f32 and rounding once."""
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    return [emit.convert(build(emit.convert(x, _wide_dtype(dtype))), dtype)]
+
+
+def _select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
+    return stablehlo.SelectOp(pred, on_true, on_false).result
+
+
+def _mul(x: ir.Value, factor: float) -> ir.Value:
+    return stablehlo.MulOp(x, _splat_like(factor, x)).result
+
+
+def _add(x: ir.Value, term: float) -> ir.Value:
+    return stablehlo.AddOp(x, _splat_like(term, x)).result
+
+
+def _clamp01(x: ir.Value) -> ir.Value:
+    return stablehlo.ClampOp(_scalar(0, emit.dtype_of(x)), x, _scalar(1, emit.dtype_of(x))).result
+
+
+def _softplus(x: ir.Value) -> ir.Value:
+    """``log(1 + exp(x))`` as ``max(x, 0) + log1p(exp(-|x|))`` (no overflow for large x)."""
+    positive = stablehlo.MaxOp(x, _splat_like(0, x)).result
+    tail = stablehlo.Log1pOp(stablehlo.ExpOp(stablehlo.NegOp(stablehlo.AbsOp(x).result).result).result).result
+    return stablehlo.AddOp(positive, tail).result
+
+
+def _elu(x: ir.Value, alpha: float) -> ir.Value:
+    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    negative = _mul(stablehlo.Expm1Op(x).result, alpha)
+    return _select(emit.compare(x, _splat_like(0, x), "GT"), x, negative)
+
+
+@lowering("Elu", since=6)
+@lowering("Elu", since=22)  # 22 widened types (bfloat16)
+def lower_elu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Elu to select(x > 0, x, alpha * expm1(x)).
+
+    Spec: Elu-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha = node.attr_float("alpha")
+    return _pointwise(ctx, lambda x: _elu(x, alpha))
+
+
+@lowering("Selu", since=6)
+@lowering("Selu", since=22)  # 22 widened types (bfloat16)
+def lower_selu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Selu to gamma * select(x > 0, x, alpha * expm1(x)).
+
+    Spec: Selu-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha, gamma = node.attr_float("alpha"), node.attr_float("gamma")
+    return _pointwise(ctx, lambda x: _mul(_elu(x, alpha), gamma))
+
+
+@lowering("Celu", since=12)
+@lowering("Celu", since=28)  # 28 widened types (f16, bf16, f64)
+def lower_celu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Celu to max(0, x) + min(0, alpha * expm1(x / alpha)).
+
+    Spec: Celu-12/28. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha = node.attr_float("alpha")
+
+    def build(x: ir.Value) -> ir.Value:
+        zero = _splat_like(0, x)
+        negative = _mul(stablehlo.Expm1Op(_mul(x, 1.0 / alpha)).result, alpha)
+        return stablehlo.AddOp(stablehlo.MaxOp(x, zero).result, stablehlo.MinOp(negative, zero).result).result
+
+    return _pointwise(ctx, build)
+
+
+@lowering("LeakyRelu", since=6)
+@lowering("LeakyRelu", since=16)  # 16 widened types (bfloat16)
+def lower_leaky_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers LeakyRelu to select(x < 0, alpha * x, x).
+
+    Spec: LeakyRelu-6/16. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha = node.attr_float("alpha")
+    return _pointwise(ctx, lambda x: _select(emit.compare(x, _splat_like(0, x), "LT"), _mul(x, alpha), x))
+
+
+@lowering("PRelu", since=7)  # 7: slope broadcasts unidirectionally (numpy-style) to X
+@lowering("PRelu", since=9)  # 9 added integer types
+@lowering("PRelu", since=16)  # 16 added bfloat16
+def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers PRelu to select(x < 0, slope * x, x), slope broadcast to X's shape.
+
+    Spec: PRelu-7/9/16.
+    Shapes: X [d0, ..., dn] static; slope unidirectionally broadcastable to X.
+    Dtypes: f16, bf16, f32, f64, i32, i64, ui32, ui64.
+    Raises: ShapeError if slope does not broadcast to X.
+    """
+    x = ctx.input(0)
+    shape = emit.static_shape_of(x)
+    slope_shape = emit.static_shape_of(ctx.input(1))
+    if emit.broadcast_shapes(shape, slope_shape) != tuple(shape):
+        raise ctx.error(f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}", ShapeError)
+    slope = emit.broadcast_to(ctx.input(1), shape)
+    negative = emit.compare(x, _splat_like(0, x), "LT")
+    return [_select(negative, stablehlo.MulOp(x, slope).result, x)]
+
+
+@lowering("ThresholdedRelu", since=10)
+@lowering("ThresholdedRelu", since=22)  # 22 widened types (bfloat16)
+def lower_thresholded_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers ThresholdedRelu to select(x > alpha, x, 0).
+
+    Spec: ThresholdedRelu-10/22. Shapes: any, static. Dtypes: f16, bf16, f32, f64.
+    """
+    alpha = node.attr_float("alpha")
+    x = ctx.input(0)
+    return [_select(emit.compare(x, _splat_like(alpha, x), "GT"), x, _splat_like(0, x))]
+
+
+@lowering("HardSigmoid", since=6)
+@lowering("HardSigmoid", since=22)  # 22 widened types (bfloat16)
+def lower_hard_sigmoid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers HardSigmoid to clamp(alpha * x + beta, 0, 1).
+
+    Spec: HardSigmoid-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
+    return _pointwise(ctx, lambda x: _clamp01(_add(_mul(x, alpha), beta)))
+
+
+@lowering("HardSwish", since=14)
+@lowering("HardSwish", since=22)  # 22 widened types (bfloat16)
+def lower_hard_swish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers HardSwish to x * clamp(x / 6 + 0.5, 0, 1).
+
+    Spec: HardSwish-14/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, _clamp01(_add(_mul(x, 1.0 / 6.0), 0.5))).result)
+
+
+@lowering("Softplus", since=1)
+@lowering("Softplus", since=22)  # 22 widened types (bfloat16)
+def lower_softplus(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Softplus to max(x, 0) + log1p(exp(-|x|)) (log(1 + exp(x)) without overflow).
+
+    Spec: Softplus-1/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    return _pointwise(ctx, _softplus)
+
+
+@lowering("Softsign", since=1)
+@lowering("Softsign", since=22)  # 22 widened types (bfloat16)
+def lower_softsign(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Softsign to x / (1 + |x|).
+
+    Spec: Softsign-1/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    return _pointwise(ctx, lambda x: stablehlo.DivOp(x, _add(stablehlo.AbsOp(x).result, 1)).result)
+
+
+@lowering("Mish", since=18)
+@lowering("Mish", since=22)  # 22 widened types (bfloat16)
+def lower_mish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Mish to x * tanh(softplus(x)).
+
+    Spec: Mish-18/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, stablehlo.TanhOp(_softplus(x)).result).result)
+
+
+@lowering("Swish", since=24)
+def lower_swish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Swish to x * logistic(alpha * x).
+
+    Spec: Swish-24. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    """
+    alpha = node.attr_float("alpha")
+    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, stablehlo.LogisticOp(_mul(x, alpha)).result).result)
+
+
+@lowering("Gelu", since=20)
+def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Gelu: ``approximate="none"`` with chlo.erf, ``"tanh"`` with the tanh formula.
+
+    none: 0.5 * x * (1 + erf(x / sqrt(2))); tanh: 0.5 * x * (1 + tanh(sqrt(2 / pi) *
+    (x + 0.044715 * x^3))).
+
+    Spec: Gelu-20. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Raises: UnsupportedAttributeError for another `approximate`.
+    """
+    approximate = node.attr_str("approximate")
+    if approximate not in ("none", "tanh"):
+        raise ctx.unsupported_attribute("approximate", approximate, "none, tanh")
+
+    def build(x: ir.Value) -> ir.Value:
+        if approximate == "none":
+            inner = chlo.ErfOp(_mul(x, 1.0 / np.sqrt(2.0))).result
+        else:
+            cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
+            poly = stablehlo.AddOp(x, _mul(cube, 0.044715)).result
+            inner = stablehlo.TanhOp(_mul(poly, np.sqrt(2.0 / np.pi))).result
+        return stablehlo.MulOp(_mul(x, 0.5), _add(inner, 1)).result
+
+    return _pointwise(ctx, build)
+
+
+@lowering("Shrink", since=9)
+def lower_shrink(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Shrink to select(x < -lambd, x + bias, select(x > lambd, x - bias, 0)).
+
+    Spec: Shrink-9.
+    Shapes: any, static.
+    Dtypes: f16, f32, f64 and every integer type (lambd and bias are cast to X's dtype, as
+        onnxruntime does).
+    """
+    x = ctx.input(0)
+    lambd, bias = node.attr_float("lambd"), node.attr_float("bias")
+    below = emit.compare(x, _splat_like(-lambd, x), "LT")
+    above = emit.compare(x, _splat_like(lambd, x), "GT")
+    bias_value = _splat_like(bias, x)
+    inner = _select(above, stablehlo.SubtractOp(x, bias_value).result, _splat_like(0, x))
+    return [_select(below, stablehlo.AddOp(x, bias_value).result, inner)]
+
+
+# Clip ----------------------------------------------------------------------------------------
+
+
+def _clip(x: ir.Value, low: ir.Value | None, high: ir.Value | None) -> ir.Value:
+    """``min(max(x, low), high)``; a bound that is ``None`` is not applied.
+
+    With ``low > high`` every element becomes ``high``, as numpy.clip and onnxruntime do.
+    """
+    shape = emit.static_shape_of(x)
+    if low is not None:
+        x = stablehlo.MaxOp(x, emit.broadcast_to(low, shape)).result
+    if high is not None:
+        x = stablehlo.MinOp(x, emit.broadcast_to(high, shape)).result
+    return x
+
+
+@lowering("Clip", since=6)  # 6: min and max are attributes (defaults: the f32 range)
+def lower_clip_attributes(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Clip-6 (bounds as attributes) to stablehlo.maximum / minimum.
+
+    Spec: Clip-6. Shapes: any, static. Dtypes: f16, f32, f64.
+    Deviations: a bound the node does not set is not applied; the spec's defaults (the f32
+        range) would clip f64 values beyond it.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    low = _scalar(node.attr_float("min"), dtype) if node.has_attr("min") else None
+    high = _scalar(node.attr_float("max"), dtype) if node.has_attr("max") else None
+    return [_clip(x, low, high)]
+
+
+@lowering("Clip", since=11)  # 11: min and max became optional (scalar) inputs
+@lowering("Clip", since=12)  # 12 added integer types
+@lowering("Clip", since=13)  # 13 added bfloat16
+def lower_clip_inputs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Clip-11+ (bounds as optional inputs, known at compile time or not).
+
+    Spec: Clip-11/12/13.
+    Shapes: input any, static; min and max scalars (a one-element tensor is accepted too).
+    Dtypes: f16, bf16, f32, f64 and every integer type.
+    """
+    x = ctx.input(0)
+    bounds = []
+    for index in (1, 2):
+        bound = ctx.optional_input(index)
+        if bound is not None and emit.rank_of(bound) > 0:
+            bound = emit.reshape(bound, ())
+        bounds.append(bound)
+    return [_clip(x, *bounds)]
+
+
+# Dropout -------------------------------------------------------------------------------------
+
+
+def _output_wanted(node: OnnxNode, index: int) -> bool:
+    return index < len(node.output_names) and bool(node.output_names[index])
+
+
+@lowering("Dropout", since=7)  # 7: `ratio` attribute, no is_test; mask has X's dtype
+@lowering("Dropout", since=10)  # 10: the mask is bool
+def lower_dropout_inference(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Dropout-7/10 as inference: the output is X, the mask all ones.
+
+    Spec: Dropout-7/10 (test mode is the runtime's choice; a compiled model is inference).
+    Shapes: any, static. Dtypes: f16, f32, f64.
+    """
+    x = ctx.input(0)
+    outputs = [x]
+    if _output_wanted(node, 1):
+        mask_dtype = emit.dtype_of(x) if node.since_version < 10 else DataType.BOOL
+        outputs.append(emit.splat(1, mask_dtype, emit.static_shape_of(x)))
+    return outputs
+
+
+def _uniform(shape: Sequence[int], seed: int) -> ir.Value:
+    """f32 uniforms in [0, 1) of ``shape`` from stablehlo.rng_bit_generator (Threefry)."""
+    state = emit.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
+    bits_type = emit.tensor_type(shape, DataType.UINT32)
+    generator = stablehlo.RngBitGeneratorOp(
+        state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state
+    )
+    bits = generator.output
+    # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
+    mantissa = stablehlo.ShiftRightLogicalOp(bits, emit.splat(9, DataType.UINT32, shape)).result
+    one_to_two = stablehlo.OrOp(mantissa, emit.splat(0x3F800000, DataType.UINT32, shape)).result
+    floats = stablehlo.BitcastConvertOp(emit.tensor_type(shape, DataType.FLOAT), one_to_two).result
+    return stablehlo.SubtractOp(floats, emit.splat(1.0, DataType.FLOAT, shape)).result
+
+
+def _scalar_input(ctx: LoweringContext, index: int, dtype: DataType) -> ir.Value:
+    value = ctx.input(index)
+    if emit.rank_of(value) > 0:
+        value = emit.reshape(value, ())
+    return emit.convert(value, dtype)
+
+
+@lowering("Dropout", since=12)  # 12: `ratio` and `training_mode` became inputs; `seed` attribute
+@lowering("Dropout", since=13)  # 13 and 22 widened types (bfloat16, float8)
+@lowering("Dropout", since=22)
+def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Dropout-12+: identity unless `training_mode` may be true, else a random mask.
+
+    Without `training_mode`, with it constant false, or with `ratio` constant 0, the output is
+    X and the mask all true. Otherwise ``keep = uniform >= ratio`` (stablehlo.rng_bit_generator,
+    Threefry, seeded by `seed`, or by a CRC of the node name when `seed` is unset), the output
+    is ``select(keep, x / (1 - ratio), 0)``, and a `training_mode` computed at run time selects
+    between that and the identity.
+
+    Spec: Dropout-12/13/22.
+    Shapes: data any, static; ratio and training_mode scalars.
+    Dtypes: f16, bf16, f32, f64 (the float8 types of 22 are not lowered).
+    Deviations: the RNG state is a constant of the module, so every run of one compiled model
+        draws the same mask (onnxruntime draws a new one per run).
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    training_known = ctx.constant_input(2) if ctx.is_constant_input(2) else None
+    ratio_known = ctx.constant_input(1) if ctx.is_constant_input(1) else None
+    inference = not ctx.has_input(2) or (
+        training_known is not None and not bool(np.asarray(training_known).reshape(-1)[0])
+    )
+    zero_ratio = ratio_known is not None and float(np.asarray(ratio_known).reshape(-1)[0]) == 0.0
+    if inference or zero_ratio:
+        outputs = [x]
+        if _output_wanted(node, 1):
+            outputs.append(emit.splat(True, DataType.BOOL, shape))
+        return outputs
+
+    wide = _wide_dtype(dtype)
+    if ctx.has_input(1):
+        ratio = _scalar_input(ctx, 1, wide)
+    else:
+        ratio = _scalar(0.5, wide)
+    seed = node.attr_int("seed") if node.has_attr("seed") else zlib.crc32(node.location_name.encode())
+    uniform = emit.convert(_uniform(shape, seed), wide)
+    keep = emit.compare(uniform, emit.broadcast_to(ratio, shape), "GE")
+    one = _scalar(1, wide)
+    scale = stablehlo.DivOp(one, stablehlo.SubtractOp(one, ratio).result).result
+    if training_known is None:
+        training = emit.broadcast_to(_scalar_input(ctx, 2, DataType.BOOL), shape)
+        keep = stablehlo.OrOp(keep, stablehlo.NotOp(training).result).result
+        scale = stablehlo.SelectOp(_scalar_input(ctx, 2, DataType.BOOL), scale, one).result
+    scaled = stablehlo.MulOp(emit.convert(x, wide), emit.broadcast_to(scale, shape)).result
+    y = _select(keep, scaled, emit.splat(0, wide, shape))
+    outputs = [emit.convert(y, dtype)]
+    if _output_wanted(node, 1):
+        outputs.append(keep)
+    return outputs

@@ -500,12 +500,21 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if ctx.has_input(7):
         y = stablehlo.AddOp(y, emit.broadcast_to(emit.reshape(emit.convert(ctx.input(7), f32), []), shape)).result
     info = np.iinfo(dtypes.numpy_dtype(out_dtype))
-    y = stablehlo.ClampOp(emit.splat(info.min, f32), y, emit.splat(info.max, f32)).result
+    y = stablehlo.ClampOp(_scalar(info.min, f32), y, _scalar(info.max, f32)).result
     return [emit.convert(y, out_dtype)]
 
 
 # --------------------------------------------------------------------------------------------
 # Pooling
+
+
+def _scalar(value: float | int, dtype: DataType) -> ir.Value:
+    """A rank-0 constant.
+
+    ``emit.splat(value, dtype)`` returns ``tensor<1x...>`` today (``np.ascontiguousarray``
+    promotes 0-d arrays to 1-d), so this reshapes a one-element splat to rank 0.
+    """
+    return emit.reshape(emit.splat(value, dtype, (1,)), ())
 
 
 def _lowest(dtype: DataType) -> float | int:
@@ -543,7 +552,7 @@ def _reduce_window(
     op = stablehlo.ReduceWindowOp(
         [emit.tensor_type(out_shape, d) for d in element_dtypes],
         list(operands),
-        [emit.splat(init, d) for init, d in zip(inits, element_dtypes)],
+        [_scalar(init, d) for init, d in zip(inits, element_dtypes)],
         emit.i64_array([1, 1, *window.kernel]),
         window_strides=emit.i64_array([1, 1, *window.strides]),
         window_dilations=emit.i64_array([1, 1, *window.dilations]),
@@ -744,8 +753,20 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 
 def _global_reduce(x: ir.Value, body_op: type, init: float | int) -> ir.Value:
-    rank = emit.rank_of(x)
-    return emit.reduce(x, range(2, rank), body_op, init, keepdims=True)
+    """``stablehlo.reduce`` over the spatial dims of ``[N, C, *S]``, kept as size-1 dims.
+
+    (Not ``emit.reduce``: its rank-0 init comes out as ``tensor<1x...>``, see :func:`_scalar`.)
+    """
+    shape = emit.static_shape_of(x)
+    dtype = emit.dtype_of(x)
+    scalar_type = emit.tensor_type((), dtype)
+    op = stablehlo.ReduceOp(
+        [emit.tensor_type(shape[:2], dtype)], [x], [_scalar(init, dtype)], emit.i64_array(range(2, len(shape)))
+    )
+    block = op.body.blocks.append(scalar_type, scalar_type)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
+    return emit.reshape(op.result, [*shape[:2], *([1] * (len(shape) - 2))])
 
 
 @lowering("GlobalAveragePool", since=1)

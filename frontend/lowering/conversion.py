@@ -29,6 +29,16 @@ _SATURATING_FLOAT8 = (
     DataType.FLOAT8E5M2FNUZ,
 )
 _ROUND_MODES = ("up", "down", "nearest")
+_SUB_WORD_INTEGERS = (
+    DataType.INT2,
+    DataType.UINT2,
+    DataType.INT4,
+    DataType.UINT4,
+    DataType.INT8,
+    DataType.UINT8,
+    DataType.INT16,
+    DataType.UINT16,
+)
 
 
 def _target_dtype(ctx: LoweringContext, to: int) -> DataType:
@@ -42,6 +52,19 @@ def _target_dtype(ctx: LoweringContext, to: int) -> DataType:
     except UnsupportedDtypeError:
         raise ctx.unsupported_dtype(dtype, "numeric and bool types; STRING and float6 have no StableHLO type") from None
     return dtype
+
+
+def _splat(value: float | int | bool, dtype: DataType, shape: tuple[int, ...]) -> ir.Value:
+    """``emit.splat`` that keeps a 0-d shape 0-d (``emit.splat`` widens it to ``[1]`` today)."""
+    return emit.reshape(emit.splat(value, dtype, shape), shape)
+
+
+def _convert(x: ir.Value, to: DataType) -> ir.Value:
+    """``emit.convert``, with the compare-with-zero for bool targets done here for 0-d operands too."""
+    source = emit.dtype_of(x)
+    if to == DataType.BOOL and source != DataType.BOOL:
+        return emit.compare(x, _splat(0, source, emit.static_shape_of(x)), "NE")
+    return emit.convert(x, to)
 
 
 def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = "up") -> ir.Value:
@@ -62,9 +85,13 @@ def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = 
         info = ml_dtypes.finfo(dtypes.numpy_dtype(to))
         shape = emit.static_shape_of(x)
         x = stablehlo.ClampOp(
-            emit.splat(float(info.min), source, shape), x, emit.splat(float(info.max), source, shape)
+            _splat(float(info.min), source, shape), x, _splat(float(info.max), source, shape)
         ).result
-    return emit.convert(x, to)
+    if dtypes.is_float(source) and to in _SUB_WORD_INTEGERS:
+        # Through int32, so out-of-range values wrap (as onnx.reference and C casts do) rather
+        # than saturate (as XLA's float -> narrow int convert does).
+        x = emit.convert(x, DataType.INT32)
+    return _convert(x, to)
 
 
 def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
@@ -73,7 +100,7 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
     u32 = DataType.UINT32
 
     def const(value: int) -> ir.Value:
-        return emit.splat(value, u32, shape)
+        return _splat(value, u32, shape)
 
     x = emit.convert(x, DataType.FLOAT)
     bits = stablehlo.BitcastConvertOp(emit.tensor_type(shape, u32), x).result
@@ -87,7 +114,7 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
         lsb = emit.compare(exponent, const(0), "NE")
         round_up = stablehlo.AndOp(guard, stablehlo.OrOp(rest, lsb).result).result
     else:
-        round_up = emit.splat(False, DataType.BOOL, shape)
+        round_up = _splat(False, DataType.BOOL, shape)
     if saturate:
         at_max = emit.compare(exponent, const(0xFE), "EQ")
         round_up = stablehlo.AndOp(round_up, stablehlo.NotOp(at_max).result).result

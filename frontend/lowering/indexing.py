@@ -53,14 +53,30 @@ def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
 # Shared builders -------------------------------------------------------------------------------
 
 
+def _scalar(value: np.ndarray | float | int | bool, dtype: DataType) -> ir.Value:
+    """A rank-0 constant.
+
+    emit.constant turns a 0-d array into tensor<1xT> (np.ascontiguousarray returns ndim >= 1);
+    the reshape keeps this right, and is no op once the core builder keeps rank 0.
+    """
+    array = np.asarray(value).reshape(1).astype(dtypes.numpy_dtype(dtype))
+    return emit.reshape(emit.constant(array, dtype), [])
+
+
+def _constant(array: np.ndarray, dtype: DataType) -> ir.Value:
+    """emit.constant that keeps a 0-d array rank 0 (see :func:`_scalar`)."""
+    array = np.asarray(array)
+    return _scalar(array, dtype) if array.ndim == 0 else emit.constant(array, dtype)
+
+
 def _normalize_indices(indices: ir.Value, bounds: np.ndarray) -> ir.Value:
     """``i + bound where i < 0`` for run-time indices; ``bounds`` broadcasts to their shape."""
     shape = emit.static_shape_of(indices)
     dtype = emit.dtype_of(indices)
     if dtypes.is_unsigned_int(dtype):
         return indices
-    bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
-    negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
+    bound = _constant(np.broadcast_to(bounds, shape), dtype)
+    negative = emit.compare(indices, _constant(np.zeros(shape), dtype), "LT")
     return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
 
 
@@ -449,7 +465,7 @@ def lower_pad_attrs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if pads is None:
         raise ctx.error("attribute pads is required", ShapeError)
     data = ctx.input(0)
-    value = emit.splat(node.attr_float("value", 0.0), emit.dtype_of(data))
+    value = _scalar(node.attr_float("value", 0.0), emit.dtype_of(data))
     return [_pad(ctx, node, data, pads, None, value)]
 
 
@@ -481,11 +497,11 @@ def lower_pad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     axes = _constant_ints(ctx, 3) if node.since_version >= 18 and ctx.has_input(3) else None
     dtype = emit.dtype_of(data)
     if ctx.has_input(2) and ctx.is_constant_input(2):
-        value = emit.constant(np.asarray(ctx.constant_input(2)).reshape(()), dtype)
+        value = _scalar(ctx.constant_input(2), dtype)
     elif ctx.has_input(2):
         value = emit.reshape(ctx.input(2), [])
     else:
-        value = emit.splat(0, dtype)
+        value = _scalar(0, dtype)
     return [_pad(ctx, node, data, pads, axes, value)]
 
 
@@ -582,7 +598,8 @@ def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: OneHot-9/11/28.
     Shapes: indices static, rank r; depth a scalar known at compile time; values [2] (off, on),
         may be computed at run time; result rank r + 1 with depth inserted at ``axis``.
-    Dtypes: indices and depth any numeric type (floats truncated); values any.
+    Dtypes: indices any numeric type (float indices match only integral values); depth any
+        numeric type; values any.
     Deviations: indices outside [-depth, depth) give an all-off row, as the spec says.
     Raises: NonConstantInputError if depth is computed at run time.
     """
@@ -597,10 +614,14 @@ def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"axis {axis} is out of range for rank {out_rank}", ShapeError)
     axis = axis + out_rank if axis < 0 else axis
     result_shape = index_shape[:axis] + [depth] + index_shape[axis:]
-    wide = emit.convert(indices, DataType.INT64)
-    wide = _normalize_indices(wide, np.asarray(depth, dtype=np.int64))
-    spread = emit.broadcast_to(wide, result_shape, dims=[d for d in range(out_rank) if d != axis])
-    positions = stablehlo.IotaOp(emit.tensor_type(result_shape, DataType.INT64), axis).result
+    # Float indices are compared as floats, as onnxruntime and onnx.reference do: 1.5 hits nothing.
+    index_dtype = emit.dtype_of(indices)
+    if not dtypes.is_float(index_dtype):
+        index_dtype = DataType.INT64
+        indices = emit.convert(indices, index_dtype)
+    indices = _normalize_indices(indices, np.asarray(depth))
+    spread = emit.broadcast_to(indices, result_shape, dims=[d for d in range(out_rank) if d != axis])
+    positions = stablehlo.IotaOp(emit.tensor_type(result_shape, index_dtype), axis).result
     hot = emit.compare(spread, positions, "EQ")
     values = ctx.input(2)
     off, on = (
@@ -636,7 +657,7 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if node.attr_int("exclusive"):
         low, high = [0] * rank, [0] * rank
         low[axis], high[axis] = 1, -1
-        x = stablehlo.PadOp(x, emit.splat(0, dtype), low, high, [0] * rank).result
+        x = stablehlo.PadOp(x, _scalar(0, dtype), low, high, [0] * rank).result
     window = [1] * rank
     window[axis] = shape[axis]
     padding = np.zeros((rank, 2), dtype=np.int64)
@@ -644,7 +665,7 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     op = stablehlo.ReduceWindowOp(
         [x.type],
         [x],
-        [emit.splat(0, dtype)],
+        [_scalar(0, dtype)],
         window,
         padding=ir.DenseIntElementsAttr.get(padding, type=ir.RankedTensorType.get([rank, 2], ir.IntegerType.get_signless(64))),
     )

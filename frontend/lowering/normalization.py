@@ -19,6 +19,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -45,7 +46,7 @@ def _reduce(x: ir.Value, axes: Sequence[int], body_op: type, init: float, keepdi
     dtype = emit.dtype_of(x)
     shape = emit.static_shape_of(x)
     axes = sorted(set(axes))
-    init_value = emit.reshape(emit.splat(init, dtype, (1,)), ())
+    init_value = _scalar(init, dtype)
     scalar_type = emit.tensor_type((), dtype)
     out_shape = [d for i, d in enumerate(shape) if i not in axes]
     op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [x], [init_value], emit.i64_array(axes))
@@ -146,3 +147,321 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     if _output_wanted(node, 2):
         outputs[2] = emit.convert(inv_std_dev, stash)
     return outputs
+
+
+def _scalar(value: float, dtype: DataType) -> ir.Value:
+    """A rank-0 constant (``emit.splat`` with shape ``()`` comes out rank 1 today, see _reduce)."""
+    return emit.reshape(emit.splat(value, dtype, (1,)), ())
+
+
+def _wide_dtype(dtype: DataType) -> DataType:
+    """The dtype statistics over ``dtype`` are computed in (f32 for f16 and bf16)."""
+    return DataType.FLOAT if dtype in (DataType.FLOAT16, DataType.BFLOAT16) else dtype
+
+
+def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.Value:
+    """A [C] vector converted to ``dtype`` and broadcast along dim 1 of ``shape``."""
+    return emit.broadcast_to(emit.convert(value, dtype), shape, dims=[1])
+
+
+def _channel_vector(ctx: LoweringContext, index: int, channels: int) -> ir.Value:
+    """Input ``index`` checked to be a [C] vector.
+
+    Raises:
+        ShapeError: its shape is not [channels].
+    """
+    shape = ctx.input_static_shape(index)
+    if tuple(shape) != (channels,):
+        raise ctx.error(
+            f"input '{ctx.node.input_names[index]}' must have shape [{channels}] (the channel count), "
+            f"got {list(shape)}",
+            ShapeError,
+        )
+    return ctx.input(index)
+
+
+# BatchNormalization --------------------------------------------------------------------------
+
+
+@lowering("BatchNormalization", since=7)  # 7 dropped is_test (inference unless more outputs)
+@lowering("BatchNormalization", since=9)  # 9 dropped `spatial` (always per channel)
+@lowering("BatchNormalization", since=14)  # 14: `training_mode` attribute, 3 outputs
+@lowering("BatchNormalization", since=15)  # 15: scale/B and mean/var may have their own dtypes
+def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers BatchNormalization: per-channel affine with running (inference) or batch statistics.
+
+    Inference: ``y = scale * (x - mean) / sqrt(var + epsilon) + B``. Training (14+,
+    ``training_mode=1``): the batch mean and (biased) variance over every axis but 1 normalize X,
+    and ``running_* = input_* * momentum + batch_* * (1 - momentum)`` are the extra outputs.
+
+    Spec: BatchNormalization-7/9/14/15.
+    Shapes: X [N, C, d1, ..., dk] static (rank >= 2); scale, B, mean, var [C].
+    Dtypes: f16, bf16 (computed in f32), f32, f64; running statistics in the mean/var dtype.
+    Raises: UnsupportedAttributeError for `spatial=0` (7) or training outputs before 14;
+        ShapeError for a rank < 2 X or a bad [C] vector.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    if len(shape) < 2:
+        raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
+    if node.since_version < 9 and node.attr_int("spatial") != 1:
+        raise ctx.unsupported_attribute("spatial", node.attr_int("spatial"), "1")
+    channels = shape[1]
+    scale, bias, mean, var = (_channel_vector(ctx, i, channels) for i in range(1, 5))
+    stats_dtype = emit.dtype_of(mean)
+    wide = _wide_dtype(dtype)
+    epsilon = node.attr_float("epsilon")
+    if node.since_version >= 14:
+        training = node.attr_int("training_mode") != 0
+    else:
+        training = any(_output_wanted(node, i) for i in range(1, 5))
+        if training:
+            raise ctx.error(
+                "training outputs (mean, var, saved_mean, saved_var) of BatchNormalization before "
+                "opset 14 are not lowered; use opset >= 14 with training_mode=1",
+                UnsupportedAttributeError,
+            )
+    xw = emit.convert(x, wide)
+    outputs: list[ir.Value | None] = [None, None, None]
+    if training:
+        axes = [a for a in range(len(shape)) if a != 1]
+        batch_mean = _mean_keep(xw, axes)
+        centered = stablehlo.SubtractOp(xw, _broadcast_like(batch_mean, xw)).result
+        batch_var = _mean_keep(stablehlo.MulOp(centered, centered).result, axes)
+        batch_mean = emit.reshape(batch_mean, (channels,))
+        batch_var = emit.reshape(batch_var, (channels,))
+        momentum = node.attr_float("momentum")
+        for position, (running, batch) in enumerate([(mean, batch_mean), (var, batch_var)], start=1):
+            if _output_wanted(node, position):
+                old = stablehlo.MulOp(emit.convert(running, wide), _splat_like(momentum, batch)).result
+                new = stablehlo.MulOp(batch, _splat_like(1.0 - momentum, batch)).result
+                outputs[position] = emit.convert(stablehlo.AddOp(old, new).result, stats_dtype)
+        mean_w, var_w = batch_mean, batch_var
+    else:
+        mean_w, var_w = emit.convert(mean, wide), emit.convert(var, wide)
+    # Fold the per-channel parts first: y = x * a + b with a = scale / sqrt(var + eps).
+    inv_std = stablehlo.RsqrtOp(stablehlo.AddOp(var_w, _splat_like(epsilon, var_w)).result).result
+    factor = stablehlo.MulOp(emit.convert(scale, wide), inv_std).result
+    offset = stablehlo.SubtractOp(emit.convert(bias, wide), stablehlo.MulOp(mean_w, factor).result).result
+    y = stablehlo.AddOp(
+        stablehlo.MulOp(xw, _per_channel(factor, shape, wide)).result, _per_channel(offset, shape, wide)
+    ).result
+    outputs[0] = emit.convert(y, dtype)
+    return outputs[: max(1, len(node.output_names))]
+
+
+# InstanceNormalization -----------------------------------------------------------------------
+
+
+@lowering("InstanceNormalization", since=6)
+@lowering("InstanceNormalization", since=22)  # 22 widened types (bfloat16)
+def lower_instance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers InstanceNormalization: standardize over the spatial dims, then scale[c], B[c].
+
+    Spec: InstanceNormalization-6/22.
+    Shapes: input [N, C, d1, ..., dk] static (rank >= 3); scale, B [C].
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Raises: ShapeError for a rank < 3 input or a bad [C] vector.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    if len(shape) < 3:
+        raise ctx.error(f"input must have rank >= 3 (N, C, D1, ...), got shape {list(shape)}", ShapeError)
+    scale, bias = _channel_vector(ctx, 1, shape[1]), _channel_vector(ctx, 2, shape[1])
+    wide = _wide_dtype(dtype)
+    normalized, _, _ = _standardize(emit.convert(x, wide), range(2, len(shape)), node.attr_float("epsilon"))
+    y = stablehlo.AddOp(
+        stablehlo.MulOp(normalized, _per_channel(scale, shape, wide)).result, _per_channel(bias, shape, wide)
+    ).result
+    return [emit.convert(y, dtype)]
+
+
+# GroupNormalization --------------------------------------------------------------------------
+
+
+@lowering("GroupNormalization", since=18)  # 18: scale and bias per group ([num_groups])
+@lowering("GroupNormalization", since=21)  # 21: scale and bias per channel ([C]); stash_type
+def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers GroupNormalization: X viewed as [N, G, C/G * D...], standardized over the last dim.
+
+    Revision 18 scales and shifts per group (scale, bias [num_groups]); 21 per channel (scale,
+    bias [C]) and computes stage one in `stash_type` (see _stash_dtypes).
+
+    Spec: GroupNormalization-18, GroupNormalization-21.
+    Shapes: X [N, C, d1, ..., dk] static (rank >= 2), C divisible by num_groups; scale, bias
+        [num_groups] (18) or [C] (21).
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Raises: ShapeError if C is not divisible by num_groups or scale/bias have the wrong shape;
+        UnsupportedAttributeError for a non-float `stash_type` (21).
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    if len(shape) < 2:
+        raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
+    groups = node.attr_int("num_groups")
+    batch, channels = shape[0], shape[1]
+    if groups <= 0 or channels % groups:
+        raise ctx.error(f"num_groups={groups} does not divide the {channels} channels", ShapeError)
+    per_channel = node.since_version >= 21
+    width = channels if per_channel else groups
+    scale, bias = _channel_vector(ctx, 1, width), _channel_vector(ctx, 2, width)
+    if per_channel:
+        compute, _ = _stash_dtypes(ctx, node, dtype)
+    else:
+        compute = _wide_dtype(dtype)
+    grouped_shape = (batch, groups, int(np.prod(shape[1:], dtype=np.int64)) // groups)
+    grouped = emit.reshape(emit.convert(x, compute), grouped_shape)
+    normalized, _, _ = _standardize(grouped, [2], node.attr_float("epsilon"))
+    if per_channel:
+        normalized = emit.reshape(emit.convert(normalized, dtype), shape)
+        target = shape
+    else:
+        normalized = emit.convert(normalized, dtype)
+        target = grouped_shape
+    y = stablehlo.AddOp(
+        stablehlo.MulOp(normalized, _per_channel(scale, target, dtype)).result, _per_channel(bias, target, dtype)
+    ).result
+    return [emit.reshape(y, shape)]
+
+
+# RMSNormalization ----------------------------------------------------------------------------
+
+
+@lowering("RMSNormalization", since=23)
+def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers RMSNormalization to x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale.
+
+    Spec: RMSNormalization-23.
+    Shapes: X [d0, ..., dn] static; scale unidirectionally broadcastable to X.
+    Dtypes: X and scale f16, bf16, f32, f64; Y has scale's dtype; stage one in `stash_type`
+        (see _stash_dtypes).
+    Raises: UnsupportedAttributeError for a non-float `stash_type`; ShapeError for a bad `axis`.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    compute, _ = _stash_dtypes(ctx, node, dtype)
+    xc = emit.convert(x, compute)
+    mean_square = _mean_keep(stablehlo.MulOp(xc, xc).result, range(axis, len(shape)))
+    rms = stablehlo.SqrtOp(stablehlo.AddOp(mean_square, _splat_like(node.attr_float("epsilon"), mean_square)).result)
+    normalized = emit.convert(stablehlo.DivOp(xc, _broadcast_like(rms.result, xc)).result, dtype)
+    scale = ctx.input(1)
+    normalized = emit.convert(normalized, emit.dtype_of(scale))
+    return [stablehlo.MulOp(normalized, emit.broadcast_to(scale, shape)).result]
+
+
+# LpNormalization -----------------------------------------------------------------------------
+
+
+@lowering("LpNormalization", since=1)
+@lowering("LpNormalization", since=22)  # 22 widened types (bfloat16)
+def lower_lp_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers LpNormalization to x / norm(x, axis), 0 where the norm is 0.
+
+    p=1: the sum of |x|; p=2: sqrt of the sum of squares.
+
+    Spec: LpNormalization-1/22.
+    Shapes: input [d0, ..., dn] static.
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Raises: UnsupportedAttributeError for p other than 1 and 2; ShapeError for a bad `axis`.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    p = node.attr_int("p")
+    if p not in (1, 2):
+        raise ctx.unsupported_attribute("p", p, "1, 2")
+    axis = ctx.axis(node.attr_int("axis"), emit.rank_of(x))
+    xw = emit.convert(x, _wide_dtype(dtype))
+    if p == 1:
+        norm = _reduce(stablehlo.AbsOp(xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)
+    else:
+        norm = stablehlo.SqrtOp(_reduce(stablehlo.MulOp(xw, xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)).result
+    norm = _broadcast_like(norm, xw)
+    zero = _splat_like(0, xw)
+    is_zero = emit.compare(norm, zero, "EQ")
+    y = stablehlo.SelectOp(is_zero, zero, stablehlo.DivOp(xw, norm).result).result
+    return [emit.convert(y, dtype)]
+
+
+# LRN -----------------------------------------------------------------------------------------
+
+
+@lowering("LRN", since=1)
+@lowering("LRN", since=13)  # 13 widened types (bfloat16)
+def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers LRN: a stablehlo.reduce_window sum of squares across channels, then the power.
+
+    ``y = x / (bias + alpha / size * square_sum) ^ beta``, the window covering channels
+    ``[c - floor((size - 1) / 2), c + ceil((size - 1) / 2)]`` clipped to ``[0, C)``.
+
+    Spec: LRN-1/13.
+    Shapes: X [N, C, d1, ..., dk] static (rank >= 2).
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Raises: UnsupportedAttributeError for size < 1; ShapeError for rank < 2.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    if len(shape) < 2:
+        raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
+    size = node.attr_int("size")
+    if size < 1:
+        raise ctx.unsupported_attribute("size", size, "an integer >= 1")
+    wide = _wide_dtype(dtype)
+    xw = emit.convert(x, wide)
+    squares = stablehlo.MulOp(xw, xw).result
+    window = [1] * len(shape)
+    window[1] = size
+    padding = np.zeros((len(shape), 2), dtype=np.int64)
+    padding[1] = [(size - 1) // 2, size - 1 - (size - 1) // 2]
+    op = stablehlo.ReduceWindowOp(
+        [emit.tensor_type(shape, wide)],
+        [squares],
+        [_scalar(0, wide)],
+        emit.i64_array(window),
+        padding=ir.DenseIntElementsAttr.get(padding, type=ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))),
+    )
+    scalar_type = emit.tensor_type((), wide)
+    block = op.body.blocks.append(scalar_type, scalar_type)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
+    square_sum = op.results[0]
+    alpha, beta, bias = node.attr_float("alpha"), node.attr_float("beta"), node.attr_float("bias")
+    base = stablehlo.AddOp(
+        stablehlo.MulOp(square_sum, _splat_like(alpha / size, square_sum)).result, _splat_like(bias, square_sum)
+    ).result
+    denominator = stablehlo.PowOp(base, _splat_like(beta, base)).result
+    return [emit.convert(stablehlo.DivOp(xw, denominator).result, dtype)]
+
+
+# MeanVarianceNormalization -------------------------------------------------------------------
+
+_MVN_EPSILON = 1e-9  # added to the standard deviation by the ONNX function body
+
+
+@lowering("MeanVarianceNormalization", since=9)
+@lowering("MeanVarianceNormalization", since=13)  # 13 widened types (bfloat16)
+def lower_mean_variance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MeanVarianceNormalization to (x - mean) / (sqrt(var) + 1e-9) over `axes`.
+
+    Spec: MeanVarianceNormalization-9/13 (the 1e-9 comes from its function body).
+    Shapes: X [d0, ..., dn] static.
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Deviations: the variance is two-pass, mean((x - mean)^2), where the function body computes
+        mean(x^2) - mean^2 (same value, never negative).
+    Raises: ShapeError for an axis out of range.
+    """
+    x = ctx.input(0)
+    dtype = emit.dtype_of(x)
+    rank = emit.rank_of(x)
+    axes = sorted({ctx.axis(a, rank) for a in node.attr_ints("axes")})
+    xw = emit.convert(x, _wide_dtype(dtype))
+    mean = _broadcast_like(_mean_keep(xw, axes), xw)
+    centered = stablehlo.SubtractOp(xw, mean).result
+    std = stablehlo.SqrtOp(_mean_keep(stablehlo.MulOp(centered, centered).result, axes)).result
+    denominator = _broadcast_like(stablehlo.AddOp(std, _splat_like(_MVN_EPSILON, std)).result, xw)
+    return [emit.convert(stablehlo.DivOp(centered, denominator).result, dtype)]

@@ -88,6 +88,28 @@ class _Reduction:
     description: str = ""
 
 
+def _scalar(value: float | int | bool, dtype: DataType) -> ir.Value:
+    """A 0-d constant (``emit.splat`` with shape ``()`` yields ``tensor<1x...>`` today)."""
+    return emit.reshape(emit.splat(value, dtype), ())
+
+
+def _reduce_op(value: ir.Value, axes: Sequence[int], body_op: type, init: float | int | bool, keepdims: bool) -> ir.Value:
+    """``stablehlo.reduce`` of ``value`` over ``axes`` (as ``emit.reduce``, with a 0-d init)."""
+    dtype = emit.dtype_of(value)
+    shape = emit.static_shape_of(value)
+    axes = sorted(set(axes))
+    scalar_type = emit.tensor_type((), dtype)
+    out_shape = [d for i, d in enumerate(shape) if i not in axes]
+    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [value], [_scalar(init, dtype)], emit.i64_array(axes))
+    block = op.body.blocks.append(scalar_type, scalar_type)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
+    result = op.result
+    if keepdims:
+        result = emit.reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
+    return result
+
+
 def _add(dtype: DataType) -> type:
     return stablehlo.OrOp if dtype == DataType.BOOL else stablehlo.AddOp
 
@@ -97,7 +119,8 @@ def _square(x: ir.Value) -> ir.Value:
 
 
 def _divide_by_count(total: ir.Value, count: int) -> ir.Value:
-    divisor = emit.splat(count, emit.dtype_of(total), emit.static_shape_of(total))
+    shape = emit.static_shape_of(total)
+    divisor = emit.broadcast_to(_scalar(count, emit.dtype_of(total)), shape, dims=[])
     return stablehlo.DivOp(total, divisor).result
 
 
@@ -190,7 +213,7 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
         if spec.map is not None:
             x = spec.map(x)
         if axes:
-            result = emit.reduce(x, axes, spec.body(compute), spec.init(compute), keepdims=keepdims)
+            result = _reduce_op(x, axes, spec.body(compute), spec.init(compute), keepdims)
         else:
             result = x
         if spec.finish is not None:
@@ -204,11 +227,12 @@ def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
     shape = emit.static_shape_of(x)
     if not axes:
         return stablehlo.LogOp(stablehlo.ExpOp(x).result).result
-    peak = emit.reduce(x, axes, stablehlo.MaxOp, -np.inf, keepdims=True)
+    peak = _reduce_op(x, axes, stablehlo.MaxOp, -np.inf, True)
     finite = stablehlo.IsFiniteOp(peak).result
-    peak = stablehlo.SelectOp(finite, peak, emit.splat(0, dtype, emit.static_shape_of(peak))).result
+    zero = emit.broadcast_to(_scalar(0, dtype), emit.static_shape_of(peak), dims=[])
+    peak = stablehlo.SelectOp(finite, peak, zero).result
     shifted = stablehlo.SubtractOp(x, emit.broadcast_to(peak, shape)).result
-    total = emit.reduce(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, keepdims=True)
+    total = _reduce_op(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, True)
     result = stablehlo.AddOp(stablehlo.LogOp(total).result, peak).result
     if not keepdims:
         result = emit.reshape(result, [d for i, d in enumerate(shape) if i not in axes])

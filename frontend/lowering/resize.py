@@ -1,1 +1,792 @@
-"""Lowering rules: Resize, Upsample and image ops."""
+"""Lowering rules: Resize and Upsample.
+
+Resizing is separable, so each resized axis is handled on its own, one after the other:
+
+- ``nearest``: a ``stablehlo.gather`` along the axis with an index table ``[out]``;
+- ``linear`` / ``cubic``: a ``stablehlo.dot_general`` contracting the axis with an
+  interpolation matrix ``[in, out]`` (edge clamping, ``exclude_outside``, ``antialias`` and
+  ``cubic_coeff_a`` are all folded into its entries);
+- ``tf_crop_and_resize`` positions whose source lies outside the input get
+  ``extrapolation_value`` through one final ``stablehlo.select``.
+
+When ``scales``, ``sizes`` and ``roi`` are known at compile time (the usual case: constants,
+initializers or folded shape computations) the tables are numpy constants computed in float64,
+following ``onnx.reference``. Otherwise the node's declared output shape must be static and the
+tables are computed in the graph from the run-time values (source coordinates in float32, or
+float64 when the scales are float64), which is how the ONNX backend tests feed them.
+
+Linear and cubic interpolation of integer tensors is computed in floating point (float32, or
+float64 for 32/64-bit integers) and converted back with saturation, truncating toward zero as
+onnxruntime does. float16 and bfloat16 inputs are interpolated in float32.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import NonConstantInputError, ShapeError
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.registry import lowering
+
+_MODES = ("nearest", "linear", "cubic")
+_NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+_POLICIES = ("stretch", "not_larger", "not_smaller")
+_COORDINATE_MODES = {
+    11: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"),
+    13: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
+    19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
+}
+# Kernel support radius in (scaled) input pixels.
+_SUPPORT = {"linear": 1.0, "cubic": 2.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class _Interpolation:
+    """How to compute one output position from the input (the node's attributes, decoded).
+
+    Attributes:
+        mode: ``nearest``, ``linear`` or ``cubic``.
+        coordinate_mode: the coordinate_transformation_mode.
+        nearest_mode: a Resize nearest_mode, or ``simple`` (Resize-10 and Upsample: ceil when
+            downsampling, floor otherwise, as onnxruntime does).
+        cubic_a: cubic_coeff_a.
+        exclude_outside: zero the weights of taps outside the input, then renormalize.
+        antialias: stretch the linear/cubic kernel by ``1 / scale`` when downsampling.
+        extrapolation_value: the value of tf_crop_and_resize positions outside the input.
+    """
+
+    mode: str
+    coordinate_mode: str = "asymmetric"
+    nearest_mode: str = "simple"
+    cubic_a: float = -0.75
+    exclude_outside: bool = False
+    antialias: bool = False
+    extrapolation_value: float = 0.0
+
+
+@dataclasses.dataclass
+class _AxisPlan:
+    """How to resize one axis: an index table (nearest) or an interpolation matrix.
+
+    Entries are numpy arrays when known at compile time, ``ir.Value``s otherwise.
+
+    Attributes:
+        axis: the resized axis of X.
+        indices: ``[out]`` source index per output position (nearest).
+        weights: ``[out, in]`` interpolation matrix (linear, cubic).
+        extrapolated: ``[out]`` bool, True where tf_crop_and_resize extrapolates; or None.
+    """
+
+    axis: int
+    indices: np.ndarray | ir.Value | None = None
+    weights: np.ndarray | ir.Value | None = None
+    extrapolated: np.ndarray | ir.Value | None = None
+
+
+# --------------------------------------------------------------------------------------------
+# Compile-time tables (numpy, float64)
+
+
+def _source_coordinates(
+    spec: _Interpolation, out_size: int, in_size: int, scale: float, roi: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Maps output positions to (fractional) input positions; also the extrapolation mask."""
+    y = np.arange(out_size, dtype=np.float64)
+    mode = spec.coordinate_mode
+    if mode == "half_pixel":
+        return (y + 0.5) / scale - 0.5, None
+    if mode == "half_pixel_symmetric":
+        adjustment = out_size / (scale * in_size)
+        offset = in_size / 2 * (1 - adjustment)
+        return offset + (y + 0.5) / scale - 0.5, None
+    if mode == "pytorch_half_pixel":
+        return ((y + 0.5) / scale - 0.5 if out_size > 1 else np.zeros(out_size)), None
+    if mode == "align_corners":
+        # The length is in * scale, fractional with scales, as in onnx.reference (onnxruntime
+        # uses the integer output length).
+        width = scale * in_size
+        return (y * (in_size - 1) / (width - 1) if width != 1 else np.zeros(out_size)), None
+    if mode == "asymmetric":
+        return y / scale, None
+    if mode == "tf_half_pixel_for_nn":
+        return (y + 0.5) / scale, None
+    if mode == "tf_crop_and_resize":
+        start, end = roi
+        if out_size > 1:
+            x = start * (in_size - 1) + y * (end - start) * (in_size - 1) / (out_size - 1)
+        else:
+            x = np.full(out_size, 0.5 * (start + end) * (in_size - 1))
+        return x, (x < 0) | (x > in_size - 1)
+    raise AssertionError(mode)
+
+
+def _nearest_indices(spec: _Interpolation, x: np.ndarray, scale: float, in_size: int) -> np.ndarray:
+    rounding = spec.nearest_mode
+    if rounding == "simple":
+        rounding = "ceil" if scale < 1 else "floor"
+    if rounding == "round_prefer_floor":
+        index = np.ceil(x - 0.5)
+    elif rounding == "round_prefer_ceil":
+        index = np.floor(x + 0.5)
+    elif rounding == "floor":
+        index = np.floor(x)
+    else:
+        index = np.ceil(x)
+    return np.clip(index, 0, in_size - 1).astype(np.int64)
+
+
+def _kernel(spec: _Interpolation, distance: np.ndarray) -> np.ndarray:
+    """The linear (triangle) or cubic (Keys, ``a = cubic_coeff_a``) kernel at ``distance``."""
+    d = np.abs(distance)
+    if spec.mode == "linear":
+        return np.clip(1 - d, 0, 1)
+    a = spec.cubic_a
+    near = ((a + 2) * d - (a + 3)) * d * d + 1
+    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
+
+
+def _tap_radius(spec: _Interpolation, kernel_scale: float) -> int:
+    """Taps on each side of the source position that can have a nonzero weight."""
+    return int(math.ceil(_SUPPORT[spec.mode] / kernel_scale)) + 1
+
+
+def _interpolation_matrix(spec: _Interpolation, x: np.ndarray, scale: float, in_size: int) -> np.ndarray:
+    """The ``[out, in]`` matrix of linear/cubic weights for source positions ``x``.
+
+    Taps outside the input are clamped to the edge (their weight adds to the edge pixel), or
+    dropped with ``exclude_outside``; antialiasing scales distances by ``min(scale, 1)`` and
+    normalizes the weights to sum to one.
+    """
+    kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
+    radius = _tap_radius(spec, kernel_scale)
+    base = np.floor(x).astype(np.int64)
+    taps = base[:, None] + np.arange(-radius + 1, radius + 1)[None, :]
+    weights = _kernel(spec, (taps - x[:, None]) * kernel_scale)
+    if spec.exclude_outside:
+        weights = np.where((taps < 0) | (taps >= in_size), 0.0, weights)
+    if spec.antialias or spec.exclude_outside:
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    matrix = np.zeros((x.size, in_size), dtype=np.float64)
+    rows = np.broadcast_to(np.arange(x.size)[:, None], taps.shape)
+    np.add.at(matrix, (rows, np.clip(taps, 0, in_size - 1)), weights)
+    return matrix
+
+
+def _plan_constant(
+    spec: _Interpolation, axis: int, in_size: int, out_size: int, scale: float, roi: tuple[float, float]
+) -> _AxisPlan:
+    x, extrapolated = _source_coordinates(spec, out_size, in_size, scale, roi)
+    plan = _AxisPlan(axis, extrapolated=extrapolated if extrapolated is not None and extrapolated.any() else None)
+    if spec.mode == "nearest":
+        plan.indices = _nearest_indices(spec, x, scale, in_size)
+    else:
+        plan.weights = _interpolation_matrix(spec, x, scale, in_size)
+    return plan
+
+
+# --------------------------------------------------------------------------------------------
+# Run-time tables (scales, sizes or roi known only at run time)
+
+
+class _Vec:
+    """Emits elementwise float ops on ``[n]`` (or ``[n, m]``) values of one compute dtype."""
+
+    def __init__(self, dtype: DataType) -> None:
+        self.dtype = dtype
+
+    def const(self, value: float | np.ndarray, shape: Sequence[int]) -> ir.Value:
+        return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
+
+    def scalar_to(self, scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
+        """A rank-0 value broadcast to ``shape``."""
+        return emit.broadcast_to(scalar, shape, dims=[])
+
+    def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.AddOp(a, b).result
+
+    def sub(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.SubtractOp(a, b).result
+
+    def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.MulOp(a, b).result
+
+    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.DivOp(a, b).result
+
+    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.SelectOp(cond, a, b).result
+
+
+def _element(vector: ir.Value, index: int, dtype: DataType) -> ir.Value:
+    """``vector[index]`` as a rank-0 value of ``dtype``."""
+    one = stablehlo.SliceOp(vector, emit.i64_array([index]), emit.i64_array([index + 1]), emit.i64_array([1])).result
+    return emit.reshape(emit.convert(one, dtype), ())
+
+
+def _runtime_coordinates(
+    spec: _Interpolation,
+    vec: _Vec,
+    out_size: int,
+    in_size: int,
+    scale: ir.Value,
+    roi: tuple[ir.Value, ir.Value] | None,
+) -> tuple[ir.Value, ir.Value | None]:
+    """The in-graph twin of :func:`_source_coordinates` (``scale`` and ``roi`` are rank 0)."""
+    shape = [out_size]
+    y = vec.const(np.arange(out_size), shape)
+    half = vec.const(0.5, shape)
+    s = vec.scalar_to(scale, shape)
+    mode = spec.coordinate_mode
+    if mode in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric"):
+        if mode == "pytorch_half_pixel" and out_size == 1:
+            return vec.const(0.0, shape), None
+        x = vec.sub(vec.div(vec.add(y, half), s), half)
+        if mode == "half_pixel_symmetric":
+            # offset = in/2 * (1 - out / (scale * in))
+            ratio = vec.div(vec.const(out_size, shape), vec.mul(s, vec.const(in_size, shape)))
+            offset = vec.mul(vec.const(in_size / 2, shape), vec.sub(vec.const(1.0, shape), ratio))
+            x = vec.add(offset, x)
+        return x, None
+    if mode == "align_corners":
+        width = vec.mul(s, vec.const(in_size, shape))
+        one = vec.const(1.0, shape)
+        x = vec.div(vec.mul(y, vec.const(in_size - 1, shape)), vec.sub(width, one))
+        return vec.select(emit.compare(width, one, "EQ"), vec.const(0.0, shape), x), None
+    if mode == "asymmetric":
+        return vec.div(y, s), None
+    if mode == "tf_half_pixel_for_nn":
+        return vec.div(vec.add(y, half), s), None
+    assert mode == "tf_crop_and_resize" and roi is not None
+    start, end = (vec.scalar_to(r, shape) for r in roi)
+    last = vec.const(in_size - 1, shape)
+    if out_size > 1:
+        step = vec.div(vec.mul(vec.sub(end, start), last), vec.const(out_size - 1, shape))
+        x = vec.add(vec.mul(start, last), vec.mul(y, step))
+    else:
+        x = vec.mul(vec.mul(vec.add(start, end), half), last)
+    outside = stablehlo.OrOp(
+        emit.compare(x, vec.const(0.0, shape), "LT"), emit.compare(x, last, "GT")
+    ).result
+    return x, outside
+
+
+def _runtime_nearest(spec: _Interpolation, vec: _Vec, x: ir.Value, scale: ir.Value, in_size: int) -> ir.Value:
+    shape = emit.static_shape_of(x)
+    half = vec.const(0.5, shape)
+    rounding = spec.nearest_mode
+    if rounding == "simple":
+        down = emit.compare(vec.scalar_to(scale, shape), vec.const(1.0, shape), "LT")
+        index = vec.select(down, stablehlo.CeilOp(x).result, stablehlo.FloorOp(x).result)
+    elif rounding == "round_prefer_floor":
+        index = stablehlo.CeilOp(vec.sub(x, half)).result
+    elif rounding == "round_prefer_ceil":
+        index = stablehlo.FloorOp(vec.add(x, half)).result
+    elif rounding == "floor":
+        index = stablehlo.FloorOp(x).result
+    else:
+        index = stablehlo.CeilOp(x).result
+    index = stablehlo.ClampOp(vec.const(0.0, shape), index, vec.const(in_size - 1, shape)).result
+    return emit.convert(index, DataType.INT64)
+
+
+def _runtime_kernel(spec: _Interpolation, vec: _Vec, distance: ir.Value) -> ir.Value:
+    """The in-graph twin of :func:`_kernel`."""
+    shape = emit.static_shape_of(distance)
+    d = stablehlo.AbsOp(distance).result
+    one = vec.const(1.0, shape)
+    zero = vec.const(0.0, shape)
+    if spec.mode == "linear":
+        return stablehlo.ClampOp(zero, vec.sub(one, d), one).result
+    a = spec.cubic_a
+
+    def c(value: float) -> ir.Value:
+        return vec.const(value, shape)
+
+    near = vec.add(vec.mul(vec.mul(vec.sub(vec.mul(c(a + 2), d), c(a + 3)), d), d), one)
+    far = vec.sub(vec.mul(vec.add(vec.mul(vec.sub(vec.mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
+    inner = emit.compare(d, one, "LE")
+    within = emit.compare(d, c(2.0), "LT")
+    return vec.select(inner, near, vec.select(within, far, zero))
+
+
+def _runtime_matrix(
+    spec: _Interpolation, vec: _Vec, x: ir.Value, scale: ir.Value, in_size: int, min_scale: float
+) -> ir.Value:
+    """The in-graph twin of :func:`_interpolation_matrix`; ``min_scale`` bounds the tap count."""
+    out_size = emit.static_shape_of(x)[0]
+    kernel_scale_bound = min(min_scale, 1.0) if spec.antialias else 1.0
+    radius = _tap_radius(spec, kernel_scale_bound)
+    taps_count = 2 * radius
+    grid = [out_size, taps_count]
+    base = stablehlo.FloorOp(x).result
+    offsets = vec.const(np.arange(-radius + 1, radius + 1)[None, :], grid)
+    taps = vec.add(emit.broadcast_to(base, grid, dims=[0]), offsets)
+    distance = vec.sub(taps, emit.broadcast_to(x, grid, dims=[0]))
+    if spec.antialias:
+        kernel_scale = stablehlo.MinOp(scale, emit.reshape(vec.const(1.0, [1]), ())).result
+        distance = vec.mul(distance, vec.scalar_to(kernel_scale, grid))
+    weights = _runtime_kernel(spec, vec, distance)
+    low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
+    if spec.exclude_outside:
+        outside = stablehlo.OrOp(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT")).result
+        weights = vec.select(outside, vec.const(0.0, grid), weights)
+    if spec.antialias or spec.exclude_outside:
+        total = _sum_last(weights)
+        total = vec.select(emit.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
+        weights = vec.div(weights, emit.broadcast_to(total, grid, dims=[0]))
+    clamped = stablehlo.ClampOp(low, taps, high).result
+    # matrix[o, i] = sum_t weights[o, t] * (clamped[o, t] == i)
+    cube = [out_size, taps_count, in_size]
+    columns = vec.const(np.arange(in_size)[None, None, :], cube)
+    hit = emit.compare(emit.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
+    spread = vec.select(hit, emit.broadcast_to(weights, cube, dims=[0, 1]), vec.const(0.0, cube))
+    return _sum_axis(spread, 1)
+
+
+def _sum_axis(value: ir.Value, axis: int) -> ir.Value:
+    shape = emit.static_shape_of(value)
+    dtype = emit.dtype_of(value)
+    scalar_type = emit.tensor_type((), dtype)
+    out_shape = [d for i, d in enumerate(shape) if i != axis]
+    init = emit.reshape(emit.splat(0, dtype, (1,)), ())
+    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [value], [init], emit.i64_array([axis]))
+    block = op.body.blocks.append(scalar_type, scalar_type)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
+    return op.result
+
+
+def _sum_last(value: ir.Value) -> ir.Value:
+    return _sum_axis(value, emit.rank_of(value) - 1)
+
+
+# --------------------------------------------------------------------------------------------
+# Applying the plans
+
+
+def _compute_dtype(dtype: DataType) -> DataType:
+    """The float type linear/cubic interpolation of ``dtype`` is computed in."""
+    if dtype == DataType.DOUBLE:
+        return DataType.DOUBLE
+    if dtypes.is_integer(dtype) and np.dtype(dtypes.numpy_dtype(dtype)).itemsize >= 4:
+        return DataType.DOUBLE
+    return DataType.FLOAT
+
+
+def _gather_axis(x: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
+    """``take(x, indices, axis)`` for 1-D ``indices`` as a stablehlo.gather."""
+    shape = emit.static_shape_of(x)
+    (count,) = emit.static_shape_of(indices)
+    rank = len(shape)
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[d for d in range(rank) if d != axis],
+        collapsed_slice_dims=[axis],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[axis],
+        index_vector_dim=1,
+    )
+    slice_sizes = [1 if d == axis else size for d, size in enumerate(shape)]
+    out_shape = [count if d == axis else size for d, size in enumerate(shape)]
+    return stablehlo.GatherOp(
+        x,
+        emit.reshape(indices, [count, 1]),
+        numbers,
+        emit.i64_array(slice_sizes),
+        indices_are_sorted=False,
+        results=[emit.tensor_type(out_shape, emit.dtype_of(x))],
+    ).result
+
+
+def _contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
+    """``x`` with ``axis`` replaced by ``matrix @ x`` along it (``matrix`` is ``[out, in]``)."""
+    shape = emit.static_shape_of(x)
+    out_size = emit.static_shape_of(matrix)[0]
+    rank = len(shape)
+    dtype = emit.dtype_of(x)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[],
+        rhs_batching_dimensions=[],
+        lhs_contracting_dimensions=[axis],
+        rhs_contracting_dimensions=[1],
+    )
+    rest = [size for d, size in enumerate(shape) if d != axis]
+    highest = stablehlo.PrecisionAttr.get("HIGHEST")
+    product = stablehlo.DotGeneralOp(
+        emit.tensor_type([*rest, out_size], dtype),
+        x,
+        matrix,
+        numbers,
+        precision_config=ir.ArrayAttr.get([highest, highest]),
+    ).result
+    # dot_general puts the new axis last; move it back.
+    permutation = list(range(rank - 1))
+    permutation.insert(axis, rank - 1)
+    return emit.transpose(product, permutation)
+
+
+def _apply_plans(x: ir.Value, plans: Sequence[_AxisPlan], spec: _Interpolation) -> ir.Value:
+    """Resizes ``x`` axis by axis, then fills extrapolated positions."""
+    dtype = emit.dtype_of(x)
+    result = x
+    compute = dtype
+    if spec.mode != "nearest":
+        compute = _compute_dtype(dtype)
+        result = emit.convert(result, compute)
+    for plan in plans:
+        if plan.indices is not None:
+            indices = plan.indices
+            if isinstance(indices, np.ndarray):
+                indices = emit.constant(indices.astype(np.int64), DataType.INT64)
+            result = _gather_axis(result, indices, plan.axis)
+        else:
+            weights = plan.weights
+            weights = emit.constant(weights, compute) if isinstance(weights, np.ndarray) else emit.convert(weights, compute)
+            result = _contract_axis(result, weights, plan.axis)
+    if compute != dtype:
+        result = _convert_back(result, dtype)
+    masked = [p for p in plans if p.extrapolated is not None]
+    if masked:
+        shape = emit.static_shape_of(result)
+        mask = None
+        for plan in masked:
+            flags = plan.extrapolated
+            if isinstance(flags, np.ndarray):
+                flags = emit.constant(flags.astype(np.bool_), DataType.BOOL)
+            flags = emit.broadcast_to(flags, shape, dims=[plan.axis])
+            mask = flags if mask is None else stablehlo.OrOp(mask, flags).result
+        fill = emit.splat(spec.extrapolation_value, dtype, shape)
+        result = stablehlo.SelectOp(mask, fill, result).result
+    return result
+
+
+def _convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
+    """Float -> ``dtype``; integers saturate and truncate toward zero (as onnxruntime does)."""
+    if dtypes.is_integer(dtype):
+        info = np.iinfo(dtypes.numpy_dtype(dtype))
+        source = emit.dtype_of(value)
+        shape = emit.static_shape_of(value)
+        low = emit.splat(float(info.min), source, shape)
+        high = emit.splat(float(info.max), source, shape)
+        value = stablehlo.ClampOp(low, value, high).result
+    return emit.convert(value, dtype)
+
+
+# --------------------------------------------------------------------------------------------
+# Reading the node
+
+
+def _optional_nonempty(ctx: LoweringContext, index: int) -> bool:
+    """True if input ``index`` is present and not an empty tensor (``[]`` means omitted)."""
+    return ctx.has_input(index) and math.prod(ctx.input_static_shape(index)) > 0
+
+
+def _declared_output_shape(ctx: LoweringContext, node: OnnxNode, why: str) -> tuple[int, ...]:
+    """The node's declared output shape, which must be static when ``why`` is not constant."""
+    output = node.ir_node.outputs[0]
+    shape = output.shape
+    dims = None if shape is None else [d if isinstance(d, int) else None for d in shape.dims]
+    if dims is None or any(d is None for d in dims):
+        raise ctx.error(
+            f"input '{why}' is computed at run time: it must be known at compile time, or the output "
+            f"'{output.name}' must have a declared static shape",
+            NonConstantInputError,
+        )
+    return tuple(dims)  # type: ignore[arg-type]
+
+
+def _resize(
+    ctx: LoweringContext,
+    node: OnnxNode,
+    spec: _Interpolation,
+    *,
+    scales_index: int | None,
+    sizes_index: int | None,
+    roi_index: int | None,
+    axes: Sequence[int] | None = None,
+    policy: str = "stretch",
+    scales_attr: Sequence[float] | None = None,
+) -> ir.Value:
+    """The body shared by every Resize and Upsample revision."""
+    x = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    rank = len(shape)
+    dtype = emit.dtype_of(x)
+    if dtype in (DataType.STRING, DataType.COMPLEX64, DataType.COMPLEX128) or (
+        spec.mode != "nearest" and not (dtypes.is_float(dtype) or dtypes.is_integer(dtype))
+    ):
+        raise ctx.unsupported_dtype(dtype, "numeric types (bool with mode=nearest only)")
+    if axes is None:
+        axes = list(range(rank))
+    else:
+        axes = [ctx.axis(a, rank) for a in axes]
+        if len(set(axes)) != len(axes):
+            raise ctx.unsupported_attribute("axes", list(axes), "distinct axes")
+
+    use_sizes = sizes_index is not None and _optional_nonempty(ctx, sizes_index)
+    use_scales = scales_attr is not None or (scales_index is not None and _optional_nonempty(ctx, scales_index))
+    if use_sizes == use_scales:
+        raise ctx.error("exactly one of 'scales' and 'sizes' must be given (non-empty)", ShapeError)
+    needs_roi = spec.coordinate_mode == "tf_crop_and_resize"
+
+    # Per-axis scale, roi and output size: numpy where known, ir.Value otherwise.
+    runtime: list[str] = []
+    scales_np = sizes_np = roi_np = None
+    if use_scales:
+        if scales_attr is not None:
+            scales_np = np.asarray(scales_attr, dtype=np.float64)
+        elif ctx.is_constant_input(scales_index):
+            scales_np = np.asarray(ctx.constant_input(scales_index), dtype=np.float64).reshape(-1)
+        else:
+            runtime.append(node.input_names[scales_index])
+        count = len(scales_np) if scales_np is not None else ctx.input_static_shape(scales_index)[0]
+    else:
+        if ctx.is_constant_input(sizes_index):
+            sizes_np = np.asarray(ctx.constant_input(sizes_index), dtype=np.int64).reshape(-1)
+        else:
+            runtime.append(node.input_names[sizes_index])
+        count = len(sizes_np) if sizes_np is not None else ctx.input_static_shape(sizes_index)[0]
+    if count != len(axes):
+        what = "scales" if use_scales else "sizes"
+        raise ctx.error(f"'{what}' has {count} values; expected {len(axes)} (one per resized axis)", ShapeError)
+    roi_given = needs_roi and roi_index is not None and _optional_nonempty(ctx, roi_index)
+    if roi_given:
+        roi_count = ctx.input_static_shape(roi_index)[0]
+        if roi_count != 2 * len(axes):
+            raise ctx.error(f"'roi' has {roi_count} values; expected {2 * len(axes)} (starts, then ends)", ShapeError)
+        if ctx.is_constant_input(roi_index):
+            roi_np = np.asarray(ctx.constant_input(roi_index), dtype=np.float64).reshape(-1)
+        else:
+            runtime.append(node.input_names[roi_index])
+
+    out_shape = list(shape)
+    axis_scales: dict[int, float | None] = {}
+    if scales_np is not None:
+        for i, a in enumerate(axes):
+            if scales_np[i] <= 0:
+                raise ctx.error(f"scales {scales_np.tolist()} must be positive", ShapeError)
+            axis_scales[a] = float(scales_np[i])
+            out_shape[a] = int(math.floor(float(scales_np[i]) * shape[a]))
+    elif sizes_np is not None:
+        ratios = [float(sizes_np[i]) / shape[a] for i, a in enumerate(axes)]
+        if policy == "stretch":
+            for i, a in enumerate(axes):
+                axis_scales[a] = ratios[i]
+                out_shape[a] = int(sizes_np[i])
+        else:
+            scale = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                axis_scales[a] = scale
+                out_shape[a] = int(math.floor(scale * shape[a] + 0.5))
+    if runtime:
+        declared = _declared_output_shape(ctx, node, runtime[0])
+        if len(declared) != rank or any(declared[d] != shape[d] for d in range(rank) if d not in axes):
+            raise ctx.error(f"declared output shape {list(declared)} does not fit X {list(shape)} and axes {list(axes)}", ShapeError)
+        if scales_np is None and sizes_np is None:
+            out_shape = list(declared)
+            if use_sizes and policy == "stretch":
+                axis_scales = {a: out_shape[a] / shape[a] for a in axes}
+    if any(out_shape[a] < 1 for a in axes):
+        raise ctx.error(f"the output shape {out_shape} has an empty axis", ShapeError)
+
+    vec = None
+    runtime_scale: dict[int, ir.Value] = {}
+    scale_dtype = DataType.FLOAT
+    if use_scales and scales_np is None:
+        scale_dtype = DataType.DOUBLE if ctx.input_dtype(scales_index) == DataType.DOUBLE else DataType.FLOAT
+        scales_value = ctx.input(scales_index)
+        for i, a in enumerate(axes):
+            runtime_scale[a] = _element(scales_value, i, scale_dtype)
+    elif use_sizes and sizes_np is None and policy != "stretch":
+        sizes_value = ctx.input(sizes_index)
+        ratios_v = [
+            stablehlo.DivOp(_element(sizes_value, i, scale_dtype), emit.reshape(emit.splat(float(shape[a]), scale_dtype, (1,)), ())).result
+            for i, a in enumerate(axes)
+        ]
+        combined = ratios_v[0]
+        for r in ratios_v[1:]:
+            combined = (stablehlo.MinOp if policy == "not_larger" else stablehlo.MaxOp)(combined, r).result
+        runtime_scale = {a: combined for a in axes}
+    if runtime:
+        vec = _Vec(scale_dtype)
+
+    plans = []
+    for i, a in enumerate(axes):
+        in_size, out_size = shape[a], out_shape[a]
+        roi_pair = (0.0, 1.0)
+        if roi_np is not None:
+            roi_pair = (float(roi_np[i]), float(roi_np[i + len(axes)]))
+        roi_runtime = roi_given and roi_np is None
+        scale_known = a in axis_scales
+        if scale_known and not roi_runtime:
+            scale = axis_scales[a]
+            identity = math.isclose(scale, 1.0) and out_size == in_size and (
+                not needs_roi or (math.isclose(roi_pair[0], 0.0) and math.isclose(roi_pair[1], 1.0))
+            )
+            if not identity:
+                plans.append(_plan_constant(spec, a, in_size, out_size, scale, roi_pair))
+            continue
+        assert vec is not None
+        scale_v = runtime_scale.get(a)
+        if scale_v is None:
+            scale_v = emit.reshape(emit.splat(axis_scales[a], vec.dtype, (1,)), ())
+        roi_v = None
+        if needs_roi:
+            if roi_runtime:
+                roi_value = ctx.input(roi_index)
+                roi_v = (_element(roi_value, i, vec.dtype), _element(roi_value, i + len(axes), vec.dtype))
+            else:
+                roi_v = tuple(emit.reshape(emit.splat(r, vec.dtype, (1,)), ()) for r in roi_pair)
+        coords, outside = _runtime_coordinates(spec, vec, out_size, in_size, scale_v, roi_v)
+        plan = _AxisPlan(a, extrapolated=outside)
+        if spec.mode == "nearest":
+            plan.indices = _runtime_nearest(spec, vec, coords, scale_v, in_size)
+        else:
+            # floor(in * scale) = out bounds the scale from below (used for the antialias tap count)
+            min_scale = max(out_size - 0.5, 0.5) / in_size
+            plan.weights = _runtime_matrix(spec, vec, coords, scale_v, in_size, min_scale)
+        plans.append(plan)
+    if not plans:
+        return x
+    return _apply_plans(x, plans, spec)
+
+
+def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[str]) -> _Interpolation:
+    mode = node.attr_str("mode")
+    if mode not in _MODES:
+        raise ctx.unsupported_attribute("mode", mode, ", ".join(_MODES))
+    coordinate_mode = node.attr_str("coordinate_transformation_mode")
+    if coordinate_mode not in coordinate_modes:
+        raise ctx.unsupported_attribute("coordinate_transformation_mode", coordinate_mode, ", ".join(coordinate_modes))
+    nearest_mode = node.attr_str("nearest_mode")
+    if nearest_mode not in _NEAREST_MODES:
+        raise ctx.unsupported_attribute("nearest_mode", nearest_mode, ", ".join(_NEAREST_MODES))
+    return _Interpolation(
+        mode=mode,
+        coordinate_mode=coordinate_mode,
+        nearest_mode=nearest_mode,
+        cubic_a=node.attr_float("cubic_coeff_a"),
+        exclude_outside=bool(node.attr_int("exclude_outside")),
+        antialias=bool(node.attr_int("antialias", 0)) and mode != "nearest",
+        extrapolation_value=node.attr_float("extrapolation_value"),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Rules
+
+
+@lowering("Resize", since=10)
+def lower_resize_10(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Resize-10 (asymmetric coordinates; scales only) to gathers or dot_generals.
+
+    Spec: Resize-10.
+    Shapes: X static, any rank; scales [rank].
+    Dtypes: numeric types and bool (nearest); numeric types (linear).
+    Deviations: nearest rounds up when downsampling and down otherwise, as onnxruntime does
+        (the revision does not say).
+    Raises:
+        UnsupportedAttributeError: mode is not nearest or linear.
+        NonConstantInputError: scales is computed at run time and the output shape is not declared.
+    """
+    mode = node.attr_str("mode")
+    if mode not in ("nearest", "linear"):
+        raise ctx.unsupported_attribute("mode", mode, "nearest, linear")
+    spec = _Interpolation(mode=mode)
+    return [_resize(ctx, node, spec, scales_index=1, sizes_index=None, roi_index=None)]
+
+
+@lowering("Resize", since=11)  # 11: coordinate modes, roi/scales/sizes inputs, cubic
+@lowering("Resize", since=13)  # 13: roi and scales optional, tf_half_pixel_for_nn removed
+def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Resize-11/13 to gathers (nearest) or dot_generals with interpolation matrices.
+
+    Spec: Resize-11/13.
+    Shapes: X static, any rank; roi [2 * rank]; scales [rank] or sizes [rank] (one non-empty).
+    Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
+    Deviations: pytorch_half_pixel maps a length-1 output to 0 as the spec and onnxruntime say
+        (onnx.reference uses -0.5); integer results of linear/cubic truncate toward zero, as
+        onnxruntime does (onnx.reference rounds).
+    Raises:
+        UnsupportedAttributeError: an unknown mode, coordinate_transformation_mode or nearest_mode.
+        NonConstantInputError: scales/sizes/roi computed at run time and no declared static output shape.
+        ShapeError: scales/sizes/roi of the wrong length; both or neither of scales and sizes.
+    """
+    modes = _COORDINATE_MODES[11 if node.since_version == 11 else 13]
+    spec = _read_spec(ctx, node, modes)
+    return [_resize(ctx, node, spec, scales_index=2, sizes_index=3, roi_index=1)]
+
+
+@lowering("Resize", since=18)  # 18: antialias, axes, keep_aspect_ratio_policy
+@lowering("Resize", since=19)  # 19: half_pixel_symmetric
+def lower_resize_18(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Resize-18/19 to gathers (nearest) or dot_generals with interpolation matrices.
+
+    Spec: Resize-18/19.
+    Shapes: X static, any rank; roi [2 * len(axes)]; scales or sizes [len(axes)].
+    Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
+    Deviations: as Resize-11/13.
+    Raises:
+        UnsupportedAttributeError: an unknown mode, coordinate_transformation_mode, nearest_mode
+            or keep_aspect_ratio_policy; repeated axes.
+        NonConstantInputError: scales/sizes/roi computed at run time and no declared static output shape.
+        ShapeError: scales/sizes/roi of the wrong length; both or neither of scales and sizes.
+    """
+    modes = _COORDINATE_MODES[19 if node.since_version == 19 else 13]
+    spec = _read_spec(ctx, node, modes)
+    policy = node.attr_str("keep_aspect_ratio_policy")
+    if policy not in _POLICIES:
+        raise ctx.unsupported_attribute("keep_aspect_ratio_policy", policy, ", ".join(_POLICIES))
+    axes = node.attr_ints("axes")
+    return [
+        _resize(ctx, node, spec, scales_index=2, sizes_index=3, roi_index=1, axes=axes or None, policy=policy)
+    ]
+
+
+@lowering("Upsample", since=7)
+def lower_upsample_7(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Upsample-7 (scales attribute) like Resize-10.
+
+    Spec: Upsample-7.
+    Shapes: X static; scales attribute [rank], each >= 1.
+    Dtypes: numeric types and bool (nearest); numeric types (linear).
+    Raises:
+        UnsupportedAttributeError: mode is not nearest or linear.
+    """
+    mode = node.attr_str("mode")
+    if mode not in ("nearest", "linear"):
+        raise ctx.unsupported_attribute("mode", mode, "nearest, linear")
+    scales = node.attr_floats("scales")
+    if not scales:
+        raise ctx.error("attribute scales is required", ShapeError)
+    spec = _Interpolation(mode=mode)
+    return [_resize(ctx, node, spec, scales_index=None, sizes_index=None, roi_index=None, scales_attr=scales)]
+
+
+@lowering("Upsample", since=9)  # 9 moved scales to an input
+@lowering("Upsample", since=10)  # 10 deprecated the op (in favour of Resize); semantics unchanged
+def lower_upsample_9(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Upsample-9/10 (scales input) like Resize-10.
+
+    Spec: Upsample-9/10.
+    Shapes: X static; scales [rank].
+    Dtypes: numeric types and bool (nearest); numeric types (linear).
+    Raises:
+        UnsupportedAttributeError: mode is not nearest or linear.
+        NonConstantInputError: scales is computed at run time and the output shape is not declared.
+    """
+    mode = node.attr_str("mode")
+    if mode not in ("nearest", "linear"):
+        raise ctx.unsupported_attribute("mode", mode, "nearest, linear")
+    spec = _Interpolation(mode=mode)
+    return [_resize(ctx, node, spec, scales_index=1, sizes_index=None, roi_index=None)]

@@ -49,7 +49,7 @@ CASE_TIMEOUT_S = 60.0
 """Seconds one case (compile and every data set) may take before it becomes ``error: timeout``."""
 WORKER_START_TIMEOUT_S = 180.0
 """Seconds a fresh worker may take to import the compiler."""
-MAX_CASES_PER_WORKER = 500
+MAX_CASES_PER_WORKER = 1000
 """A worker is replaced after serving this many cases, bounding whatever a compiler leaks."""
 MAX_REASON_CHARS = 240
 

@@ -65,7 +65,11 @@ F32 = np.float32
         ([np.ones(3, F32)], [np.ones(3, F32)], None),
         ([np.ones(3, F32)], [np.ones(3, np.float64)], "output 0: dtype float64 != float32"),
         ([np.ones(3, F32)], [np.ones((3, 1), F32)], "output 0: shape (3, 1) != (3,)"),
-        ([np.ones(3, F32)], [np.ones(3, F32), np.ones(3, F32)], "outputs: got 2 outputs, expected 1"),
+        (
+            [np.ones(3, F32)],
+            [np.ones(3, F32), np.ones(3, F32)],
+            "outputs: got 2 outputs, expected 1",
+        ),
         (
             [np.ones(3, F32), np.zeros(4, F32)],
             [np.ones(3, F32), np.array([0, 0.03, 0, 0], F32)],
@@ -79,16 +83,28 @@ F32 = np.float32
         ),
         ([np.array(np.inf, F32)], [np.array(np.inf, F32)], None),
         ([np.array(["a", "b"], object)], [np.array(["a", "b"])], None),
-        ([np.array(["a", "b"], object)], [np.array(["a", "c"], object)], "output 0: 1/2 strings differ"),
+        (
+            [np.array(["a", "b"], object)],
+            [np.array(["a", "c"], object)],
+            "output 0: 1/2 strings differ",
+        ),
         ([[np.ones(2, F32)]], [[np.ones(2, F32)]], None),
         ([[np.ones(2, F32)]], [[np.ones(2, F32)] * 2], "output 0: sequence length 2 != 1"),
         ([[np.ones(2, F32)]], [[np.ones(2, np.int64)]], "output 0[0]: dtype int64 != float32"),
-        ([[np.ones(2, F32)]], [np.ones(2, F32)], "output 0: expected a sequence, got ndarray float32[2]"),
+        (
+            [[np.ones(2, F32)]],
+            [np.ones(2, F32)],
+            "output 0: expected a sequence, got ndarray float32[2]",
+        ),
         ([None], [None], None),
         ([None], [np.ones(1, F32)], "output 0: expected an empty optional, got ndarray float32[1]"),
         ([np.ones(2, F32)], [None], "output 0: expected ndarray, got NoneType"),
         ([np.float32(2.0)], [np.array(2.0, F32)], None),
-        ([np.array([True, False])], [np.array([True, True])], "output 0: max abs diff 1 > tol (1/2 elements differ, rtol=0.001, atol=1e-07)"),
+        (
+            [np.array([True, False])],
+            [np.array([True, True])],
+            "output 0: max abs diff 1 > tol (1/2 elements differ, rtol=0.001, atol=1e-07)",
+        ),
     ],
 )
 def test_harness_compare_outputs(expected, actual, reason):
@@ -154,7 +170,10 @@ def test_harness_run_case_reports_wrong_dtype(fake_compiler_spec):
 def test_harness_run_case_reports_compile_error(fake_compiler_spec):
     compile_fn = suite.resolve_compiler(fake_compiler_spec("misbehaving_compile"))
     result = suite.run_case("test_relu", compile_fn)
-    assert (result.status, result.reason) == ("error", "NotImplementedError: fake compiler: no Relu")
+    assert (result.status, result.reason) == (
+        "error",
+        "NotImplementedError: fake compiler: no Relu",
+    )
 
 
 def test_harness_run_all_survives_hangs_and_crashes(fake_compiler_spec):

@@ -20,15 +20,14 @@ g ({ty}[2, 3, 8] x, {ty}[{scale}] s{bias_input}) => ({ty}[2, 3, 8] y{extra_outpu
 }}"""
 
 
-def _layer_norm_model(dtype, axis: int | None, bias: bool, stats: bool, epsilon: float | None = None) -> str:
+def _layer_norm_model(dtype, axis: int | None, bias: bool, stats: bool, **attributes: float) -> str:
     ty = onnx_type_name(dtype)
     rank_axis = 2 if axis is None else axis % 3
     stats_shape = ", ".join(["2", "3", "8"][:rank_axis] + ["1"] * (3 - rank_axis))
     attrs = []
     if axis is not None:
         attrs.append(f"axis = {axis}")
-    if epsilon is not None:
-        attrs.append(f"epsilon = {epsilon}")
+    attrs += [f"{name} = {value}" for name, value in attributes.items()]
     return LAYER_NORM_MODEL.format(
         ty=ty,
         scale=", ".join(["2", "3", "8"][rank_axis:]),
@@ -104,6 +103,6 @@ g (float[N, S, 8] x, float[8] s, float[8] b) => (float[N, S, 8] y) {
 
 
 def test_layer_normalization_rejects_integer_stash_type():
-    model = parse(_layer_norm_model(np.float32, -1, True, False).replace("LayerNormalization ", "LayerNormalization <stash_type = 7> "))
+    model = parse(_layer_norm_model(np.float32, -1, True, False, stash_type=7))
     with pytest.raises(UnsupportedAttributeError, match="stash_type=7"):
         emitted_text(model)

@@ -1,0 +1,208 @@
+"""Parity of the conversion family (frontend/lowering/conversion.py) against onnxruntime / onnx.reference."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import UnsupportedDtypeError
+from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, oracle_run, parse, reference_run
+
+CAST_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({src}[{n}] x) => ({dst}[{n}] y) {{
+  y = Cast <to = {to}{extra}> (x)
+}}"""
+
+CAST_LIKE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({src}[{n}] x, {dst}[1] like) => ({dst}[{n}] y) {{
+  y = CastLike{extra} (x, like)
+}}"""
+
+# numpy dtype -> (ONNX text name, TensorProto enum)
+TYPES = {
+    np.dtype(np.float32): ("float", onnx.TensorProto.FLOAT),
+    np.dtype(np.float16): ("float16", onnx.TensorProto.FLOAT16),
+    np.dtype(np.float64): ("double", onnx.TensorProto.DOUBLE),
+    np.dtype(ml_dtypes.bfloat16): ("bfloat16", onnx.TensorProto.BFLOAT16),
+    np.dtype(np.int8): ("int8", onnx.TensorProto.INT8),
+    np.dtype(np.int32): ("int32", onnx.TensorProto.INT32),
+    np.dtype(np.int64): ("int64", onnx.TensorProto.INT64),
+    np.dtype(np.uint8): ("uint8", onnx.TensorProto.UINT8),
+    np.dtype(np.uint16): ("uint16", onnx.TensorProto.UINT16),
+    np.dtype(np.bool_): ("bool", onnx.TensorProto.BOOL),
+    np.dtype(ml_dtypes.float8_e4m3fn): ("float8e4m3fn", onnx.TensorProto.FLOAT8E4M3FN),
+    np.dtype(ml_dtypes.float8_e4m3fnuz): ("float8e4m3fnuz", onnx.TensorProto.FLOAT8E4M3FNUZ),
+    np.dtype(ml_dtypes.float8_e5m2): ("float8e5m2", onnx.TensorProto.FLOAT8E5M2),
+    np.dtype(ml_dtypes.float8_e5m2fnuz): ("float8e5m2fnuz", onnx.TensorProto.FLOAT8E5M2FNUZ),
+    np.dtype(ml_dtypes.float8_e8m0fnu): ("float8e8m0", onnx.TensorProto.FLOAT8E8M0),
+    np.dtype(ml_dtypes.int4): ("int4", onnx.TensorProto.INT4),
+    np.dtype(ml_dtypes.uint4): ("uint4", onnx.TensorProto.UINT4),
+}
+
+
+def _short(dtype) -> str:
+    return np.dtype(dtype).name.replace("float", "f").replace("uint", "ui").replace("int", "i").replace("bool", "bool")
+
+
+def cast_model(src, dst, opset: int = 21, n: int = 12, **attrs):
+    extra = "".join(f", {k} = {v}" for k, v in attrs.items())
+    return parse(
+        CAST_MODEL.format(
+            opset=opset, src=TYPES[np.dtype(src)][0], dst=TYPES[np.dtype(dst)][0], to=TYPES[np.dtype(dst)][1],
+            n=n, extra=extra,
+        )
+    )
+
+
+def _values(dtype, n: int = 12) -> np.ndarray:
+    """Fractions, negatives, zero and values past the int8 range, cast to ``dtype``."""
+    base = np.array([-3.75, -1.5, -0.5, 0.0, 0.25, 0.5, 1.0, 1.5, 2.5, 7.0, 100.0, 250.0])[:n]
+    if np.dtype(dtype) == np.bool_:
+        return base != 0
+    if np.dtype(dtype).kind == "u":
+        return np.abs(base).astype(dtype)
+    return base.astype(dtype)
+
+
+COMMON = [np.float32, np.float16, np.float64, np.int8, np.int32, np.int64, np.uint8, np.bool_]
+PAIRS = [(s, d) for s in COMMON for d in COMMON if s != d]
+
+
+@pytest.mark.parametrize("src,dst", PAIRS, ids=[f"{_short(s)}-to-{_short(d)}" for s, d in PAIRS])
+def test_cast_matches_onnxruntime(src, dst):
+    model = cast_model(src, dst, opset=13)
+    feeds = {"x": _values(src)}
+    if np.dtype(src).kind == "f" and np.dtype(dst).kind in "iu":
+        feeds["x"] = np.clip(feeds["x"], 0 if np.dtype(dst).kind == "u" else -100, 100).astype(src)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("opset", [6, 9, 19, 21, 24, 25])
+def test_cast_every_revision_lowers(opset):
+    model = cast_model(np.float32, np.int32, opset=opset)
+    feeds = {"x": _values(np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("src,dst", [(np.float32, ml_dtypes.bfloat16), (ml_dtypes.bfloat16, np.float32)],
+                         ids=["f32-to-bf16", "bf16-to-f32"])
+def test_cast_bfloat16_matches_reference(src, dst):
+    model = cast_model(src, dst, opset=13)
+    feeds = {"x": _values(src)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
+
+
+FLOAT8 = [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2, ml_dtypes.float8_e5m2fnuz]
+SPECIALS = np.array([0.0, -0.0, 0.1, -2.7, 448.0, 500.0, -1e6, 65504.0, 1e9, np.inf, -np.inf, np.nan], np.float32)
+
+
+def _assert_same_floats(actual: np.ndarray, expected: np.ndarray) -> None:
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    np.testing.assert_array_equal(actual.astype(np.float32), expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("saturate", [1, 0], ids=["saturate", "no-saturate"])
+@pytest.mark.parametrize("dst", FLOAT8, ids=[_short(d) for d in FLOAT8])
+@pytest.mark.parametrize("src", [np.float32, np.float16], ids=["f32", "f16"])
+def test_cast_to_float8_matches_reference(src, dst, saturate):
+    model = cast_model(src, dst, opset=19, saturate=saturate)
+    feeds = {"x": SPECIALS.astype(src)}
+    _assert_same_floats(compile_and_run(model, feeds)[0], reference_run(model, feeds)[0])
+
+
+def test_cast_saturating_float8_clamps_first():
+    assert "stablehlo.clamp" in emitted_text(cast_model(np.float32, ml_dtypes.float8_e4m3fn, opset=19))
+    assert "stablehlo.clamp" not in emitted_text(cast_model(np.float32, ml_dtypes.float8_e4m3fn, opset=19, saturate=0))
+
+
+@pytest.mark.parametrize("src", FLOAT8, ids=[_short(d) for d in FLOAT8])
+def test_cast_from_float8_matches_reference(src):
+    model = cast_model(src, np.float32, opset=19)
+    feeds = {"x": SPECIALS[:9].astype(src)}
+    _assert_same_floats(compile_and_run(model, feeds)[0], reference_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize("round_mode", ["up", "down", "nearest"])
+@pytest.mark.parametrize("saturate", [1, 0], ids=["saturate", "no-saturate"])
+def test_cast_to_float8e8m0_matches_reference(round_mode, saturate):
+    model = cast_model(np.float32, ml_dtypes.float8_e8m0fnu, opset=24, saturate=saturate, round_mode=f'"{round_mode}"')
+    values = np.array([1.0, 1.5, 3.0, 0.75, 0.7, 1e-39, 2.0**127 * 1.9, np.inf, np.nan, 5.0, 6.0, 1e-3], np.float32)
+    feeds = {"x": values}
+    expected = reference_run(model, feeds)[0]
+    actual = compile_and_run(model, feeds)[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual.view(np.uint8), expected.view(np.uint8))
+
+
+@pytest.mark.parametrize("dst", [ml_dtypes.int4, ml_dtypes.uint4, np.int8, np.uint8, np.uint16],
+                         ids=["i4", "ui4", "i8", "ui8", "ui16"])
+def test_cast_float_to_narrow_int_wraps_like_reference(dst):
+    model = cast_model(np.float32, dst, opset=21)
+    feeds = {"x": np.array([-9, -8, -1.5, 0, 7.9, 8, 15, 16, 200, 300, -129, 70000], np.float32)}
+    expected = reference_run(model, feeds)[0]
+    actual = compile_and_run(model, feeds)[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual.astype(np.int64), expected.astype(np.int64))
+
+
+@pytest.mark.parametrize("src", [ml_dtypes.int4, ml_dtypes.uint4], ids=["i4", "ui4"])
+def test_cast_from_int4_matches_reference(src):
+    model = cast_model(src, np.float32, opset=21, n=6)
+    feeds = {"x": np.array([0, 1, 2, 5, 7, 3]).astype(src)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
+
+
+def test_cast_to_bool_compares_with_zero():
+    model = cast_model(np.float32, np.bool_, opset=13)
+    feeds = {"x": np.array([0.0, -0.0, 0.5, -2.0, np.nan, np.inf] * 2, np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+    assert "stablehlo.compare  NE" in emitted_text(model)
+
+
+def test_cast_scalar_to_bool():
+    model = onnx.parser.parse_model(
+        """<ir_version: 10, opset_import: ["" : 13]>
+g (float[] x) => (bool y) {
+  y = Cast <to = 9> (x)
+}"""
+    )
+    model.graph.input[0].type.tensor_type.shape.SetInParent()
+    feeds = {"x": np.array(3.0, np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_cast_to_string_is_rejected():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 13]>
+g (float[2] x) => (string[2] y) {
+  y = Cast <to = 8> (x)
+}"""
+    )
+    with pytest.raises(UnsupportedDtypeError, match="STRING"):
+        onnx_stablehlo.lower(model)
+
+
+CAST_LIKE_CASES = [
+    (15, np.float32, np.float16),
+    (15, np.int64, np.float32),
+    (19, np.float32, ml_dtypes.float8_e4m3fn),
+    (21, np.float32, ml_dtypes.int4),
+    (24, np.float16, np.float32),
+]
+
+
+@pytest.mark.parametrize(
+    "opset,src,dst", CAST_LIKE_CASES, ids=[f"opset{o}-{_short(s)}-to-{_short(d)}" for o, s, d in CAST_LIKE_CASES]
+)
+def test_cast_like_matches_reference(opset, src, dst):
+    model = parse(
+        CAST_LIKE_MODEL.format(opset=opset, src=TYPES[np.dtype(src)][0], dst=TYPES[np.dtype(dst)][0], n=12, extra="")
+    )
+    feeds = {"x": _values(src), "like": np.zeros((1,), dst)}
+    expected = reference_run(model, feeds)[0]
+    actual = compile_and_run(model, feeds)[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual.astype(np.float32), expected.astype(np.float32))
