@@ -189,8 +189,9 @@ class CompiledModel:
             feeds: one array per graph input, by name. Arrays must have the input's dtype
                 exactly (no silent casts) and its rank; static dims must match.
 
-        Small integer inputs (up to 64 elements) that a rule needs at compile time, such as an
-        ``axes``, ``shape`` or ``pads`` fed as a graph input, are specialized on their values:
+        Small integer inputs (up to 64 elements) and scalars that a rule needs at compile time,
+        such as an ``axes``, ``shape`` or ``pads`` fed as a graph input, are specialized on
+        their values (only after lowering without them failed for that reason):
         the executable cache is then keyed by those values too.
 
         Returns:
@@ -214,12 +215,15 @@ class CompiledModel:
     def _small_integer_inputs(self, feeds: Mapping[str, np.ndarray] | None) -> set[str]:
         if feeds is None:
             return set()
-        return {
-            name
-            for name, array in feeds.items()
-            if (dtypes.is_integer(self._input_dtypes[name]) or self._input_dtypes[name] == DataType.BOOL)
-            and array.size <= _VALUE_SPECIALIZATION_ELEMENTS
-        }
+        found = set()
+        for name, array in feeds.items():
+            dtype = self._input_dtypes[name]
+            if dtypes.is_integer(dtype) or dtype == DataType.BOOL:
+                if array.size <= _VALUE_SPECIALIZATION_ELEMENTS:
+                    found.add(name)
+            elif array.size == 1:  # a float scalar such as OneHot's depth
+                found.add(name)
+        return found
 
     def _weight(self, name: str, lowered: LoweredModule) -> Any:
         buffer = self._device_weights.get(name)

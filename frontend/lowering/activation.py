@@ -267,6 +267,13 @@ def lower_leaky_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     return _pointwise(ctx, lambda x: _select(emit.compare(x, _splat_like(0, x), "LT"), _mul(x, alpha), x))
 
 
+def _broadcasts_to(source: Sequence[int], target: Sequence[int]) -> bool:
+    """True if ``source`` broadcasts unidirectionally (numpy-style) to ``target``."""
+    if len(source) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(source), reversed(target)))
+
+
 @lowering("PRelu", since=7)  # 7: slope broadcasts unidirectionally (numpy-style) to X
 @lowering("PRelu", since=9)  # 9 added integer types
 @lowering("PRelu", since=16)  # 16 added bfloat16
@@ -281,7 +288,7 @@ def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x = ctx.input(0)
     shape = emit.static_shape_of(x)
     slope_shape = emit.static_shape_of(ctx.input(1))
-    if emit.broadcast_shapes(shape, slope_shape) != tuple(shape):
+    if not _broadcasts_to(slope_shape, shape):
         raise ctx.error(f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}", ShapeError)
     slope = emit.broadcast_to(ctx.input(1), shape)
     negative = emit.compare(x, _splat_like(0, x), "LT")
@@ -470,6 +477,8 @@ def lower_dropout_inference(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
 
     Spec: Dropout-7/10 (test mode is the runtime's choice; a compiled model is inference).
     Shapes: any, static. Dtypes: f16, f32, f64.
+    Deviations: onnxruntime returns an all-zero mask here; nothing is dropped, so this mask is
+        all ones (as onnx.reference's, and Dropout-12's in inference).
     """
     x = ctx.input(0)
     outputs = [x]

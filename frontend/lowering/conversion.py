@@ -185,3 +185,221 @@ def _check_source(ctx: LoweringContext, index: int) -> None:
         dtypes.mlir_element_type(dtype)
     except UnsupportedDtypeError:
         raise ctx.unsupported_dtype(dtype, "numeric and bool types") from None
+
+
+# Linear quantization --------------------------------------------------------------------------
+
+_INTEGER_RANGES = {
+    DataType.UINT8: (0, 255),
+    DataType.INT8: (-128, 127),
+    DataType.UINT16: (0, 65535),
+    DataType.INT16: (-32768, 32767),
+    DataType.UINT4: (0, 15),
+    DataType.INT4: (-8, 7),
+    DataType.UINT2: (0, 3),
+    DataType.INT2: (-2, 1),
+}
+
+
+def quantization_parameter(
+    ctx: LoweringContext, value: ir.Value, shape: tuple[int, ...], axis: int, block_size: int
+) -> ir.Value:
+    """A scale or zero point broadcast to the data's ``shape``.
+
+    A scalar (or one-element) value is per-tensor, a 1-D one runs along ``axis``, and with
+    ``block_size > 0`` each entry covers ``block_size`` consecutive elements along ``axis``.
+
+    Raises:
+        ShapeError: the value's shape fits none of these.
+    """
+    from onnx_stablehlo.errors import ShapeError
+
+    given = emit.static_shape_of(value)
+    rank = len(shape)
+    size = int(np.prod(given, dtype=np.int64))
+    if size == 1 and (len(given) <= 1 or not block_size):
+        return emit.broadcast_to(emit.reshape(value, ()), shape, dims=[])
+    axis = ctx.axis(axis, rank)
+    if not block_size:
+        if len(given) != 1 or given[0] != shape[axis]:
+            raise ctx.error(
+                f"per-axis scale/zero point must be [{shape[axis]}] (dim {axis} of {list(shape)}), got {list(given)}",
+                ShapeError,
+            )
+        return emit.broadcast_to(value, shape, dims=[axis])
+    blocks = -(-shape[axis] // block_size)
+    expected = tuple(blocks if i == axis else d for i, d in enumerate(shape))
+    if tuple(given) != expected:
+        raise ctx.error(
+            f"blocked scale/zero point must be {list(expected)} for block_size={block_size}, got {list(given)}",
+            ShapeError,
+        )
+    # [.., nb, ..] -> [.., nb, B, ..] -> [.., nb * B, ..] -> slice to D.
+    widened = [*shape[:axis], blocks, block_size, *shape[axis + 1 :]]
+    dims = [i if i <= axis else i + 1 for i in range(rank)]
+    value = emit.broadcast_to(value, widened, dims=dims)
+    value = emit.reshape(value, [*shape[:axis], blocks * block_size, *shape[axis + 1 :]])
+    if blocks * block_size != shape[axis]:
+        limits = list(shape)
+        value = stablehlo.SliceOp(value, [0] * rank, limits, [1] * rank).result
+    return value
+
+
+def _promoted_float(*types: DataType) -> DataType:
+    """numpy's result type of dividing values of these dtypes (float16 / float32 -> float32)."""
+    result = np.result_type(*[dtypes.numpy_dtype(t) for t in types])
+    if result.kind != "f" and result != dtypes.numpy_dtype(DataType.BFLOAT16):
+        result = np.dtype(np.float64)
+    return dtypes.dtype_of_numpy(result)
+
+
+def quantize(
+    x: ir.Value,
+    scale: ir.Value,
+    zero_point: ir.Value | None,
+    target: DataType,
+    *,
+    saturate: bool = True,
+    compute: DataType | None = None,
+) -> ir.Value:
+    """``saturate(round_half_even(x / scale) + zero_point)`` in ``target`` (scale/zero point already broadcast).
+
+    Float8 targets ignore the zero point and cast with ``saturate``; float4 adds it, as
+    onnx.reference does.
+    """
+    compute = compute or _promoted_float(emit.dtype_of(x), emit.dtype_of(scale))
+    q = stablehlo.DivOp(emit.convert(x, compute), emit.convert(scale, compute)).result
+    shape = emit.static_shape_of(q)
+    if target in _INTEGER_RANGES:
+        low, high = _INTEGER_RANGES[target]
+        q = stablehlo.RoundNearestEvenOp(q).result
+        if zero_point is not None:
+            q = stablehlo.AddOp(q, emit.convert(zero_point, compute)).result
+        q = stablehlo.ClampOp(_splat(low, compute, shape), q, _splat(high, compute, shape)).result
+        return emit.convert(q, target)
+    if target in _SATURATING_FLOAT8:
+        return cast(q, target, saturate=saturate)
+    if target == DataType.FLOAT4E2M1:
+        if zero_point is not None:
+            q = stablehlo.AddOp(q, emit.convert(zero_point, compute)).result
+        limit = float(ml_dtypes.finfo(ml_dtypes.float4_e2m1fn).max)
+        q = stablehlo.ClampOp(_splat(-limit, compute, shape), q, _splat(limit, compute, shape)).result
+        return emit.convert(q, target)
+    raise UnsupportedDtypeError(f"{DataType(target).name} is not a quantized type")
+
+
+_QUANTIZED_TYPES = ", ".join(t.name for t in [*_INTEGER_RANGES, *_SATURATING_FLOAT8, DataType.FLOAT4E2M1])
+
+
+@lowering("QuantizeLinear", since=10)
+@lowering("QuantizeLinear", since=13)  # 13 added `axis` (per-axis scales)
+@lowering("QuantizeLinear", since=19)  # 19 added float16/bfloat16 inputs, float8 outputs, `saturate`
+@lowering("QuantizeLinear", since=21)  # 21 added blocked quantization, int4/int16 and `output_dtype`
+@lowering("QuantizeLinear", since=23)  # 23 added float4e2m1 and `precision`
+@lowering("QuantizeLinear", since=24)  # 24 added float8e8m0 scales
+@lowering("QuantizeLinear", since=25)  # 25 added int2/uint2
+@lowering("QuantizeLinear", since=28)  # 28 added float6 (not lowered)
+def lower_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers QuantizeLinear to divide, round_nearest_even, add, clamp and convert.
+
+    Spec: onnx.ai/onnx/operators/onnx__QuantizeLinear.html (QuantizeLinear-10, 13, 19, 21, 23,
+    24, 25, 28).
+    Shapes: x [d0, ..., dn] static; scale and zero point scalar, [d_axis], or blocked.
+    Dtypes: x f32, f16, bf16, i32; output int8/uint8/int16/uint16/int4/uint4/int2/uint2,
+        float8 (saturating or not) and float4e2m1.
+    Raises: ShapeError for a scale shape that fits no granularity; UnsupportedDtypeError for
+        float6 targets; UnsupportedAttributeError when `output_dtype` disagrees with the zero point.
+    """
+    x, scale = ctx.input(0), ctx.input(1)
+    shape = ctx.input_static_shape(0)
+    axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
+    output_dtype = node.attr_int("output_dtype", 0)
+    if ctx.has_input(2):
+        target = ctx.input_dtype(2)
+        if output_dtype and output_dtype != int(target):
+            raise ctx.unsupported_attribute(
+                "output_dtype", output_dtype, f"0 or the zero point's dtype ({int(target)}, {target.name})"
+            )
+    else:
+        target = _target_dtype(ctx, output_dtype) if output_dtype else DataType.UINT8
+    if target not in _INTEGER_RANGES and target not in _SATURATING_FLOAT8 and target != DataType.FLOAT4E2M1:
+        raise ctx.unsupported_dtype(target, _QUANTIZED_TYPES)
+    precision = node.attr_int("precision", 0)
+    compute = _target_dtype(ctx, precision) if precision else None
+    scale = quantization_parameter(ctx, scale, shape, axis, block_size)
+    zero_point = ctx.optional_input(2)
+    if zero_point is not None:
+        zero_point = quantization_parameter(ctx, zero_point, shape, axis, block_size)
+    saturate = bool(node.attr_int("saturate", 1))
+    return [quantize(x, scale, zero_point, target, saturate=saturate, compute=compute)]
+
+
+@lowering("DequantizeLinear", since=10)
+@lowering("DequantizeLinear", since=13)  # 13 added `axis` (per-axis scales)
+@lowering("DequantizeLinear", since=19)  # 19 added float8 inputs and float16/bfloat16 scales
+@lowering("DequantizeLinear", since=21)  # 21 added blocked quantization and int4/int16
+@lowering("DequantizeLinear", since=23)  # 23 added float4e2m1 and `output_dtype`
+@lowering("DequantizeLinear", since=24)  # 24 added float8e8m0 scales
+@lowering("DequantizeLinear", since=25)  # 25 added int2/uint2
+@lowering("DequantizeLinear", since=28)  # 28 added float6 (not lowered)
+def lower_dequantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers DequantizeLinear to ``(x - zero_point) * scale`` computed in float32.
+
+    Spec: onnx.ai/onnx/operators/onnx__DequantizeLinear.html (DequantizeLinear-10, 13, 19, 21,
+    23, 24, 25, 28).
+    Shapes: x [d0, ..., dn] static; scale and zero point scalar, [d_axis], or blocked.
+    Dtypes: x int8/uint8/int16/uint16/int32/int4/uint4/int2/uint2, float8, float4e2m1; the
+        result has the scale's dtype, or `output_dtype`.
+    Raises: ShapeError for a scale shape that fits no granularity.
+    """
+    x, scale = ctx.input(0), ctx.input(1)
+    shape = ctx.input_static_shape(0)
+    axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
+    output_dtype = node.attr_int("output_dtype", 0)
+    target = _target_dtype(ctx, output_dtype) if output_dtype else ctx.input_dtype(1)
+    compute = DataType.FLOAT
+    dx = emit.convert(x, compute)
+    x_dtype = ctx.input_dtype(0)
+    if ctx.has_input(2) and not (x_dtype in _SATURATING_FLOAT8 or x_dtype == DataType.FLOAT4E2M1):
+        zero_point = quantization_parameter(ctx, ctx.input(2), shape, axis, block_size)
+        dx = stablehlo.SubtractOp(dx, emit.convert(zero_point, compute)).result
+    scale = emit.convert(quantization_parameter(ctx, scale, shape, axis, block_size), compute)
+    return [emit.convert(stablehlo.MulOp(dx, scale).result, target)]
+
+
+@lowering("DynamicQuantizeLinear", since=11)
+def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers DynamicQuantizeLinear: uint8 scale and zero point from the range of x (with 0).
+
+    ``scale = (max(0, max x) - min(0, min x)) / 255`` (1/255 when that range is empty),
+    ``zero_point = round(clamp(-min / scale, 0, 255))``, then QuantizeLinear.
+
+    Spec: onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html (DynamicQuantizeLinear-11).
+    Shapes: x any static shape; y_scale and y_zero_point scalars.
+    Dtypes: x f32; y and y_zero_point uint8.
+    """
+    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
+
+    x = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    dtype = emit.dtype_of(x)
+    axes = list(range(len(shape)))
+    zero = _splat(0, dtype, ())
+    high = stablehlo.MaxOp(reduce_over(x, axes, stablehlo.MaxOp, -np.inf), zero).result
+    low = stablehlo.MinOp(reduce_over(x, axes, stablehlo.MinOp, np.inf), zero).result
+    span = stablehlo.SubtractOp(high, low).result
+    empty = emit.compare(high, low, "EQ")
+    span = stablehlo.SelectOp(empty, _splat(1, dtype, ()), span).result
+    scale = stablehlo.DivOp(span, _splat(255, dtype, ())).result
+    initial = stablehlo.NegOp(stablehlo.DivOp(low, scale).result).result
+    zero_point = stablehlo.RoundNearestEvenOp(
+        stablehlo.ClampOp(zero, initial, _splat(255, dtype, ())).result
+    ).result
+    zero_point_u8 = emit.convert(zero_point, DataType.UINT8)
+    y = quantize(
+        x,
+        emit.broadcast_to(scale, shape, dims=[]),
+        emit.broadcast_to(zero_point, shape, dims=[]),
+        DataType.UINT8,
+    )
+    return [y, scale, zero_point_u8]

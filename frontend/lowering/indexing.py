@@ -10,22 +10,23 @@
                                            compile-time index map (reflect, edge, wrap)
     Trilu(x, k)                         -> stablehlo.iota + compare + select
     OneHot(i, depth, values)            -> stablehlo.iota + compare + select
-    CumSum(x, axis)                     -> stablehlo.reduce_window (sum over a growing window)
+    CumSum(x, axis)                     -> log2(n) steps of stablehlo.pad (shift) + stablehlo.add
     ReverseSequence(x, lens)            -> stablehlo.gather with run-time time indices
     Compress(x, cond)                   -> stablehlo.gather with the compile-time nonzero positions
     NonZero(x), Unique(x)               -> computed at compile time (x must be known)
 
 Run-time indices are normalized (``i < 0 -> i + dim``) with compare + select; compile-time
-indices are normalized with numpy. Out-of-range indices are clamped by stablehlo.gather (the
-spec leaves them undefined). Output sizes must be known at compile time: ops whose output size
-depends on data values (NonZero, Unique, Compress) need that data to be known at compile time.
+indices are normalized with numpy. Out-of-range run-time indices (an error in the spec) are
+clamped by stablehlo.gather and skipped by stablehlo.scatter. Output sizes must be known at
+compile time: ops whose output size depends on data values (NonZero, Unique, Compress) need
+that data to be known at compile time.
 
 Spec: onnx.ai/onnx/operators (each op's page).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -36,6 +37,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+
 
 def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
     """A constant int input (starts, axes, pads ...) as Python ints, flattened."""
@@ -53,30 +55,14 @@ def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
 # Shared builders -------------------------------------------------------------------------------
 
 
-def _scalar(value: np.ndarray | float | int | bool, dtype: DataType) -> ir.Value:
-    """A rank-0 constant.
-
-    emit.constant turns a 0-d array into tensor<1xT> (np.ascontiguousarray returns ndim >= 1);
-    the reshape keeps this right, and is no op once the core builder keeps rank 0.
-    """
-    array = np.asarray(value).reshape(1).astype(dtypes.numpy_dtype(dtype))
-    return emit.reshape(emit.constant(array, dtype), [])
-
-
-def _constant(array: np.ndarray, dtype: DataType) -> ir.Value:
-    """emit.constant that keeps a 0-d array rank 0 (see :func:`_scalar`)."""
-    array = np.asarray(array)
-    return _scalar(array, dtype) if array.ndim == 0 else emit.constant(array, dtype)
-
-
 def _normalize_indices(indices: ir.Value, bounds: np.ndarray) -> ir.Value:
     """``i + bound where i < 0`` for run-time indices; ``bounds`` broadcasts to their shape."""
     shape = emit.static_shape_of(indices)
     dtype = emit.dtype_of(indices)
     if dtypes.is_unsigned_int(dtype):
         return indices
-    bound = _constant(np.broadcast_to(bounds, shape), dtype)
-    negative = emit.compare(indices, _constant(np.zeros(shape), dtype), "LT")
+    bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
+    negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
     return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
 
 
@@ -353,7 +339,9 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             ShapeError,
         )
     if tuple(index_shape[:batch]) != tuple(shape[:batch]):
-        raise ctx.error(f"batch dims {list(index_shape[:batch])} differ from the data's {list(shape[:batch])}", ShapeError)
+        raise ctx.error(
+            f"batch dims {list(index_shape[:batch])} differ from the data's {list(shape[:batch])}", ShapeError
+        )
     indices = _normalize_indices(ctx.input(1), np.asarray(shape[batch : batch + depth], dtype=np.int64))
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(index_rank - 1, index_rank - 1 + rank - batch - depth)),
@@ -465,8 +453,7 @@ def lower_pad_attrs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if pads is None:
         raise ctx.error("attribute pads is required", ShapeError)
     data = ctx.input(0)
-    value = _scalar(node.attr_float("value", 0.0), emit.dtype_of(data))
-    return [_pad(ctx, node, data, pads, None, value)]
+    return [_pad(ctx, node, data, pads, None, lambda: emit.splat(node.attr_float("value", 0.0), emit.dtype_of(data)))]
 
 
 @lowering("Pad", since=11)  # 11 moved pads and the constant value to inputs
@@ -496,13 +483,15 @@ def lower_pad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     pads = _constant_ints(ctx, 1)
     axes = _constant_ints(ctx, 3) if node.since_version >= 18 and ctx.has_input(3) else None
     dtype = emit.dtype_of(data)
-    if ctx.has_input(2) and ctx.is_constant_input(2):
-        value = _scalar(ctx.constant_input(2), dtype)
-    elif ctx.has_input(2):
-        value = emit.reshape(ctx.input(2), [])
-    else:
-        value = _scalar(0, dtype)
-    return [_pad(ctx, node, data, pads, axes, value)]
+
+    def padding_value() -> ir.Value:
+        if ctx.has_input(2) and ctx.is_constant_input(2):
+            return emit.constant(np.asarray(ctx.constant_input(2)).reshape(()), dtype)
+        if ctx.has_input(2):
+            return emit.reshape(ctx.input(2), [])
+        return emit.splat(0, dtype)
+
+    return [_pad(ctx, node, data, pads, axes, padding_value)]
 
 
 def _pad(
@@ -511,8 +500,9 @@ def _pad(
     data: ir.Value,
     pads: Sequence[int],
     axes: Sequence[int] | None,
-    value: ir.Value,
+    padding_value: Callable[[], ir.Value],
 ) -> ir.Value:
+    """Pads ``data``; ``padding_value`` builds the scalar for mode=constant (only then)."""
     shape = emit.static_shape_of(data)
     rank = len(shape)
     if axes is None:
@@ -530,7 +520,7 @@ def _pad(
     if mode == "constant":
         if not any(low) and not any(high):
             return data
-        return stablehlo.PadOp(data, value, low, high, [0] * rank).result
+        return stablehlo.PadOp(data, padding_value(), low, high, [0] * rank).result
     result = data
     for axis in range(rank):
         if low[axis] == 0 and high[axis] == 0:
@@ -637,46 +627,44 @@ def _slice_axis0(value: ir.Value, index: int) -> ir.Value:
 @lowering("CumSum", since=11)
 @lowering("CumSum", since=14)  # 14 added bfloat16 and float16
 def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers CumSum to stablehlo.reduce_window summing a window of the axis' length.
+    """Lowers CumSum to a log-step scan: ``x += shift(x, s)`` for s = 1, 2, 4, ... < n.
 
-    ``exclusive`` shifts the input by one (stablehlo.pad low 1, high -1); ``reverse`` reverses
-    the axis before and after.
+    Each step is a stablehlo.pad (shift by ``s`` along the axis, zeros in) and a
+    stablehlo.add, so an axis of length n takes ceil(log2 n) steps (O(n log n) adds rather
+    than the O(n**2) of a full-length reduce_window). ``exclusive`` shifts the input by one
+    first; ``reverse`` reverses the axis before and after.
 
     Spec: CumSum-11/14.
     Shapes: x static; axis an int32/int64 scalar known at compile time.
     Dtypes: f16, bf16, f32, f64, i32, i64, u32, u64.
+    Deviations: float sums are associated pairwise, not left to right (differences within
+        rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
     x = ctx.input(0)
     shape = emit.static_shape_of(x)
-    rank = len(shape)
-    axis = ctx.axis(_scalar_int(ctx, 1, "axis"), rank)
-    dtype = emit.dtype_of(x)
-    if node.attr_int("reverse"):
+    axis = ctx.axis(_scalar_int(ctx, 1, "axis"), len(shape))
+    reverse = bool(node.attr_int("reverse"))
+    if reverse:
         x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
     if node.attr_int("exclusive"):
-        low, high = [0] * rank, [0] * rank
-        low[axis], high[axis] = 1, -1
-        x = stablehlo.PadOp(x, _scalar(0, dtype), low, high, [0] * rank).result
-    window = [1] * rank
-    window[axis] = shape[axis]
-    padding = np.zeros((rank, 2), dtype=np.int64)
-    padding[axis, 0] = shape[axis] - 1
-    op = stablehlo.ReduceWindowOp(
-        [x.type],
-        [x],
-        [_scalar(0, dtype)],
-        window,
-        padding=ir.DenseIntElementsAttr.get(padding, type=ir.RankedTensorType.get([rank, 2], ir.IntegerType.get_signless(64))),
-    )
-    scalar_type = emit.tensor_type((), dtype)
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    result = op.results[0]
-    if node.attr_int("reverse"):
-        result = stablehlo.ReverseOp(result, emit.i64_array([axis])).result
-    return [result]
+        x = _shift(x, axis, 1)
+    step = 1
+    while step < shape[axis]:
+        x = stablehlo.AddOp(x, _shift(x, axis, step)).result
+        step *= 2
+    if reverse:
+        x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
+    return [x]
+
+
+def _shift(value: ir.Value, axis: int, amount: int) -> ir.Value:
+    """Moves entries ``amount`` places up ``axis``, zeros in: ``y[i] = x[i - amount]``."""
+    rank = emit.rank_of(value)
+    low, high = [0] * rank, [0] * rank
+    low[axis], high[axis] = amount, -amount
+    zero = emit.splat(0, emit.dtype_of(value))
+    return stablehlo.PadOp(value, zero, low, high, [0] * rank).result
 
 
 @lowering("ReverseSequence", since=10)

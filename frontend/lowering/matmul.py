@@ -187,3 +187,160 @@ def _scalar_like(value: float, dtype: DataType, shape: Sequence[int]) -> ir.Valu
     if not dtypes.is_float(dtype):
         value = int(value)
     return emit.splat(value, dtype, shape)
+
+
+# Einsum ---------------------------------------------------------------------------------------
+
+
+def _parse_einsum(equation: str, ranks: Sequence[int]) -> tuple[list[list[str]], list[str]]:
+    """Operand and output labels; each ellipsis dim becomes a label ``"...k"`` (right-aligned).
+
+    Raises:
+        ValueError: the equation does not fit the operands.
+    """
+    equation = equation.replace(" ", "")
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(ranks):
+        raise ValueError(f"equation {equation!r} has {len(terms)} operand terms, got {len(ranks)} inputs")
+    ellipsis_counts = []
+    for term, rank in zip(terms, ranks):
+        letters = len(term.replace("...", ""))
+        count = rank - letters if "..." in term else 0
+        if count < 0 or ("..." not in term and letters != rank):
+            raise ValueError(f"term {term!r} does not fit an operand of rank {rank}")
+        ellipsis_counts.append(count)
+    width = max(ellipsis_counts, default=0)
+    ellipsis = [f"...{k}" for k in range(width)]
+
+    def expand(term: str, count: int) -> list[str]:
+        before, dots, after = term.partition("...")
+        return [*before, *(ellipsis[width - count :] if dots else []), *after]
+
+    operands = [expand(t, c) for t, c in zip(terms, ellipsis_counts)]
+    if arrow:
+        output = expand(rhs, width)
+        if len(set(output)) != len(output):
+            raise ValueError(f"output term {rhs!r} repeats a label")
+    else:
+        letters = [label for labels in operands for label in labels if not label.startswith("...")]
+        output = ellipsis + sorted(label for label in set(letters) if letters.count(label) == 1)
+    known = {label for labels in operands for label in labels}
+    missing = [label for label in output if label not in known]
+    if missing:
+        raise ValueError(f"output labels {missing} appear in no operand")
+    return operands, output
+
+
+def _take_diagonals(value: ir.Value, labels: list[str]) -> tuple[ir.Value, list[str]]:
+    """Folds each label repeated within one operand to its diagonal (select on iota equality, sum)."""
+    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
+
+    labels = list(labels)
+    while len(set(labels)) != len(labels):
+        first = next(i for i, label in enumerate(labels) if labels.index(label) != i)
+        keep = labels.index(labels[first])
+        shape = emit.static_shape_of(value)
+        index_type = emit.tensor_type(shape, DataType.INT64)
+        on_diagonal = emit.compare(
+            stablehlo.IotaOp(index_type, keep).result, stablehlo.IotaOp(index_type, first).result, "EQ"
+        )
+        zeros = emit.broadcast_to(emit.reshape(emit.splat(0, emit.dtype_of(value)), ()), shape, dims=[])
+        value = stablehlo.SelectOp(on_diagonal, value, zeros).result
+        value = reduce_over(value, [first], stablehlo.AddOp, 0)
+        labels.pop(first)
+    return value, labels
+
+
+def _sum_labels(value: ir.Value, labels: list[str], keep: set[str]) -> tuple[ir.Value, list[str]]:
+    """Sums out the labels not in ``keep``."""
+    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
+
+    axes = [i for i, label in enumerate(labels) if label not in keep]
+    if not axes:
+        return value, labels
+    dtype = emit.dtype_of(value)
+    if dtype in _NARROW_FLOATS:
+        total = reduce_over(emit.convert(value, DataType.FLOAT), axes, stablehlo.AddOp, 0)
+        value = emit.convert(total, dtype)
+    else:
+        value = reduce_over(value, axes, stablehlo.AddOp, 0)
+    return value, [label for i, label in enumerate(labels) if i not in axes]
+
+
+def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
+    """``numpy.einsum(equation, *values)`` as pairwise ``stablehlo.dot_general``, left to right.
+
+    Labels repeated within one operand become diagonals, labels of one operand that nothing
+    else needs are summed first, labels shared by the running product and the next operand
+    become batch dims (still needed later) or contracting dims; a size-1 ellipsis dim
+    broadcasts against a larger one. A final transpose puts the output labels in order.
+
+    Raises:
+        ValueError: the equation does not fit the operands.
+    """
+    shapes = [emit.static_shape_of(v) for v in values]
+    operands, output = _parse_einsum(equation, [len(s) for s in shapes])
+    sizes: dict[str, int] = {}
+    for labels, shape in zip(operands, shapes):
+        for label, size in zip(labels, shape):
+            seen = sizes.get(label)
+            if seen is None or seen == 1:
+                sizes[label] = size
+            elif size not in (1, seen):
+                raise ValueError(f"label {label!r} has sizes {seen} and {size}")
+    terms = [_take_diagonals(v, labels) for v, labels in zip(values, operands)]
+    out = set(output)
+
+    def needed_after(index: int) -> set[str]:
+        return out.union(*[set(labels) for _, labels in terms[index + 1 :]])
+
+    value, labels = _sum_labels(*terms[0], needed_after(0))
+    for index in range(1, len(terms)):
+        later = needed_after(index)
+        other, other_labels = _sum_labels(*terms[index], later | set(labels))
+        shared = [label for label in labels if label in other_labels]
+        value = _broadcast_labels(value, labels, shared, sizes)
+        other = _broadcast_labels(other, other_labels, shared, sizes)
+        batch = [label for label in shared if label in later]
+        contract = [label for label in shared if label not in later]
+        value = _dot_general(
+            value,
+            other,
+            lhs_batch=[labels.index(b) for b in batch],
+            rhs_batch=[other_labels.index(b) for b in batch],
+            lhs_contracting=[labels.index(c) for c in contract],
+            rhs_contracting=[other_labels.index(c) for c in contract],
+        )
+        labels = batch + [la for la in labels if la not in shared] + [la for la in other_labels if la not in shared]
+    value, labels = _sum_labels(value, labels, out)
+    value = _broadcast_labels(value, labels, labels, sizes)
+    return emit.transpose(value, [labels.index(label) for label in output])
+
+
+def _broadcast_labels(value: ir.Value, labels: list[str], which: Sequence[str], sizes: dict[str, int]) -> ir.Value:
+    """Broadcasts size-1 dims of ``which`` labels to the label's full size."""
+    shape = emit.static_shape_of(value)
+    target = [sizes[label] if label in which else d for label, d in zip(labels, shape)]
+    if tuple(target) == tuple(shape):
+        return value
+    return emit.broadcast_to(value, target, dims=range(len(shape)))
+
+
+@lowering("Einsum", since=12)
+@lowering("Einsum", since=28)  # 28 added bfloat16
+def lower_einsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Einsum to pairwise stablehlo.dot_general (+ reduce, diagonal select, transpose).
+
+    Spec: onnx.ai/onnx/operators/onnx__Einsum.html (Einsum-12, 28).
+    Shapes: every operand static; ellipsis dims broadcast (size 1 against n).
+    Dtypes: f16, bf16 (accumulated in f32), f32, f64, integers.
+    Raises: ShapeError when the equation does not fit the operands.
+    """
+    values = [ctx.input(i) for i in range(ctx.num_inputs)]
+    for i in range(ctx.num_inputs):
+        ctx.input_static_shape(i)
+    try:
+        return [einsum(values, node.attr_str("equation"))]
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc

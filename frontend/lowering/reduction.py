@@ -27,6 +27,10 @@ reduction over an empty axis set), as onnx.reference does.
 float16/bfloat16 sums (Sum, Mean, L1, L2, SumSquare, LogSum, LogSumExp, Prod) accumulate in
 float32 and convert back; integer inputs of L2/LogSum/LogSumExp are computed in float64 and
 truncated back, as onnx.reference does.
+
+``ArgMax``/``ArgMin`` are one two-operand ``stablehlo.reduce`` over ``(value, iota index)``
+whose body keeps the better value (NaN counts as the best, as in numpy) and, on ties, the
+first index (the last with ``select_last_index=1``).
 """
 
 from __future__ import annotations
@@ -93,8 +97,14 @@ def _scalar(value: float | int | bool, dtype: DataType) -> ir.Value:
     return emit.reshape(emit.splat(value, dtype), ())
 
 
-def _reduce_op(value: ir.Value, axes: Sequence[int], body_op: type, init: float | int | bool, keepdims: bool) -> ir.Value:
-    """``stablehlo.reduce`` of ``value`` over ``axes`` (as ``emit.reduce``, with a 0-d init)."""
+def reduce_over(
+    value: ir.Value, axes: Sequence[int], body_op: type, init: float | int | bool, keepdims: bool = False
+) -> ir.Value:
+    """``stablehlo.reduce`` of ``value`` over ``axes`` with a binary body op.
+
+    The same as ``emit.reduce``, whose init is ``tensor<1x...>`` while ``emit.splat`` widens 0-d
+    shapes; shared with the other families (Einsum) until that is fixed.
+    """
     dtype = emit.dtype_of(value)
     shape = emit.static_shape_of(value)
     axes = sorted(set(axes))
@@ -213,7 +223,7 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
         if spec.map is not None:
             x = spec.map(x)
         if axes:
-            result = _reduce_op(x, axes, spec.body(compute), spec.init(compute), keepdims)
+            result = reduce_over(x, axes, spec.body(compute), spec.init(compute), keepdims)
         else:
             result = x
         if spec.finish is not None:
@@ -227,12 +237,12 @@ def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
     shape = emit.static_shape_of(x)
     if not axes:
         return stablehlo.LogOp(stablehlo.ExpOp(x).result).result
-    peak = _reduce_op(x, axes, stablehlo.MaxOp, -np.inf, True)
+    peak = reduce_over(x, axes, stablehlo.MaxOp, -np.inf, True)
     finite = stablehlo.IsFiniteOp(peak).result
     zero = emit.broadcast_to(_scalar(0, dtype), emit.static_shape_of(peak), dims=[])
     peak = stablehlo.SelectOp(finite, peak, zero).result
     shifted = stablehlo.SubtractOp(x, emit.broadcast_to(peak, shape)).result
-    total = _reduce_op(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, True)
+    total = reduce_over(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, True)
     result = stablehlo.AddOp(stablehlo.LogOp(total).result, peak).result
     if not keepdims:
         result = emit.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
@@ -278,3 +288,93 @@ for _op_type, _attr_since, _input_since, _doc in [
     ("ReduceLogSumExp", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28"),
 ]:
     _make_reduce(_op_type, _attr_since, _input_since, _doc)
+
+
+# ArgMax / ArgMin ------------------------------------------------------------------------------
+
+
+def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Value:
+    """A two-operand stablehlo.reduce over (value, iota index) along ``axis``.
+
+    The body keeps the candidate that compares ``direction`` (GT for max, LT for min) or is
+    NaN (the first NaN wins, as numpy's argmax does); on equal values it keeps the smaller
+    index, or the larger one with ``select_last_index=1``.
+    """
+    x = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    dtype = emit.dtype_of(x)
+    rank = len(shape)
+    axis = ctx.axis(node.attr_int("axis"), rank)
+    keepdims = bool(node.attr_int("keepdims"))
+    last = bool(node.attr_int("select_last_index", 0))
+    if dtype == DataType.BOOL:
+        x, dtype = emit.convert(x, DataType.UINT8), DataType.UINT8
+    index_type = DataType.INT64
+    index = stablehlo.IotaOp(emit.tensor_type(shape, index_type), axis).result
+    init_value = _lowest(dtype) if direction == "GT" else _highest(dtype)
+    out_shape = [d for i, d in enumerate(shape) if i != axis]
+    op = stablehlo.ReduceOp(
+        [emit.tensor_type(out_shape, dtype), emit.tensor_type(out_shape, index_type)],
+        [x, index],
+        [_scalar(init_value, dtype), _scalar(0, index_type)],
+        emit.i64_array([axis]),
+    )
+    value_type, index_scalar_type = emit.tensor_type((), dtype), emit.tensor_type((), index_type)
+    block = op.body.blocks.append(value_type, index_scalar_type, value_type, index_scalar_type)
+    with ir.InsertionPoint(block):
+        acc_value, acc_index, value, idx = block.arguments
+        better = emit.compare(value, acc_value, direction)
+        if dtypes.is_float(dtype):
+            value_nan = emit.compare(value, value, "NE")
+            acc_nan = emit.compare(acc_value, acc_value, "NE")
+            # A NaN candidate wins over a number; two NaNs tie.
+            better = stablehlo.AndOp(
+                stablehlo.OrOp(better, value_nan).result, stablehlo.NotOp(acc_nan).result
+            ).result
+            tie = stablehlo.OrOp(
+                emit.compare(value, acc_value, "EQ"), stablehlo.AndOp(value_nan, acc_nan).result
+            ).result
+        else:
+            tie = emit.compare(value, acc_value, "EQ")
+        index_wins = emit.compare(idx, acc_index, "GT" if last else "LT")
+        take_index = stablehlo.OrOp(better, stablehlo.AndOp(tie, index_wins).result).result
+        stablehlo.ReturnOp(
+            [
+                stablehlo.SelectOp(better, value, acc_value).result,
+                stablehlo.SelectOp(take_index, idx, acc_index).result,
+            ]
+        )
+    result = op.results[1]
+    if keepdims:
+        result = emit.reshape(result, [1 if i == axis else d for i, d in enumerate(shape)])
+    return result
+
+
+@lowering("ArgMax", since=1)
+@lowering("ArgMax", since=11)  # 11 allowed negative axis
+@lowering("ArgMax", since=12)  # 12 added select_last_index
+@lowering("ArgMax", since=13)  # 13 added bfloat16
+def lower_arg_max(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers ArgMax to a (value, index) stablehlo.reduce; the result is int64.
+
+    Spec: onnx.ai/onnx/operators/onnx__ArgMax.html (ArgMax-1, 11, 12, 13).
+    Shapes: data [d0, ..., dn] static; result without (keepdims=0) or with a 1 at `axis`.
+    Dtypes: every numeric type.
+    Raises: ShapeError for an axis out of range.
+    """
+    return [_arg_reduce(ctx, node, "GT")]
+
+
+@lowering("ArgMin", since=1)
+@lowering("ArgMin", since=11)  # 11 allowed negative axis
+@lowering("ArgMin", since=12)  # 12 added select_last_index
+@lowering("ArgMin", since=13)  # 13 added bfloat16
+def lower_arg_min(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers ArgMin to a (value, index) stablehlo.reduce; the result is int64.
+
+    Spec: onnx.ai/onnx/operators/onnx__ArgMin.html (ArgMin-1, 11, 12, 13).
+    Shapes: data [d0, ..., dn] static; result without (keepdims=0) or with a 1 at `axis`.
+    Dtypes: every numeric type.
+    Raises: ShapeError for an axis out of range.
+    """
+    return [_arg_reduce(ctx, node, "LT")]

@@ -12,8 +12,8 @@ Resizing is separable, so each resized axis is handled on its own, one after the
 When ``scales``, ``sizes`` and ``roi`` are known at compile time (the usual case: constants,
 initializers or folded shape computations) the tables are numpy constants computed in float64,
 following ``onnx.reference``. Otherwise the node's declared output shape must be static and the
-tables are computed in the graph from the run-time values (source coordinates in float32, or
-float64 when the scales are float64), which is how the ONNX backend tests feed them.
+tables are computed in the graph from the run-time values, in float64 like the constant tables
+(so not on TPUs), which is how the ONNX backend tests feed them.
 
 Linear and cubic interpolation of integer tensors is computed in floating point (float32, or
 float64 for 32/64-bit integers) and converted back with saturation, truncating toward zero as
@@ -98,21 +98,23 @@ class _AxisPlan:
 def _source_coordinates(
     spec: _Interpolation, out_size: int, in_size: int, scale: float, roi: tuple[float, float]
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Maps output positions to (fractional) input positions; also the extrapolation mask."""
+    """Maps output positions to (fractional) input positions; also the extrapolation mask.
+
+    ``length_resized`` of the spec's formulas is ``in_size * scale``, fractional when scales
+    are given (the spec defines ``scale = length_resized / length_original``; onnx.reference
+    and the backend tests read it so; onnxruntime uses the integer output length).
+    """
     y = np.arange(out_size, dtype=np.float64)
+    width = scale * in_size
     mode = spec.coordinate_mode
     if mode == "half_pixel":
         return (y + 0.5) / scale - 0.5, None
     if mode == "half_pixel_symmetric":
-        adjustment = out_size / (scale * in_size)
-        offset = in_size / 2 * (1 - adjustment)
+        offset = in_size / 2 * (1 - out_size / width)
         return offset + (y + 0.5) / scale - 0.5, None
     if mode == "pytorch_half_pixel":
-        return ((y + 0.5) / scale - 0.5 if out_size > 1 else np.zeros(out_size)), None
+        return ((y + 0.5) / scale - 0.5 if width > 1 else np.zeros(out_size)), None
     if mode == "align_corners":
-        # The length is in * scale, fractional with scales, as in onnx.reference (onnxruntime
-        # uses the integer output length).
-        width = scale * in_size
         return (y * (in_size - 1) / (width - 1) if width != 1 else np.zeros(out_size)), None
     if mode == "asymmetric":
         return y / scale, None
@@ -120,10 +122,11 @@ def _source_coordinates(
         return (y + 0.5) / scale, None
     if mode == "tf_crop_and_resize":
         start, end = roi
-        if out_size > 1:
-            x = start * (in_size - 1) + y * (end - start) * (in_size - 1) / (out_size - 1)
+        if width != 1:
+            x = y * (end - start) * (in_size - 1) / (width - 1)
         else:
-            x = np.full(out_size, 0.5 * (start + end) * (in_size - 1))
+            x = np.full(out_size, (end - start) * (in_size - 1) / 2)
+        x = x + start * (in_size - 1)
         return x, (x < 0) | (x > in_size - 1)
     raise AssertionError(mode)
 
@@ -199,10 +202,15 @@ def _plan_constant(
 
 
 class _Vec:
-    """Emits elementwise float ops on ``[n]`` (or ``[n, m]``) values of one compute dtype."""
+    """Emits float64 elementwise ops on small coordinate vectors and grids.
 
-    def __init__(self, dtype: DataType) -> None:
-        self.dtype = dtype
+    Divisors pass through ``stablehlo.optimization_barrier``: XLA rewrites a division by a
+    broadcast scalar into a multiplication by its reciprocal, which is not correctly rounded and
+    moves nearest-mode ties; with the barrier every division is IEEE-exact, as in
+    onnx.reference's float64 arithmetic.
+    """
+
+    dtype = DataType.DOUBLE
 
     def const(self, value: float | np.ndarray, shape: Sequence[int]) -> ir.Value:
         return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
@@ -221,7 +229,8 @@ class _Vec:
         return stablehlo.MulOp(a, b).result
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.DivOp(a, b).result
+        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
+        return stablehlo.DivOp(a, opaque).result
 
     def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
         return stablehlo.SelectOp(cond, a, b).result
@@ -245,23 +254,23 @@ def _runtime_coordinates(
     shape = [out_size]
     y = vec.const(np.arange(out_size), shape)
     half = vec.const(0.5, shape)
+    one = vec.const(1.0, shape)
+    zero = vec.const(0.0, shape)
     s = vec.scalar_to(scale, shape)
+    width = vec.mul(s, vec.const(in_size, shape))
     mode = spec.coordinate_mode
     if mode in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric"):
-        if mode == "pytorch_half_pixel" and out_size == 1:
-            return vec.const(0.0, shape), None
-        x = vec.sub(vec.div(vec.add(y, half), s), half)
+        source = vec.div(vec.add(y, half), s)
         if mode == "half_pixel_symmetric":
-            # offset = in/2 * (1 - out / (scale * in))
-            ratio = vec.div(vec.const(out_size, shape), vec.mul(s, vec.const(in_size, shape)))
-            offset = vec.mul(vec.const(in_size / 2, shape), vec.sub(vec.const(1.0, shape), ratio))
-            x = vec.add(offset, x)
+            offset = vec.mul(vec.const(in_size / 2, shape), vec.sub(one, vec.div(vec.const(out_size, shape), width)))
+            source = vec.add(offset, source)
+        x = vec.sub(source, half)
+        if mode == "pytorch_half_pixel":
+            x = vec.select(emit.compare(width, one, "GT"), x, zero)
         return x, None
     if mode == "align_corners":
-        width = vec.mul(s, vec.const(in_size, shape))
-        one = vec.const(1.0, shape)
         x = vec.div(vec.mul(y, vec.const(in_size - 1, shape)), vec.sub(width, one))
-        return vec.select(emit.compare(width, one, "EQ"), vec.const(0.0, shape), x), None
+        return vec.select(emit.compare(width, one, "EQ"), zero, x), None
     if mode == "asymmetric":
         return vec.div(y, s), None
     if mode == "tf_half_pixel_for_nn":
@@ -269,14 +278,11 @@ def _runtime_coordinates(
     assert mode == "tf_crop_and_resize" and roi is not None
     start, end = (vec.scalar_to(r, shape) for r in roi)
     last = vec.const(in_size - 1, shape)
-    if out_size > 1:
-        step = vec.div(vec.mul(vec.sub(end, start), last), vec.const(out_size - 1, shape))
-        x = vec.add(vec.mul(start, last), vec.mul(y, step))
-    else:
-        x = vec.mul(vec.mul(vec.add(start, end), half), last)
-    outside = stablehlo.OrOp(
-        emit.compare(x, vec.const(0.0, shape), "LT"), emit.compare(x, last, "GT")
-    ).result
+    extent = vec.sub(end, start)
+    x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, one))
+    x = vec.select(emit.compare(width, one, "EQ"), vec.div(vec.mul(extent, last), vec.const(2.0, shape)), x)
+    x = vec.add(x, vec.mul(start, last))
+    outside = stablehlo.OrOp(emit.compare(x, zero, "LT"), emit.compare(x, last, "GT")).result
     return x, outside
 
 
@@ -516,8 +522,8 @@ def _resize(
     axes: Sequence[int] | None = None,
     policy: str = "stretch",
     scales_attr: Sequence[float] | None = None,
-) -> ir.Value:
-    """The body shared by every Resize and Upsample revision."""
+) -> ir.Value | np.ndarray:
+    """The body shared by every Resize and Upsample revision (an empty result is a numpy array)."""
     x = ctx.input(0)
     shape = ctx.input_static_shape(0)
     rank = len(shape)
@@ -596,14 +602,15 @@ def _resize(
             out_shape = list(declared)
             if use_sizes and policy == "stretch":
                 axis_scales = {a: out_shape[a] / shape[a] for a in axes}
-    if any(out_shape[a] < 1 for a in axes):
-        raise ctx.error(f"the output shape {out_shape} has an empty axis", ShapeError)
+    if any(out_shape[a] < 0 for a in axes):
+        raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
+    if any(out_shape[a] == 0 for a in axes):
+        return np.zeros(out_shape, dtype=dtypes.numpy_dtype(dtype))
 
     vec = None
     runtime_scale: dict[int, ir.Value] = {}
-    scale_dtype = DataType.FLOAT
+    scale_dtype = DataType.DOUBLE
     if use_scales and scales_np is None:
-        scale_dtype = DataType.DOUBLE if ctx.input_dtype(scales_index) == DataType.DOUBLE else DataType.FLOAT
         scales_value = ctx.input(scales_index)
         for i, a in enumerate(axes):
             runtime_scale[a] = _element(scales_value, i, scale_dtype)
@@ -618,7 +625,7 @@ def _resize(
             combined = (stablehlo.MinOp if policy == "not_larger" else stablehlo.MaxOp)(combined, r).result
         runtime_scale = {a: combined for a in axes}
     if runtime:
-        vec = _Vec(scale_dtype)
+        vec = _Vec()
 
     plans = []
     for i, a in enumerate(axes):

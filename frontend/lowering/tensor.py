@@ -236,6 +236,8 @@ def lower_squeeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Squeeze-1/11/13/21/23/24/25.
     Shapes: data static; axes (attribute before 13, int64 input from 13) known at compile time.
     Dtypes: any.
+    Deviations: an empty ``axes`` input squeezes nothing, as onnx.reference does (onnxruntime
+        squeezes every size-1 dim).
     Raises: NonConstantInputError if `axes` is computed at run time; ShapeError if a squeezed
         dim is not 1.
     """

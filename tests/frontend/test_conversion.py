@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -120,7 +122,7 @@ def test_cast_saturating_float8_clamps_first():
 
 @pytest.mark.parametrize("src", FLOAT8, ids=[_short(d) for d in FLOAT8])
 def test_cast_from_float8_matches_reference(src):
-    model = cast_model(src, np.float32, opset=19)
+    model = cast_model(src, np.float32, opset=19, n=9)
     feeds = {"x": SPECIALS[:9].astype(src)}
     _assert_same_floats(compile_and_run(model, feeds)[0], reference_run(model, feeds)[0])
 
@@ -159,7 +161,7 @@ def test_cast_to_bool_compares_with_zero():
     model = cast_model(np.float32, np.bool_, opset=13)
     feeds = {"x": np.array([0.0, -0.0, 0.5, -2.0, np.nan, np.inf] * 2, np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
-    assert "stablehlo.compare  NE" in emitted_text(model)
+    assert re.search(r"stablehlo.compare\s+NE", emitted_text(model))
 
 
 def test_cast_scalar_to_bool():

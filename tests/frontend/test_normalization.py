@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
+import onnx
+import onnx.parser
 import pytest
 
 from onnx_stablehlo.errors import UnsupportedAttributeError
@@ -106,3 +108,247 @@ def test_layer_normalization_rejects_integer_stash_type():
     model = parse(_layer_norm_model(np.float32, -1, True, False, stash_type=7))
     with pytest.raises(UnsupportedAttributeError, match="stash_type=7"):
         emitted_text(model)
+
+
+# BatchNormalization ---------------------------------------------------------------------------
+
+BATCH_NORM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[2, 3, 4, 5] x, {sty}[3] s, {sty}[3] b, {mty}[3] mean, {mty}[3] var) => ({ty}[2, 3, 4, 5] y{extra}) {{
+  y{extra_names} = BatchNormalization {attrs} (x, s, b, mean, var)
+}}"""
+
+
+def _batch_norm_feeds(dtype, scale_dtype, stats_dtype, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    return {
+        "x": (rng.standard_normal((2, 3, 4, 5)) * 2 + 1).astype(dtype),
+        "s": rng.standard_normal(3).astype(scale_dtype),
+        "b": rng.standard_normal(3).astype(scale_dtype),
+        "mean": rng.standard_normal(3).astype(stats_dtype),
+        "var": (rng.random(3) + 0.5).astype(stats_dtype),
+    }
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("opset", [7, 9, 14, 15])
+def test_batch_normalization_inference_matches_onnxruntime(opset, dtype, rng):
+    ty = onnx_type_name(dtype)
+    model = parse(BATCH_NORM_MODEL.format(opset=opset, ty=ty, sty=ty, mty=ty, extra="", extra_names="",
+                                          attrs="<epsilon = 0.01>"))
+    feeds = _batch_norm_feeds(dtype, dtype, dtype, rng)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_batch_normalization_15_mixed_dtypes_match_onnxruntime(rng):
+    model = parse(BATCH_NORM_MODEL.format(opset=15, ty="float16", sty="float", mty="float", extra="",
+                                          extra_names="", attrs=""))
+    feeds = _batch_norm_feeds(np.float16, np.float32, np.float32, rng)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("opset", [14, 15])
+def test_batch_normalization_training_matches_onnxruntime(opset, dtype, rng):
+    ty = onnx_type_name(dtype)
+    model = parse(BATCH_NORM_MODEL.format(
+        opset=opset, ty=ty, sty=ty, mty=ty, extra=f", {ty}[3] running_mean, {ty}[3] running_var",
+        extra_names=", running_mean, running_var", attrs="<training_mode = 1, momentum = 0.8>"))
+    feeds = _batch_norm_feeds(dtype, dtype, dtype, rng)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_batch_normalization_inference_folds_per_channel_factors():
+    model = parse(BATCH_NORM_MODEL.format(opset=15, ty="float", sty="float", mty="float", extra="",
+                                          extra_names="", attrs=""))
+    text = emitted_text(model)
+    assert "stablehlo.rsqrt" in text and "tensor<3xf32>" in text
+    assert "stablehlo.reduce" not in text
+
+
+def test_batch_normalization_rejects_training_outputs_before_14():
+    stats = ["running_mean", "running_var", "saved_mean", "saved_var"]
+    model = parse(BATCH_NORM_MODEL.format(opset=9, ty="float", sty="float", mty="float",
+                                          extra="".join(f", float[3] {n}" for n in stats),
+                                          extra_names="".join(f", {n}" for n in stats), attrs=""))
+    with pytest.raises(UnsupportedAttributeError, match="opset >= 14"):
+        emitted_text(model)
+
+
+# InstanceNormalization ------------------------------------------------------------------------
+
+INSTANCE_NORM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[{shape}] x, {ty}[3] s, {ty}[3] b) => ({ty}[{shape}] y) {{
+  y = InstanceNormalization <epsilon = 0.001> (x, s, b)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5)], ids=["1d", "2d"])
+@pytest.mark.parametrize("opset", [7, 22])
+def test_instance_normalization_matches_onnxruntime(opset, shape, dtype, rng):
+    model = parse(INSTANCE_NORM_MODEL.format(opset=opset, ty=onnx_type_name(dtype), shape=", ".join(map(str, shape))))
+    feeds = {"x": (rng.standard_normal(shape) * 3 + 2).astype(dtype),
+             "s": rng.standard_normal(3).astype(dtype), "b": rng.standard_normal(3).astype(dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+# GroupNormalization ---------------------------------------------------------------------------
+
+GROUP_NORM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[2, 6, 4, 3] x, {ty}[{width}] s, {ty}[{width}] b) => ({ty}[2, 6, 4, 3] y) {{
+  y = GroupNormalization <num_groups = {groups}, epsilon = 0.001> (x, s, b)
+}}"""
+
+
+def _group_norm_expected(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int, per_channel: bool) -> np.ndarray:
+    """GroupNormalization in float64 numpy, from the operator's formula."""
+    n, c = x.shape[:2]
+    grouped = x.astype(np.float64).reshape(n, groups, -1)
+    mean = grouped.mean(axis=-1, keepdims=True)
+    var = grouped.var(axis=-1, keepdims=True)
+    normalized = ((grouped - mean) / np.sqrt(var + 0.001)).reshape(x.shape)
+    if not per_channel:
+        scale, bias = np.repeat(scale, c // groups), np.repeat(bias, c // groups)
+    shape = (1, c) + (1,) * (x.ndim - 2)
+    return (normalized * scale.reshape(shape) + bias.reshape(shape)).astype(x.dtype)
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("groups", [1, 2, 3, 6])
+@pytest.mark.parametrize("opset", [18, 21])
+def test_group_normalization_matches_formula(opset, groups, dtype, rng):
+    """Opset 18 scales per group, 21 per channel (onnxruntime lacks 18: the formula is the oracle)."""
+    per_channel = opset >= 21
+    width = 6 if per_channel else groups
+    text = GROUP_NORM_MODEL.format(opset=opset, ty=onnx_type_name(dtype), width=width, groups=groups)
+    # The checker rejects GroupNormalization-18 as deprecated; it still has to lower.
+    model = onnx.parser.parse_model(text) if opset == 18 else parse(text)
+    feeds = {"x": (rng.standard_normal((2, 6, 4, 3)) * 2 + 1).astype(dtype),
+             "s": rng.standard_normal(width).astype(dtype), "b": rng.standard_normal(width).astype(dtype)}
+    expected = _group_norm_expected(feeds["x"], feeds["s"], feeds["b"], groups, per_channel)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [expected])
+
+
+def test_group_normalization_21_matches_onnxruntime(rng):
+    model = parse(GROUP_NORM_MODEL.format(opset=21, ty="float", width=6, groups=3))
+    feeds = {"x": rng.standard_normal((2, 6, 4, 3)).astype(np.float32),
+             "s": rng.standard_normal(6).astype(np.float32), "b": rng.standard_normal(6).astype(np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_group_normalization_rejects_groups_not_dividing_channels():
+    from onnx_stablehlo.errors import ShapeError
+
+    model = parse(GROUP_NORM_MODEL.format(opset=21, ty="float", width=6, groups=4))
+    with pytest.raises(ShapeError, match="num_groups=4 does not divide the 6 channels"):
+        emitted_text(model)
+
+
+# RMSNormalization -----------------------------------------------------------------------------
+
+RMS_NORM_MODEL = """<ir_version: 10, opset_import: ["" : 23]>
+g ({ty}[2, 3, 8] x, {ty}[{scale}] s) => ({ty}[2, 3, 8] y) {{
+  y = RMSNormalization {attrs} (x, s)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("axis", [None, -1, 1, 0], ids=["default", "axis-1", "axis1", "axis0"])
+def test_rms_normalization_matches_onnxruntime(axis, dtype, rng):
+    rank_axis = 2 if axis is None else axis % 3
+    scale_shape = (2, 3, 8)[rank_axis:]
+    attrs = "<epsilon = 0.001>" if axis is None else f"<axis = {axis}, epsilon = 0.001>"
+    model = parse(RMS_NORM_MODEL.format(ty=onnx_type_name(dtype), scale=", ".join(map(str, scale_shape)), attrs=attrs))
+    feeds = {"x": (rng.standard_normal((2, 3, 8)) * 2).astype(dtype), "s": rng.standard_normal(scale_shape).astype(dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+# LpNormalization ------------------------------------------------------------------------------
+
+LP_NORM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[3, 4, 5] x) => ({ty}[3, 4, 5] y) {{
+  y = LpNormalization <p = {p}, axis = {axis}> (x)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+@pytest.mark.parametrize("p", [1, 2])
+@pytest.mark.parametrize("opset", [7, 22])
+def test_lp_normalization_matches_onnxruntime(opset, p, axis, dtype, rng):
+    model = parse(LP_NORM_MODEL.format(opset=opset, ty=onnx_type_name(dtype), p=p, axis=axis))
+    x = rng.standard_normal((3, 4, 5))
+    x[1, 2, :] = 0  # a zero vector along the last axis: its output is 0, not NaN
+    feeds = {"x": x.astype(dtype)}
+    actual = compile_and_run(model, feeds)
+    assert not np.any(np.isnan(actual[0]))
+    assert_allclose_for_dtype(actual, oracle_run(model, feeds))
+
+
+def test_lp_normalization_rejects_p3():
+    model = parse(LP_NORM_MODEL.format(opset=22, ty="float", p=3, axis=-1))
+    with pytest.raises(UnsupportedAttributeError, match="p=3"):
+        emitted_text(model)
+
+
+# LRN ------------------------------------------------------------------------------------------
+
+LRN_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[2, 7, 4, 3] x) => ({ty}[2, 7, 4, 3] y) {{
+  y = LRN <size = {size}{attrs}> (x)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("size,attrs", [(3, ""), (4, ""), (5, ", alpha = 0.01, beta = 0.5, bias = 2.0"), (1, "")],
+                         ids=["size3", "size4-even", "size5-attrs", "size1"])
+@pytest.mark.parametrize("opset", [7, 13])
+def test_lrn_matches_onnxruntime(opset, size, attrs, dtype, rng):
+    model = parse(LRN_MODEL.format(opset=opset, ty=onnx_type_name(dtype), size=size, attrs=attrs))
+    feeds = {"x": (rng.standard_normal((2, 7, 4, 3)) * 5).astype(dtype)}
+    if size % 2 == 1 and dtype != np.float64:
+        expected = oracle_run(model, feeds)
+    else:
+        # onnxruntime takes odd sizes and f16/f32 only, and onnx.reference's LRN loops over the
+        # batch dim instead of the channels: the formula is the oracle there.
+        values = dict(alpha=1e-4, beta=0.75, bias=1.0)
+        values.update({k.strip(): float(v) for k, v in (a.split("=") for a in attrs.split(",") if "=" in a)})
+        expected = [_lrn_expected(feeds["x"], size, **values)]
+    assert_allclose_for_dtype(compile_and_run(model, feeds), expected)
+    assert "stablehlo.reduce_window" in emitted_text(model)
+
+
+def _lrn_expected(x: np.ndarray, size: int, alpha: float, beta: float, bias: float) -> np.ndarray:
+    """LRN in float64 numpy, from the operator's formula."""
+    wide = x.astype(np.float64)
+    channels = x.shape[1]
+    square_sum = np.zeros_like(wide)
+    for c in range(channels):
+        low = max(0, c - (size - 1) // 2)
+        high = min(channels - 1, c + int(np.ceil((size - 1) / 2)))
+        square_sum[:, c] = np.sum(wide[:, low : high + 1] ** 2, axis=1)
+    return (wide / (bias + alpha / size * square_sum) ** beta).astype(x.dtype)
+
+
+# MeanVarianceNormalization --------------------------------------------------------------------
+
+MVN_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[3, 4, 5, 2] x) => ({ty}[3, 4, 5, 2] y) {{
+  y = MeanVarianceNormalization {attrs} (x)
+}}"""
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("attrs", ["", "<axes = [1]>", "<axes = [0, -1]>"], ids=["default", "axis1", "axes0-last"])
+@pytest.mark.parametrize("opset", [9, 13])
+def test_mean_variance_normalization_matches_onnxruntime(opset, attrs, dtype, rng):
+    model = parse(MVN_MODEL.format(opset=opset, ty=onnx_type_name(dtype), attrs=attrs))
+    feeds = {"x": (rng.standard_normal((3, 4, 5, 2)) * 3 + 1).astype(dtype)}
+    if dtype == np.float32:
+        expected = oracle_run(model, feeds)
+    else:
+        # The function body's f32 epsilon constant makes onnxruntime reject other dtypes.
+        axes = (0, 2, 3) if not attrs else {"axis1": (1,), "axes0-last": (0, 3)}["axis1" if "[1]" in attrs else "axes0-last"]
+        wide = feeds["x"].astype(np.float64)
+        centered = wide - wide.mean(axis=axes, keepdims=True)
+        expected = [(centered / (np.sqrt((centered**2).mean(axis=axes, keepdims=True)) + 1e-9)).astype(dtype)]
+    assert_allclose_for_dtype(compile_and_run(model, feeds), expected)

@@ -1,0 +1,487 @@
+"""``fold-constants``: evaluates ops whose operands are all constants, with numpy.
+
+Only exact or IEEE-faithful evaluations are done: integer arithmetic wraps as StableHLO's
+does, integer division truncates toward zero (never folded by zero), float results follow
+numpy's IEEE arithmetic (transcendental functions through libm, within an ulp of XLA's).
+Element types numpy holds exactly are supported (f16, f32, f64, bool, i8-i64, ui8-ui64);
+others (bf16, float8, complex) are left alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import ClassVar
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.passes.base import ModulePass
+from onnx_stablehlo.passes.ir_utils import (
+    constant_array,
+    constant_attr,
+    dense_attr,
+    element_type_of,
+    is_float,
+    is_static,
+    numpy_dtype,
+    read_i64_array,
+    shape_of,
+    splat_scalar,
+)
+from onnx_stablehlo.passes.patterns import PatternRewritePass, RewritePattern, Rewriter
+
+__all__ = ["FoldConstantsPass"]
+
+
+def _round_half_away(x: np.ndarray) -> np.ndarray:
+    magnitude = np.abs(x)
+    floor = np.floor(magnitude)
+    rounded = floor + (magnitude - floor >= 0.5)
+    return np.copysign(rounded, x).astype(x.dtype)
+
+
+def _logistic(x: np.ndarray) -> np.ndarray:
+    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
+
+
+def _rsqrt(x: np.ndarray) -> np.ndarray:
+    return (1.0 / np.sqrt(x)).astype(x.dtype)
+
+
+# Unary ops: name -> (function, allowed kinds: "f" floats, "i" ints (signed/unsigned), "b" bool)
+_UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
+    "stablehlo.negate": (np.negative, "fi"),
+    "stablehlo.abs": (np.abs, "fi"),
+    "stablehlo.not": (lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), "ib"),
+    "stablehlo.sqrt": (np.sqrt, "f"),
+    "stablehlo.rsqrt": (_rsqrt, "f"),
+    "stablehlo.exponential": (np.exp, "f"),
+    "stablehlo.exponential_minus_one": (np.expm1, "f"),
+    "stablehlo.log": (np.log, "f"),
+    "stablehlo.log_plus_one": (np.log1p, "f"),
+    "stablehlo.logistic": (_logistic, "f"),
+    "stablehlo.tanh": (np.tanh, "f"),
+    "stablehlo.sine": (np.sin, "f"),
+    "stablehlo.cosine": (np.cos, "f"),
+    "stablehlo.floor": (np.floor, "f"),
+    "stablehlo.ceil": (np.ceil, "f"),
+    "stablehlo.round_nearest_even": (np.rint, "f"),
+    "stablehlo.round_nearest_afz": (_round_half_away, "f"),
+}
+
+
+def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Integer division truncating toward zero (C and StableHLO), b != 0."""
+    quotient = np.floor_divide(a, b)
+    if a.dtype.kind == "i":
+        remainder = a - quotient * b
+        quotient = quotient + ((remainder != 0) & ((a < 0) != (b < 0)))
+    return quotient.astype(a.dtype)
+
+
+_BINARY: dict[str, tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], str]] = {
+    "stablehlo.add": (np.add, "fi"),
+    "stablehlo.subtract": (np.subtract, "fi"),
+    "stablehlo.multiply": (np.multiply, "fi"),
+    "stablehlo.divide": (np.divide, "f"),
+    "stablehlo.remainder": (np.fmod, "fi"),
+    "stablehlo.maximum": (np.maximum, "fib"),
+    "stablehlo.minimum": (np.minimum, "fib"),
+    "stablehlo.power": (np.power, "f"),
+    "stablehlo.atan2": (np.arctan2, "f"),
+    "stablehlo.and": (np.bitwise_and, "ib"),
+    "stablehlo.or": (np.bitwise_or, "ib"),
+    "stablehlo.xor": (np.bitwise_xor, "ib"),
+}
+
+_COMPARE = {
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+}
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "b" if dtype == np.bool_ else ("f" if dtype.kind == "f" else "i")
+
+
+class _FoldPattern(RewritePattern):
+    """Shared checks: static result type, readable operands within the size bound."""
+
+    def __init__(self, max_elements: int) -> None:
+        self.max_elements = max_elements
+
+    def _operands(self, op: ir.Operation, rw: Rewriter) -> list[np.ndarray] | None:
+        arrays = []
+        for index, operand in enumerate(op.operands):
+            if constant_attr(operand) is None:
+                rw.fail(op, f"operand #{index} is not a constant")
+                return None
+            array = constant_array(operand, self.max_elements)
+            if array is None:
+                rw.fail(
+                    op,
+                    f"operand #{index} ({operand.type}) is not readable with numpy or has more than "
+                    f"{self.max_elements} elements",
+                )
+                return None
+            arrays.append(array)
+        return arrays
+
+    def _replace(self, op: ir.Operation, array: np.ndarray, rw: Rewriter, *, splat: bool = False) -> bool:
+        """Replaces ``op`` by a constant holding ``array`` (or, when ``splat``, its one element)."""
+        result = op.results[0]
+        if not is_static(result):
+            return rw.fail(op, "result shape is dynamic")
+        dtype = numpy_dtype(element_type_of(result))
+        if dtype is None:
+            return rw.fail(op, f"result element type {element_type_of(result)} is not readable with numpy")
+        array = np.asarray(array)
+        if splat and 0 in shape_of(result):
+            array, splat = np.zeros(shape_of(result), dtype), False
+        if splat:
+            array = array.reshape(-1)[:1]
+        else:
+            if array.size > self.max_elements:
+                return rw.fail(op, f"result has {array.size} elements, more than max-elements={self.max_elements}")
+            array = array.reshape(shape_of(result))
+        array = np.ascontiguousarray(array.astype(dtype, copy=False))
+        rw.replace_op(op, [rw.constant(dense_attr(array, result.type))])
+        return True
+
+
+def _all_splat(op: ir.Operation) -> bool:
+    return all(constant_attr(v) is not None and constant_attr(v).is_splat for v in op.operands)
+
+
+class FoldUnary(_FoldPattern):
+    """f(c) -> c' for elementwise unary ops on a constant (negate, abs, not, sqrt, exp, ...).
+
+    Transcendental functions only on floats; a splat folds at any size (computed once).
+    """
+
+    root = tuple(_UNARY)
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        function, kinds = _UNARY[op.name]
+        operand = op.operands[0]
+        if constant_attr(operand) is None:
+            return rw.fail(op, "operand is not a constant")
+        dtype = numpy_dtype(element_type_of(operand))
+        if dtype is None:
+            return rw.fail(op, f"element type {element_type_of(operand)} is not readable with numpy")
+        if _kind(dtype) not in kinds:
+            return rw.fail(op, f"{op.name} is not folded for {dtype}")
+        if constant_attr(operand).is_splat:
+            arrays = [np.full((1,), splat_scalar(operand), dtype)]
+        else:
+            found = self._operands(op, rw)
+            if found is None:
+                return False
+            arrays = found
+        with np.errstate(all="ignore"):
+            value = function(arrays[0])
+        return self._replace(op, value, rw, splat=constant_attr(operand).is_splat)
+
+
+class FoldBinary(_FoldPattern):
+    """f(c1, c2) -> c for elementwise binary ops on constants (add, multiply, maximum, ...).
+
+    Integer division and remainder are not folded when a divisor is 0 (or MIN / -1);
+    float maximum/minimum not when both operands hold zeros at one position (the sign of the
+    result is not pinned down by numpy); integer power is not folded.
+    """
+
+    root = tuple(_BINARY)
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        function, kinds = _BINARY[op.name]
+        lhs, rhs = op.operands
+        if constant_attr(lhs) is None or constant_attr(rhs) is None:
+            return rw.fail(op, "an operand is not a constant")
+        dtype = numpy_dtype(element_type_of(lhs))
+        if dtype is None:
+            return rw.fail(op, f"element type {element_type_of(lhs)} is not readable with numpy")
+        kind = _kind(dtype)
+        if op.name == "stablehlo.divide" and kind == "i":
+            function, kinds = _int_divide, "i"
+        if kind not in kinds:
+            return rw.fail(op, f"{op.name} is not folded for {dtype}")
+        splat = _all_splat(op)
+        if splat:
+            a = np.full((1,), splat_scalar(lhs), dtype)
+            b = np.full((1,), splat_scalar(rhs), dtype)
+        else:
+            found = self._operands(op, rw)
+            if found is None:
+                return False
+            a, b = found
+        if kind == "i" and op.name in ("stablehlo.divide", "stablehlo.remainder"):
+            if np.any(b == 0):
+                return rw.fail(op, "integer division by zero is implementation-defined")
+            if dtype.kind == "i" and np.any((a == np.iinfo(dtype).min) & (b == -1)):
+                return rw.fail(op, "integer MIN / -1 overflows")
+        if kind == "f" and op.name in ("stablehlo.maximum", "stablehlo.minimum"):
+            if np.any((a == 0) & (b == 0)):
+                return rw.fail(op, "zeros in both operands: the sign of the result is not pinned down")
+        with np.errstate(all="ignore"):
+            value = np.asarray(function(a, b)).astype(dtype, copy=False)
+        return self._replace(op, value, rw, splat=splat)
+
+
+class FoldCompare(_FoldPattern):
+    """compare(c1, c2, dir) -> c (i1) for EQ, NE, LT, LE, GT, GE; not for TOTALORDER."""
+
+    root = "stablehlo.compare"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        direction = stablehlo.ComparisonDirectionAttr(op.attributes["comparison_direction"]).value
+        if "compare_type" in op.attributes:
+            compare_type = stablehlo.ComparisonTypeAttr(op.attributes["compare_type"]).value
+            if compare_type == "TOTALORDER":
+                return rw.fail(op, "TOTALORDER comparisons are not folded")
+        arrays = self._operands(op, rw)
+        if arrays is None:
+            return False
+        return self._replace(op, _COMPARE[direction](arrays[0], arrays[1]), rw)
+
+
+class FoldSelect(_FoldPattern):
+    """select(c_pred, c1, c2) -> c."""
+
+    root = "stablehlo.select"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        arrays = self._operands(op, rw)
+        if arrays is None:
+            return False
+        predicate, on_true, on_false = arrays
+        return self._replace(op, np.where(predicate, on_true, on_false), rw)
+
+
+class FoldConvert(_FoldPattern):
+    """convert(c) -> c' (float -> int only when every value is finite and in range)."""
+
+    root = "stablehlo.convert"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        operand = op.operands[0]
+        target = numpy_dtype(element_type_of(op.results[0]))
+        if target is None:
+            return rw.fail(op, f"target type {element_type_of(op.results[0])} is not readable with numpy")
+        if constant_attr(operand) is not None and constant_attr(operand).is_splat:
+            source_dtype = numpy_dtype(element_type_of(operand))
+            if source_dtype is None:
+                return rw.fail(op, f"element type {element_type_of(operand)} is not readable with numpy")
+            array = np.full((1,), splat_scalar(operand), source_dtype)
+            splat = True
+        else:
+            found = self._operands(op, rw)
+            if found is None:
+                return False
+            array, splat = found[0], False
+        if array.dtype.kind == "f" and target.kind in "iu":
+            info = np.iinfo(target)
+            if not np.all(np.isfinite(array)) or np.any(array < info.min) or np.any(array >= float(info.max) + 1):
+                return rw.fail(op, "float -> int of NaN, inf or out-of-range values is implementation-defined")
+        with np.errstate(all="ignore"):
+            value = np.trunc(array).astype(target) if array.dtype.kind == "f" and target.kind in "iu" else array.astype(target)
+        return self._replace(op, value, rw, splat=splat)
+
+
+class FoldReshape(_FoldPattern):
+    """reshape(c) -> c' (a splat folds at any size)."""
+
+    root = "stablehlo.reshape"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        return _fold_layout(self, op, rw, lambda array, result_shape: array.reshape(result_shape))
+
+
+class FoldBroadcastInDim(_FoldPattern):
+    """broadcast_in_dim(c, dims) -> c' (a splat folds at any size)."""
+
+    root = "stablehlo.broadcast_in_dim"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        dims = read_i64_array(op, "broadcast_dimensions")
+        return _fold_layout(self, op, rw, lambda array, result_shape: broadcast_in_dim(array, dims, result_shape))
+
+
+class FoldTranspose(_FoldPattern):
+    """transpose(c, perm) -> c' (a splat folds at any size)."""
+
+    root = "stablehlo.transpose"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        permutation = read_i64_array(op, "permutation")
+        return _fold_layout(self, op, rw, lambda array, result_shape: np.transpose(array, permutation))
+
+
+class FoldSlice(_FoldPattern):
+    """slice(c, start, limit, strides) -> c' (a splat folds at any size)."""
+
+    root = "stablehlo.slice"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        starts = read_i64_array(op, "start_indices")
+        limits = read_i64_array(op, "limit_indices")
+        strides = read_i64_array(op, "strides")
+        index = tuple(slice(s, l, st) for s, l, st in zip(starts, limits, strides))
+        return _fold_layout(self, op, rw, lambda array, result_shape: array[index])
+
+
+class FoldConcatenate(_FoldPattern):
+    """concatenate(c1, c2, ..., dim) -> c."""
+
+    root = "stablehlo.concatenate"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        dimension = ir.IntegerAttr(op.attributes["dimension"]).value
+        arrays = self._operands(op, rw)
+        if arrays is None:
+            return False
+        return self._replace(op, np.concatenate(arrays, axis=dimension), rw)
+
+
+_REDUCERS = {
+    "stablehlo.add": np.add,
+    "stablehlo.multiply": np.multiply,
+    "stablehlo.maximum": np.maximum,
+    "stablehlo.minimum": np.minimum,
+    "stablehlo.and": np.bitwise_and,
+    "stablehlo.or": np.bitwise_or,
+}
+
+
+class FoldReduce(_FoldPattern):
+    """reduce(c, init, dims) {add|multiply|maximum|minimum|and|or} -> c'.
+
+    One input, a body that is a single binary op on its two arguments; float sums may be
+    associated differently than XLA would (as XLA itself may reassociate).
+    """
+
+    root = "stablehlo.reduce"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if len(op.operands) != 2:
+            return rw.fail(op, "variadic reduce")
+        reducer = _single_binary_body(op)
+        if reducer is None:
+            return rw.fail(op, "body is not one add/multiply/maximum/minimum/and/or of its arguments")
+        arrays = self._operands(op, rw)
+        if arrays is None:
+            return False
+        data, init = arrays
+        dims = tuple(read_i64_array(op, "dimensions"))
+        if data.size == 0:
+            return rw.fail(op, "empty input")
+        if data.dtype.kind == "f" and reducer in (np.maximum, np.minimum) and np.any(data == 0):
+            return rw.fail(op, "zeros in a float max/min reduction: the sign is not pinned down")
+        with np.errstate(all="ignore"):
+            value = reducer(reducer.reduce(data, axis=dims), init)
+        return self._replace(op, value, rw)
+
+
+def _single_binary_body(op: ir.Operation):
+    block = op.regions[0].blocks[0]
+    operations = list(block.operations)
+    if len(operations) != 2 or operations[1].name != "stablehlo.return":
+        return None
+    body_op = operations[0]
+    reducer = _REDUCERS.get(body_op.name)
+    arguments = list(block.arguments)
+    if reducer is None or len(arguments) != 2:
+        return None
+    if {body_op.operands[0], body_op.operands[1]} != set(arguments) or body_op.operands[0] == body_op.operands[1]:
+        return None
+    if list(operations[1].operands) != [body_op.results[0]]:
+        return None
+    return reducer
+
+
+def broadcast_in_dim(array: np.ndarray, dims: list[int], result_shape: tuple[int, ...]) -> np.ndarray:
+    """numpy ``broadcast_in_dim``: operand dim i goes to result dim dims[i]."""
+    order = sorted(range(len(dims)), key=lambda i: dims[i])
+    moved = np.transpose(array, order) if order else array
+    shape = [1] * len(result_shape)
+    for i in order:
+        shape[dims[i]] = array.shape[i]
+    return np.broadcast_to(moved.reshape(shape), result_shape)
+
+
+def _fold_layout(pattern: _FoldPattern, op: ir.Operation, rw: Rewriter, function) -> bool:
+    operand = op.operands[0]
+    attr = constant_attr(operand)
+    if attr is None:
+        return rw.fail(op, "operand is not a constant")
+    result_shape = shape_of(op.results[0])
+    if result_shape is None or not is_static(op.results[0]):
+        return rw.fail(op, "result shape is dynamic")
+    if attr.is_splat:
+        dtype = numpy_dtype(element_type_of(operand))
+        if dtype is None:
+            return rw.fail(op, f"element type {element_type_of(operand)} is not readable with numpy")
+        # Every element is the same: so is every element of the result.
+        return pattern._replace(op, np.full((1,), splat_scalar(operand), dtype), rw, splat=True)
+    arrays = pattern._operands(op, rw)
+    if arrays is None:
+        return False
+    return pattern._replace(op, function(arrays[0], result_shape), rw)
+
+
+@dataclasses.dataclass(frozen=True)
+class FoldConstantsPass(PatternRewritePass, ModulePass):
+    """Replaces ops whose operands are all constants by one ``stablehlo.constant``.
+
+    Rewrites (``c`` constants):
+
+    - ``f(c) -> c'`` for negate, abs, not, sqrt, rsqrt, exponential, exponential_minus_one,
+      log, log_plus_one, logistic, tanh, sine, cosine, floor, ceil, round_nearest_even,
+      round_nearest_afz (transcendental ones and rounding on floats only)
+    - ``f(c1, c2) -> c`` for add, subtract, multiply, divide, remainder, maximum, minimum,
+      power (floats), atan2 (floats), and, or, xor; ``compare(c1, c2) -> c`` (not
+      TOTALORDER); ``select(c, c1, c2) -> c``
+    - ``convert(c) -> c'`` (float -> int only for finite, in-range values)
+    - ``reshape(c)``, ``broadcast_in_dim(c)``, ``transpose(c)``, ``slice(c)``,
+      ``concatenate(c1, c2, ...)`` ``-> c'``
+    - ``reduce(c, init)`` with an add/multiply/maximum/minimum/and/or body ``-> c'``
+
+    Constraints: every operand is a ``stablehlo.constant`` whose element type numpy holds
+    exactly (f16, f32, f64, bool, i8-i64, ui8-ui64); the result shape is static; integer
+    division/remainder by 0 and MIN / -1 stay; float max/min of two zeros stay (the sign of
+    the result is not pinned down). Operands and results may have at most ``max-elements``
+    elements unless every operand is a splat and the result is a splat, which folds at any
+    size (computed on one element).
+    """
+
+    name: ClassVar[str] = "fold-constants"
+
+    max_elements: int = 65536
+    """Operands and results with more elements than this are not folded (splats excepted)."""
+
+    def __post_init__(self) -> None:
+        if self.max_elements < 1:
+            raise ValueError(f"option 'max-elements' must be at least 1; got {self.max_elements}")
+
+    def patterns(self) -> list[RewritePattern]:
+        limit = self.max_elements
+        return [
+            FoldUnary(limit),
+            FoldBinary(limit),
+            FoldCompare(limit),
+            FoldSelect(limit),
+            FoldConvert(limit),
+            FoldReshape(limit),
+            FoldBroadcastInDim(limit),
+            FoldTranspose(limit),
+            FoldSlice(limit),
+            FoldConcatenate(limit),
+            FoldReduce(limit),
+        ]
+

@@ -1,0 +1,193 @@
+"""Parity of the generator family (frontend/lowering/generators.py) against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import NonConstantInputError
+from onnx_stablehlo.frontend.importer import import_model
+from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, oracle_run, parse
+
+CONSTANT_CASES = [
+    ("value = float[2, 3] {1, 2, 3, 4, 5, 6}", "float", "[2, 3]", 13),
+    ("value_float = 2.5", "float", "[2, 3]", 13),
+    ("value_floats = [1.0, -2.0, 3.5]", "float", "[3]", 12),
+    ("value_int = 7", "int64", "[2, 3]", 19),
+    ("value_ints = [1, 2, 3]", "int64", "[3]", 25),
+    ("value = int32[3] {-1, 0, 5}", "int32", "[3]", 9),
+]
+
+
+@pytest.mark.parametrize(
+    "attr,ty,shape,opset", CONSTANT_CASES, ids=[f"{c[0].split(' ')[0]}-{c[1]}-opset{c[3]}" for c in CONSTANT_CASES]
+)
+def test_constant_matches_onnxruntime(attr, ty, shape, opset, rng):
+    model = parse(
+        f"""<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}{shape} x) => ({ty}{shape} y) {{
+  c = Constant <{attr}> ()
+  y = Add(x, c)
+}}"""
+    )
+    dims = tuple(int(d) for d in shape.strip("[]").split(","))
+    feeds = {"x": rng.integers(-5, 5, dims).astype(onnx.helper.tensor_dtype_to_np_dtype(
+        {"float": onnx.TensorProto.FLOAT, "int64": onnx.TensorProto.INT64, "int32": onnx.TensorProto.INT32}[ty]))}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_constant_is_a_compile_time_value():
+    """A Constant feeding a shape input (Reshape) is read at compile time."""
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 13]>
+g (float[2, 6] x) => (float[3, 4] y) {
+  shape = Constant <value_ints = [3, 4]> ()
+  y = Reshape(x, shape)
+}"""
+    )
+    x = np.arange(12, dtype=np.float32).reshape(2, 6)
+    assert_allclose_for_dtype(compile_and_run(model, {"x": x}), [x.reshape(3, 4)])
+
+
+CONSTANT_OF_SHAPE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}{shape} x) => ({ty}{shape} y) <int64[{rank}] shape = {{{dims}}}> {{
+  c = ConstantOfShape <{value}> (shape)
+  y = Add(x, c)
+}}"""
+
+
+def _constant_of_shape(shape, value: str, ty: str, opset: int):
+    text = CONSTANT_OF_SHAPE_MODEL.format(
+        opset=opset, ty=ty, shape=list(shape), rank=len(shape), dims=", ".join(map(str, shape)), value=value
+    )
+    return parse(text)
+
+
+@pytest.mark.parametrize(
+    "shape,value,ty,opset",
+    [
+        ((2, 3), "value = float[1] {1.5}", "float", 9),
+        ((2, 3), "value = int64[1] {4}", "int64", 20),
+        ((40, 50), "value = float[1] {-2.0}", "float", 21),
+        ((0, 3), "value = int32[1] {1}", "int32", 25),
+    ],
+    ids=["f32-opset9", "i64-opset20", "f32-large-opset21", "i32-empty-opset25"],
+)
+def test_constant_of_shape_matches_onnxruntime(shape, value, ty, opset, rng):
+    model = _constant_of_shape(shape, value, ty, opset)
+    np_dtype = {"float": np.float32, "int64": np.int64, "int32": np.int32}[ty]
+    feeds = {"x": rng.integers(-5, 5, shape).astype(np_dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_constant_of_shape_defaults_to_float_zero():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 20]>
+g (float[2, 3] x) => (float[2, 3] y) <int64[2] shape = {2, 3}> {
+  c = ConstantOfShape (shape)
+  y = Add(x, c)
+}"""
+    )
+    x = np.ones((2, 3), np.float32)
+    assert_allclose_for_dtype(compile_and_run(model, {"x": x}), [x])
+
+
+def test_constant_of_shape_large_result_is_a_splat():
+    """Above 1024 elements the rule emits a splat constant, never a dense literal."""
+    model = _constant_of_shape((40, 50), "value = float[1] {-2.0}", "float", 21)
+    lowered = import_model(onnx_stablehlo.load(model), fold_max_elements=0)
+    assert "dense<-2.000000e+00> : tensor<40x50xf32>" in lowered.text
+
+
+def test_constant_of_shape_rejects_a_runtime_shape():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 20]>
+g (float[2] shape_f) => (float y) {
+  shape = Cast <to = 7> (shape_f)
+  y = ConstantOfShape (shape)
+}"""
+    )
+    with pytest.raises(NonConstantInputError, match="shape"):
+        onnx_stablehlo.lower(model)
+
+
+RANGE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}[{n}] x) => ({ty}[{n}] y) <{ty} start = {{{start}}}, {ty} limit = {{{limit}}}, {ty} delta = {{{delta}}}> {{
+  r = Range (start, limit, delta)
+  y = Add(x, r)
+}}"""
+
+RANGE_CASES = [
+    ("float", 1.0, 5.5, 1.5, 11),
+    ("int32", 10, 4, -2, 11),
+    ("int64", 0, 7, 3, 27),
+    ("double", -1.0, 1.0, 0.25, 27),
+]
+
+
+def _range_model(ty, start, limit, delta, opset):
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    return parse(RANGE_MODEL.format(opset=opset, ty=ty, n=n, start=start, limit=limit, delta=delta)), n
+
+
+@pytest.mark.parametrize("case", RANGE_CASES, ids=[f"{c[0]}-opset{c[4]}" for c in RANGE_CASES])
+def test_range_rule_computes_a_constant(case):
+    """Folding is off here, so the rule itself computes the range."""
+    ty, start, limit, delta, opset = case
+    model, n = _range_model(*case)
+    np_dtype = {"float": np.float32, "int32": np.int32, "int64": np.int64, "double": np.float64}[ty]
+    expected = np.arange(start, limit, delta).astype(np_dtype)
+    text = import_model(onnx_stablehlo.load(model), fold_max_elements=0).text
+    literal = ", ".join(str(v) for v in expected.tolist()) if ty.startswith("int") else None
+    assert f"tensor<{n}x" in text
+    if literal is not None:
+        assert f"dense<[{literal}]>" in text
+    feeds = {"x": np.zeros((n,), np_dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [expected])
+
+
+def test_range_rejects_runtime_inputs():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 11]>
+g (float[1] s) => (float y) <float limit = {5.0}, float delta = {1.0}> {
+  start = Squeeze (s)
+  y = Range (start, limit, delta)
+}"""
+    )
+    with pytest.raises(NonConstantInputError, match="'start'"):
+        onnx_stablehlo.lower(model)
+
+
+@pytest.mark.parametrize(
+    "shape,attrs,ty,opset",
+    [
+        ((3, 4), "", "float", 9),
+        ((4, 3), "<k = 1>", "int32", 9),
+        ((3, 3), "<k = -2, dtype = 1>", "int64", 22),
+        ((40, 50), "<k = 3>", "float", 22),
+    ],
+    ids=["f32-opset9", "i32-k1", "i64-to-f32-k-2", "f32-large-k3"],
+)
+def test_eye_like_matches_onnxruntime(shape, attrs, ty, opset, rng):
+    out_ty = "float" if "dtype = 1" in attrs else ty
+    model = parse(
+        f"""<ir_version: 10, opset_import: ["" : {opset}]>
+g ({ty}{list(shape)} x) => ({out_ty}{list(shape)} y) {{
+  y = EyeLike {attrs} (x)
+}}"""
+    )
+    np_dtype = {"float": np.float32, "int32": np.int32, "int64": np.int64}[ty]
+    feeds = {"x": rng.integers(-5, 5, shape).astype(np_dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_eye_like_large_uses_iota():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 22]>
+g (float[40, 50] x) => (float[40, 50] y) {
+  y = EyeLike (x)
+}"""
+    )
+    assert "stablehlo.iota" in emitted_text(model)
