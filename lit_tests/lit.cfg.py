@@ -1,8 +1,8 @@
 # lit configuration for onnx-stablehlo's FileCheck tests.
 #
 # Inputs are ONNX text syntax (.onnxtxt, `#` comments carry RUN/CHECK lines) for lowerings and
-# .mlir for passes. Tools (`onnx-stablehlo`, `filecheck`) come from PATH: run lit inside the
-# project's virtual environment (see README).
+# .mlir for passes. Tools (`onnx-stablehlo`, `onnx-stablehlo-opt`, `filecheck`) come from PATH:
+# run lit inside the project's virtual environment (see README).
 import os
 import shutil
 
@@ -19,6 +19,6 @@ for name in ("HOME", "ONNX_STABLEHLO_CACHE"):
     if name in os.environ:
         config.environment[name] = os.environ[name]
 
-for tool in ("onnx-stablehlo", "filecheck"):
+for tool in ("onnx-stablehlo", "onnx-stablehlo-opt", "filecheck"):
     if shutil.which(tool) is None:
         lit_config.fatal(f"'{tool}' is not on PATH; activate the virtual environment first")

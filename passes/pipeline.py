@@ -274,6 +274,7 @@ class Pipeline:
             except PassError as exc:
                 if exc.pass_name is None:
                     exc.pass_name = step.name
+                if not str(exc).startswith("pass '"):
                     exc.args = (f"pass '{step.label}': {exc}",)
                 raise
             except ir.MLIRError as exc:

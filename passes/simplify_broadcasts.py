@@ -238,6 +238,47 @@ class UnaryOfBroadcast(RewritePattern):
         return True
 
 
+class ElementwiseOfReshapes(RewritePattern):
+    """f(reshape(a)) -> reshape(f(a)); f(reshape(a), reshape(b)) -> reshape(f(a, b)); f(reshape(a), splat c) -> reshape(f(a, splat c')).
+
+    For unary and binary elementwise ops (and with a splat constant as either operand). Moves
+    reshapes down to where a broadcast can absorb them. Constraints: each reshape has no other
+    use; a and b have the same type; static shapes.
+    """
+
+    root = _UNARY + _BINARY
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        operands = list(op.operands)
+        reshapes = [defining_op_named(v, "stablehlo.reshape") for v in operands]
+        present = [r for r in reshapes if r is not None]
+        if not present:
+            return rw.fail(op, "no operand is produced by a reshape")
+        source = present[0].operands[0]
+        if not is_static(source) or not is_static(op.results[0]):
+            return rw.fail(op, "dynamic shapes")
+        for reshape in present:
+            if not has_one_use(reshape.results[0]):
+                return rw.fail(op, "a reshape operand has other uses")
+            if reshape.operands[0].type != source.type:
+                return rw.fail(op, "the reshaped operands differ in type")
+        new_operands = []
+        for value, reshape in zip(operands, reshapes):
+            if reshape is not None:
+                new_operands.append(reshape.operands[0])
+                continue
+            narrowed = _narrow_splat(value, shape_of(source), rw)
+            if narrowed is None:
+                return rw.fail(op, "the other operand is neither a matching reshape nor a splat constant")
+            new_operands.append(narrowed)
+        attributes = {name: op.attributes[name] for name in op.attributes}
+        result_type = tensor_type(shape_of(source), element_type_of(op.results[0]))
+        inner = rw.create(op.name, new_operands, [result_type], attributes)
+        new = rw.create("stablehlo.reshape", [inner.result], [op.results[0].type])
+        rw.replace_op(op, [new.result])
+        return True
+
+
 @dataclasses.dataclass(frozen=True)
 class SimplifyBroadcastsPass(PatternRewritePass, ModulePass):
     """Merges broadcast chains and moves elementwise work before broadcasts.
@@ -254,6 +295,9 @@ class SimplifyBroadcastsPass(PatternRewritePass, ModulePass):
       (narrowed to a's shape); a and b of one type, the broadcasts used only there
     - ``f(broadcast_in_dim(x, d)) -> broadcast_in_dim(f(x), d)`` for unary elementwise ops
       (``convert`` and ``chlo.erf`` included), the broadcast used only there
+    - ``f(reshape(a)) -> reshape(f(a))``, ``f(reshape(a), reshape(b)) -> reshape(f(a, b))``
+      and ``f(reshape(a), splat c) -> reshape(f(a, splat c'))`` for elementwise ops, the
+      reshapes used only there: sinks reshapes down to the broadcasts that absorb them
 
     All rewrites need static shapes. Values are unchanged: each elementwise result is computed
     from the same operand values, only fewer times.
@@ -268,4 +312,5 @@ class SimplifyBroadcastsPass(PatternRewritePass, ModulePass):
             BroadcastToReshape(),
             ElementwiseOfBroadcasts(),
             UnaryOfBroadcast(),
+            ElementwiseOfReshapes(),
         ]

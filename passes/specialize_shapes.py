@@ -75,7 +75,6 @@ class SpecializeShapesPass(ModulePass):
         block = func_op.regions[0].blocks[0]
         named = _named_axes(func_op, len(block.arguments))
         unused = set(bindings)
-        changed = False
         with module.context, ir.Location.unknown():
             new_input_types = []
             for index, argument in enumerate(block.arguments):
@@ -93,15 +92,10 @@ class SpecializeShapesPass(ModulePass):
                         if shape[axis] is not None and shape[axis] != size:
                             raise PassError(
                                 f"dims binds {key}={size}, but axis {axis} of argument {index} is static "
-                                f"with size {shape[axis]}",
-                                pass_name=self.name,
+                                f"with size {shape[axis]}"
                             )
                         new_shape[axis] = size
-                new_type = tensor_type(new_shape, element_type_of(argument))
-                if new_type != argument.type:
-                    argument.set_type(new_type)
-                    changed = True
-                new_input_types.append(new_type)
+                new_input_types.append(tensor_type(new_shape, element_type_of(argument)))
             if unused:
                 available = sorted(
                     {f"arg{i}.{a}" for i, arg in enumerate(block.arguments) for a, d in enumerate(shape_of(arg) or ()) if d is None}
@@ -109,9 +103,13 @@ class SpecializeShapesPass(ModulePass):
                 )
                 raise PassError(
                     f"dims names {', '.join(sorted(unused))}, which @{self.func} does not have; dynamic "
-                    f"dims: {', '.join(available) or '(none)'}",
-                    pass_name=self.name,
+                    f"dims: {', '.join(available) or '(none)'}"
                 )
+            changed = False
+            for argument, new_type in zip(block.arguments, new_input_types):
+                if new_type != argument.type:
+                    argument.set_type(new_type)
+                    changed = True
             if not changed:
                 return PassResult(modified=False)
             function_type = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
@@ -135,8 +133,7 @@ def _find_func(module: ir.Module, name: str) -> ir.Operation:
             return op.operation
         names.append(symbol)
     raise PassError(
-        f"no function @{name} in the module (functions: {', '.join('@' + n for n in names) or 'none'})",
-        pass_name=SpecializeShapesPass.name,
+        f"no function @{name} in the module (functions: {', '.join('@' + n for n in names) or 'none'})"
     )
 
 

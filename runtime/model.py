@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, NonConstantInputError, ShapeError
+from onnx_stablehlo.errors import FeedError, NonConstantInputError, ShapeError, UnsupportedDtypeError
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
@@ -81,6 +81,12 @@ class CompiledModel:
         self.cache_size = cache_size
         self._registry = registry
         inputs = graph_input_values(model.graph)
+        for value in inputs:
+            if not isinstance(value.type, onnx_ir.TensorType):
+                raise UnsupportedDtypeError(
+                    f"input '{value.name}' has type {value.type}; only tensor inputs are supported "
+                    "(sequence and optional inputs are not)"
+                )
         self.input_names = [v.name for v in inputs]
         self.output_names = [v.name for v in model.graph.outputs]
         self._input_dtypes = {v.name: v.dtype for v in inputs}

@@ -201,7 +201,8 @@ def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:
     try:
         return list(executable.execute(list(arguments)))
     except Exception as exc:
-        raise ExecutionError(f"PJRT execution failed: {str(exc).strip().splitlines()[0]}") from exc
+        lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+        raise ExecutionError("PJRT execution failed: " + " | ".join(lines[:4])) from exc
 
 
 def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:

@@ -254,8 +254,14 @@ def _whisper_decoder():
             self.proj_out = whisper.proj_out
 
         def forward(self, decoder_input_ids, encoder_hidden_states):
+            # An all-ones mask changes no result, but without one transformers 5 looks for packed
+            # sequences with torch.diff, which the TorchScript exporter cannot export
+            # ("Exporting the operator 'aten::diff' to ONNX opset version 17 is not supported").
             hidden = self.decoder(
-                input_ids=decoder_input_ids, encoder_hidden_states=encoder_hidden_states, use_cache=False
+                input_ids=decoder_input_ids,
+                attention_mask=torch.ones_like(decoder_input_ids),
+                encoder_hidden_states=encoder_hidden_states,
+                use_cache=False,
             ).last_hidden_state
             return self.proj_out(hidden)
 
@@ -468,6 +474,15 @@ def _check_export(path: Path, arch: Architecture, flavour: ExportFlavour) -> Non
         raise ExportError(f"{path}: default-domain opset {opset}, expected {flavour.opset}")
 
 
+def _error_summary(error: BaseException, limit: int = 500) -> str:
+    """The informative line of an exporter error (they embed whole graphs and long advice)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    if "## Exception summary" in lines:  # the dynamo exporter's report
+        lines = lines[lines.index("## Exception summary") + 1 :][:1]
+    text = lines[-1] if lines else type(error).__name__
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def build(name: str, flavour: str, cache_dir: Path | None = None, force: bool = False) -> Path:
     """Returns the path of a cached export, building it if missing.
 
@@ -498,7 +513,9 @@ def build(name: str, flavour: str, cache_dir: Path | None = None, force: bool = 
         try:
             _export(arch, spec, tmp)
         except Exception as error:  # the exporters raise many unrelated types; keep the cause
-            raise ExportError(f"{arch.name} ({spec.name} exporter, opset {spec.opset}) failed to export: {error}") from error
+            raise ExportError(
+                f"{arch.name} ({spec.name} exporter, opset {spec.opset}) failed to export: {_error_summary(error)}"
+            ) from error
         _check_export(tmp, arch, spec)
         os.chmod(tmp, 0o644)  # mkstemp creates 0600; the cache is shared like any other file
         os.replace(tmp, target)

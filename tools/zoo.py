@@ -795,7 +795,7 @@ def _transformer_models() -> list[ZooModel]:
         ("resnet50", 102, _image_classifier_inputs, _TORCH, "ResNet-50 image classifier (random init)"),
         ("mobilenetv2", 14, _image_classifier_inputs, _TORCH, "MobileNetV2 image classifier (random init)"),
         ("whisper-encoder", 33, _whisper_encoder_inputs, _TORCH, "whisper-tiny encoder (random init)"),
-        ("whisper-decoder", 118, _whisper_decoder_inputs, _TORCH, "whisper-tiny decoder + LM head (random init)"),
+        ("whisper-decoder", 198, _whisper_decoder_inputs, _TORCH, "whisper-tiny decoder + LM head (random init)"),
     ]
     models = []
     for arch, megabytes, inputs, requires, description in specs:

@@ -226,19 +226,39 @@ def lower_mod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 
 @lowering("BitShift", since=11)
-@lowering("BitShift", since=28)  # 28 widened types
+@lowering("BitShift", since=28)  # 28 added signed types: RIGHT is then arithmetic
 def lower_bit_shift(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers BitShift to stablehlo.shift_left / shift_right_logical (unsigned operands).
+    """Lowers BitShift to stablehlo.shift_left / shift_right_logical / shift_right_arithmetic.
 
-    Spec: BitShift-11/28. Dtypes: uint8 ... uint64 (and the signed ints of 28, shifted logically).
+    Spec: BitShift-11/28. A shift amount that is negative or at least the bit width gives the
+    sign fill alone: -1 for RIGHT on a negative signed value, 0 otherwise.
+    Dtypes: uint8 ... uint64; int8 ... int64 from revision 28.
+    Raises: UnsupportedAttributeError for a direction other than LEFT/RIGHT.
     """
-    lhs, rhs = emit.broadcast_values(ctx.input(0), ctx.input(1))
+    x, amount = emit.broadcast_values(ctx.input(0), ctx.input(1))
     direction = node.attr_str("direction")
+    dtype = emit.dtype_of(x)
+    shape = emit.static_shape_of(x)
+    signed = dtypes.is_signed_int(dtype)
     if direction == "LEFT":
-        return [stablehlo.ShiftLeftOp(lhs, rhs).result]
-    if direction == "RIGHT":
-        return [stablehlo.ShiftRightLogicalOp(lhs, rhs).result]
-    raise ctx.unsupported_attribute("direction", direction, "LEFT, RIGHT")
+        shifted = stablehlo.ShiftLeftOp(x, amount).result
+        fill = _zero_like(x)
+    elif direction == "RIGHT":
+        if signed:
+            shifted = stablehlo.ShiftRightArithmeticOp(x, amount).result
+            fill = stablehlo.SelectOp(emit.compare(x, _zero_like(x), "LT"),
+                                      emit.splat(-1, dtype, shape), _zero_like(x)).result
+        else:
+            shifted = stablehlo.ShiftRightLogicalOp(x, amount).result
+            fill = _zero_like(x)
+    else:
+        raise ctx.unsupported_attribute("direction", direction, "LEFT, RIGHT")
+    bits = dtypes.numpy_dtype(dtype).itemsize * 8
+    out_of_range = emit.compare(amount, emit.splat(bits, dtype, shape), "GE")
+    if signed:
+        negative = emit.compare(amount, _zero_like(amount), "LT")
+        out_of_range = stablehlo.OrOp(out_of_range, negative).result
+    return [stablehlo.SelectOp(out_of_range, fill, shifted).result]
 
 
 @lowering("Where", since=9)

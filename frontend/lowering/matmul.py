@@ -344,3 +344,81 @@ def lower_einsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [einsum(values, node.attr_str("equation"))]
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
+
+
+# Integer and quantized products ---------------------------------------------------------------
+
+
+def _row_parameter(value: ir.Value, operand_shape: Sequence[int]) -> ir.Value:
+    """A per-row ([M]) parameter of a [..., M, K] operand as [M, 1]; others unchanged (numpy broadcasting)."""
+    shape = emit.static_shape_of(value)
+    if len(shape) == 1 and shape[0] != 1 and len(operand_shape) >= 2:
+        return emit.reshape(value, (shape[0], 1))
+    return value
+
+
+def _centered(value: ir.Value, zero_point: ir.Value | None, dtype: DataType, per_row: bool) -> ir.Value:
+    """``convert(value, dtype) - zero_point`` with the zero point broadcast numpy-style."""
+    value = emit.convert(value, dtype)
+    if zero_point is None:
+        return value
+    if per_row:
+        zero_point = _row_parameter(zero_point, emit.static_shape_of(value))
+    zero_point = emit.convert(zero_point, dtype)
+    shape = emit.broadcast_shapes(emit.static_shape_of(value), emit.static_shape_of(zero_point))
+    if tuple(shape) != tuple(emit.static_shape_of(value)):
+        raise ValueError(
+            f"zero point {list(emit.static_shape_of(zero_point))} does not fit {list(emit.static_shape_of(value))}"
+        )
+    return stablehlo.SubtractOp(value, emit.broadcast_to(zero_point, shape)).result
+
+
+@lowering("MatMulInteger", since=10)
+def lower_matmul_integer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MatMulInteger to an int32 dot_general of the zero-point-centered operands.
+
+    Spec: onnx.ai/onnx/operators/onnx__MatMulInteger.html (MatMulInteger-10).
+    Shapes: as MatMul; a_zero_point scalar or per row ([M], or [..., M, 1]), b_zero_point
+        scalar or per column ([N], or [..., 1, N]).
+    Dtypes: A, B int8/uint8; result int32 (accumulated in int32, as the spec says).
+    Raises: ShapeError when shapes do not fit.
+    """
+    try:
+        a = _centered(ctx.input(0), ctx.optional_input(2), DataType.INT32, per_row=True)
+        b = _centered(ctx.input(1), ctx.optional_input(3), DataType.INT32, per_row=False)
+        return [matmul(a, b)]
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc
+
+
+@lowering("QLinearMatMul", since=10)
+@lowering("QLinearMatMul", since=21)  # 21 added float8 operands and float16/bfloat16 scales
+def lower_qlinear_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers QLinearMatMul: an int32 (float32 for float8) product requantized to y's type.
+
+    ``y = saturate(round((a - a_zp) @ (b - b_zp) * (a_scale * b_scale / y_scale)) + y_zp)``.
+
+    Spec: onnx.ai/onnx/operators/onnx__QLinearMatMul.html (QLinearMatMul-10, 21).
+    Shapes: as MatMul; a's scale and zero point scalar or per row, b's scalar or per column,
+        y's scalar.
+    Dtypes: int8/uint8 (float8 from 21) operands; float32 (float16/bfloat16 from 21) scales.
+    Raises: ShapeError when shapes do not fit.
+    """
+    from onnx_stablehlo.frontend.lowering.conversion import quantize
+
+    exact = dtypes.is_integer(ctx.input_dtype(0)) and dtypes.is_integer(ctx.input_dtype(3))
+    accumulate = DataType.INT32 if exact else DataType.FLOAT
+    try:
+        a = _centered(ctx.input(0), ctx.input(2), accumulate, per_row=True)
+        b = _centered(ctx.input(3), ctx.input(5), accumulate, per_row=False)
+        product = emit.convert(matmul(a, b), DataType.FLOAT)
+        shape = emit.static_shape_of(product)
+        a_scale = emit.convert(_row_parameter(ctx.input(1), emit.static_shape_of(a)), DataType.FLOAT)
+        b_scale = emit.convert(ctx.input(4), DataType.FLOAT)
+        multiplier = stablehlo.MulOp(emit.broadcast_to(a_scale, shape), emit.broadcast_to(b_scale, shape)).result
+        y_scale = emit.broadcast_to(ctx.input(6), shape)
+        y_zero_point = emit.broadcast_to(ctx.input(7), shape)
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc
+    scaled = stablehlo.MulOp(product, multiplier).result
+    return [quantize(scaled, y_scale, y_zero_point, ctx.input_dtype(7), compute=DataType.FLOAT)]

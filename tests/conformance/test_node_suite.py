@@ -1,6 +1,6 @@
 """ONNX backend node suite: every case passes, or is listed with a reason in expected_failures.txt.
 
-``test_node_case[<case>]`` (marked slow: ``pytest -m slow tests/conformance``) takes its result
+``test_node_case[<case>]`` (part of the default run; ``pytest tests/conformance``) takes its result
 from one parallel run of the selected cases (see conftest.py). A listed case that fails is an xfail
 showing the current reason; a listed case that passes fails, so the file only shrinks. Refresh the
 file with ``python tools/update_expected_failures.py``.
@@ -36,7 +36,6 @@ def test_expected_failures_have_reasons_and_name_existing_cases():
     assert all(reason.strip() for reason in entries.values())
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case_name", CASE_NAMES, ids=CASE_NAMES)
 def test_node_case(case_name, node_suite_results, expected_failures):
     result = node_suite_results[case_name]
