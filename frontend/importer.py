@@ -41,6 +41,7 @@ from onnx_stablehlo.errors import (
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.expand import expand_function_ops, node_opset
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape
@@ -123,7 +124,7 @@ def find_unsupported(
     missing: dict[tuple[str, str, int], list[str]] = {}
     for index, node in enumerate(model.graph.all_nodes()):
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        opset = opsets.get(domain, 1)
+        opset = node_opset(node, opsets)
         if registry.resolve(domain, node.op_type, opset) is None:
             name = node.name or f"node #{index} ({node.op_type})"
             missing.setdefault((domain, node.op_type, opset), []).append(name)
@@ -244,7 +245,7 @@ class _Importer:
 
     def lower_node(self, node: onnx_ir.Node, index: int) -> None:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
-        opset = self.opsets.get(domain, 1)
+        opset = node_opset(node, self.opsets)
         resolved = self.registry.resolve(domain, node.op_type, opset)
         assert resolved is not None, "find_unsupported runs first"
         since, rule = resolved
@@ -287,10 +288,13 @@ class _Importer:
                for a in node.attributes.values()):
             return None
         try:
-            return _evaluate_with_reference(node, onnx_node, inputs)
+            results = _evaluate_with_reference(node, onnx_node, inputs)
         except Exception as exc:  # the rule lowers it at run time instead
             _log.debug("not folding %s: %s", onnx_node, exc)
             return None
+        if sum(np.size(r) for r in results if r is not None) > self.fold_max_elements:
+            return None  # an Expand or Tile of a small constant: keep the op, not a huge constant
+        return results
 
     def bind_outputs(self, node: onnx_ir.Node, onnx_node: OnnxNode, results: list) -> None:
         outputs = list(node.outputs)
@@ -399,6 +403,12 @@ def import_model(
         registry = default_registry()
     start = time.perf_counter()
     missing = find_unsupported(model, registry)
+    if missing:
+        # Ops without a rule whose schema defines a function body are expanded into it.
+        expanded = expand_function_ops(model, registry)
+        if expanded is not None:
+            model = expanded
+            missing = find_unsupported(model, registry)
     if missing:
         known = {(d, o): registry.since_versions(d, o) for (d, o, _) in missing}
         raise UnsupportedOpError(missing, known)

@@ -120,7 +120,7 @@ class IdempotentReduceOfBroadcast(RewritePattern):
         if len(needed) == len(reduced):
             return rw.fail(op, "every reduced dim carries distinct values")
         kept = [d for d in range(len(full_shape)) if d not in reduced or d in needed]
-        narrow_shape = [full_shape[d] if (d not in reduced or d in needed) else 1 for d in kept]
+        narrow_shape = [full_shape[d] for d in kept]
         # Broadcast x to the kept dims only (reduced repeated dims removed).
         narrow_type = tensor_type(narrow_shape, element_type_of(source))
         position = {d: k for k, d in enumerate(kept)}
@@ -138,13 +138,16 @@ class IdempotentReduceOfBroadcast(RewritePattern):
                 [source],
                 [tensor_type([source_shape[i] for i in kept_source], element_type_of(source))],
             ).result
-        narrow = rw.create(
-            "stablehlo.broadcast_in_dim", [source], [narrow_type], {"broadcast_dimensions": i64_array(narrow_dims)}
-        )
+        if source.type == narrow_type and narrow_dims == list(range(len(narrow_dims))):
+            narrow = source  # nothing left to broadcast
+        else:
+            narrow = rw.create(
+                "stablehlo.broadcast_in_dim", [source], [narrow_type], {"broadcast_dimensions": i64_array(narrow_dims)}
+            ).result
         new_dims = [position[d] for d in needed]
         new_reduce = rw.create(
             "stablehlo.reduce",
-            [narrow.result, op.operands[1]],
+            [narrow, op.operands[1]],
             [op.results[0].type],
             {"dimensions": i64_array(new_dims)},
             regions=1,

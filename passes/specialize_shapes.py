@@ -2,7 +2,8 @@
 
 A module with ``?`` dims (symbolic ONNX dims kept dynamic) compiles once per concrete shape;
 this pass writes the concrete sizes into ``@main``'s argument types and runs StableHLO's
-``stablehlo-refine-shapes`` to propagate them through the body and the result types.
+``stablehlo-refine-shapes`` (then ``stablehlo-canonicalize-dynamism``) to propagate them
+through the body and the result types.
 """
 
 from __future__ import annotations
@@ -36,7 +37,9 @@ class SpecializeShapesPass(ModulePass):
 
     - ``func.func @main(%arg0: tensor<?x16xf32>) -> tensor<?x4xf32>`` with ``dims=arg0.0=2``
       -> ``func.func @main(%arg0: tensor<2x16xf32>) -> tensor<2x4xf32>``, every op in the body
-      refined by ``stablehlo-refine-shapes``
+      refined by ``stablehlo-refine-shapes``; dynamic ops whose shape operands became constants
+      (``dynamic_broadcast_in_dim``, ``dynamic_reshape`` ...) turn static through
+      ``stablehlo-canonicalize-dynamism``
 
     Names in ``dims``: ``argI.D`` (argument I, axis D), or a dim_param name listed in the
     argument attribute ``onnx.dim_params`` (``["batch", "", "seq"]``), which binds every axis
@@ -117,7 +120,10 @@ class SpecializeShapesPass(ModulePass):
                 ir.FunctionType.get(new_input_types, list(function_type.results))
             )
             pjrt.register_upstream_passes()
-            manager = passmanager.PassManager.parse("builtin.module(stablehlo-refine-shapes)", context=module.context)
+            manager = passmanager.PassManager.parse(
+                "builtin.module(stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism))",
+                context=module.context,
+            )
             manager.enable_verifier(False)
             manager.run(module.operation)
         return PassResult(modified=True)

@@ -32,42 +32,15 @@ _HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 # Helpers -------------------------------------------------------------------------------------
 
 
-def _scalar(value: float, dtype: DataType) -> ir.Value:
-    """A rank-0 constant (``emit.splat`` with shape ``()`` comes out rank 1 today, see _reduce)."""
-    return emit.reshape(emit.splat(value, dtype, (1,)), ())
-
 
 def _splat_like(value: float, x: ir.Value) -> ir.Value:
     """A constant of ``x``'s shape and dtype filled with ``value``."""
     return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
 
 
-def _reduce(x: ir.Value, axes: Sequence[int], body_op: type, init: float, keepdims: bool = False) -> ir.Value:
-    """``stablehlo.reduce`` of ``x`` over ``axes`` with a binary body op.
-
-    Like ``emit.reduce``, whose scalar init value comes out as ``tensor<1xT>`` today
-    (``np.ascontiguousarray`` turns 0-d arrays into 1-d ones in ``emit.constant``); this builds
-    the init as a reshaped one-element splat instead.
-    """
-    dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
-    axes = sorted(set(axes))
-    init_value = _scalar(init, dtype)
-    scalar_type = emit.tensor_type((), dtype)
-    out_shape = [d for i, d in enumerate(shape) if i not in axes]
-    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [x], [init_value], emit.i64_array(axes))
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    result = op.result
-    if keepdims:
-        result = emit.reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
-    return result
-
-
 def _reduce_keep(x: ir.Value, axes: Sequence[int], body_op: type, init: float) -> ir.Value:
     """Reduces ``x`` over ``axes`` and broadcasts the result back to ``x``'s shape."""
-    reduced = _reduce(x, axes, body_op, init, keepdims=True)
+    reduced = emit.reduce(x, axes, body_op, init, keepdims=True)
     return emit.broadcast_to(reduced, emit.static_shape_of(x))
 
 
@@ -84,11 +57,11 @@ def _softmax_axes(ctx: LoweringContext, node: OnnxNode, rank: int) -> list[int]:
     return list(range(axis, rank))
 
 
-def _shifted_exp(x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value]:
-    """``(x - max(x), sum(exp(x - max(x))))`` over ``axes``, both of ``x``'s shape."""
+def _shifted_exp(x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``(x - max(x), exp(x - max(x)), sum(exp(x - max(x))))`` over ``axes``, all of ``x``'s shape."""
     shifted = stablehlo.SubtractOp(x, _reduce_keep(x, axes, stablehlo.MaxOp, -np.inf)).result
-    total = _reduce_keep(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0)
-    return shifted, total
+    exp = stablehlo.ExpOp(shifted).result
+    return shifted, exp, _reduce_keep(exp, axes, stablehlo.AddOp, 0)
 
 
 # Softmax family ------------------------------------------------------------------------------
@@ -109,8 +82,8 @@ def lower_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     dtype = emit.dtype_of(x)
     axes = _softmax_axes(ctx, node, emit.rank_of(x))
     wide = emit.convert(x, _wide_dtype(dtype))
-    shifted, total = _shifted_exp(wide, axes)
-    result = stablehlo.DivOp(stablehlo.ExpOp(shifted).result, total).result
+    _, exp, total = _shifted_exp(wide, axes)
+    result = stablehlo.DivOp(exp, total).result
     return [emit.convert(result, dtype)]
 
 
@@ -129,7 +102,7 @@ def lower_log_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     dtype = emit.dtype_of(x)
     axes = _softmax_axes(ctx, node, emit.rank_of(x))
     wide = emit.convert(x, _wide_dtype(dtype))
-    shifted, total = _shifted_exp(wide, axes)
+    shifted, _, total = _shifted_exp(wide, axes)
     result = stablehlo.SubtractOp(shifted, stablehlo.LogOp(total).result).result
     return [emit.convert(result, dtype)]
 
@@ -201,7 +174,7 @@ def _add(x: ir.Value, term: float) -> ir.Value:
 
 
 def _clamp01(x: ir.Value) -> ir.Value:
-    return stablehlo.ClampOp(_scalar(0, emit.dtype_of(x)), x, _scalar(1, emit.dtype_of(x))).result
+    return stablehlo.ClampOp(emit.splat(0, emit.dtype_of(x)), x, emit.splat(1, emit.dtype_of(x))).result
 
 
 def _softplus(x: ir.Value) -> ir.Value:
@@ -289,7 +262,8 @@ def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     shape = emit.static_shape_of(x)
     slope_shape = emit.static_shape_of(ctx.input(1))
     if not _broadcasts_to(slope_shape, shape):
-        raise ctx.error(f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}", ShapeError)
+        message = f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}"
+        raise ctx.error(message, ShapeError)
     slope = emit.broadcast_to(ctx.input(1), shape)
     negative = emit.compare(x, _splat_like(0, x), "LT")
     return [_select(negative, stablehlo.MulOp(x, slope).result, x)]
@@ -438,8 +412,8 @@ def lower_clip_attributes(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    low = _scalar(node.attr_float("min"), dtype) if node.has_attr("min") else None
-    high = _scalar(node.attr_float("max"), dtype) if node.has_attr("max") else None
+    low = emit.splat(node.attr_float("min"), dtype) if node.has_attr("min") else None
+    high = emit.splat(node.attr_float("max"), dtype) if node.has_attr("max") else None
     return [_clip(x, low, high)]
 
 
@@ -547,11 +521,11 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
     if ctx.has_input(1):
         ratio = _scalar_input(ctx, 1, wide)
     else:
-        ratio = _scalar(0.5, wide)
+        ratio = emit.splat(0.5, wide)
     seed = node.attr_int("seed") if node.has_attr("seed") else zlib.crc32(node.location_name.encode())
     uniform = emit.convert(_uniform(shape, seed), wide)
     keep = emit.compare(uniform, emit.broadcast_to(ratio, shape), "GE")
-    one = _scalar(1, wide)
+    one = emit.splat(1, wide)
     scale = stablehlo.DivOp(one, stablehlo.SubtractOp(one, ratio).result).result
     if training_known is None:
         training = emit.broadcast_to(_scalar_input(ctx, 2, DataType.BOOL), shape)

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -83,6 +83,20 @@ def _spatial_ints(ctx: LoweringContext, node: OnnxNode, name: str, count: int, d
     return tuple(values)
 
 
+def _split_same_padding(total: int, auto_pad: str) -> tuple[int, int]:
+    """Splits a SAME_* total padding into ``(begin, end)``.
+
+    The odd element goes to the end for SAME_UPPER and to the start for SAME_LOWER. A negative
+    total (a stride larger than the window) is split with C's truncating division, as
+    onnxruntime does.
+    """
+    if auto_pad == "SAME_UPPER":
+        begin = int(total / 2)
+    else:
+        begin = int((total + 1) / 2)
+    return begin, total - begin
+
+
 def _window(
     ctx: LoweringContext,
     node: OnnxNode,
@@ -90,13 +104,16 @@ def _window(
     kernel: Sequence[int],
     *,
     ceil_mode: bool = False,
+    clamp_same: bool = True,
 ) -> tuple[_Window, tuple[int, ...]]:
     """Reads strides, dilations, pads and auto_pad; returns the window and the output size.
 
-    SAME_UPPER/SAME_LOWER give ``ceil(in / stride)`` outputs with the total padding split
-    evenly (the odd element at the end for SAME_UPPER, at the start for SAME_LOWER); VALID pads
-    nothing; NOTSET uses ``pads``. With ``ceil_mode`` a last partial window is kept unless it
-    would start in the end padding (the rule of MaxPool-22/AveragePool-22, and onnxruntime's).
+    SAME_UPPER/SAME_LOWER give ``ceil(in / stride)`` outputs with the total padding
+    ``(out - 1) * stride + (k - 1) * dilation + 1 - in`` split evenly; convolutions clamp it at
+    zero (``clamp_same``), pooling keeps it negative as the pooling specs' formula does (the
+    first window then starts inside the input). VALID pads nothing; NOTSET uses ``pads``. With
+    ``ceil_mode`` a last partial window is kept unless it would start in the end padding (the
+    rule of MaxPool-22/AveragePool-22, and onnxruntime's).
     """
     rank = len(spatial_shape)
     strides = _spatial_ints(ctx, node, "strides", rank, 1)
@@ -110,9 +127,8 @@ def _window(
         out = tuple(-(-size // s) for size, s in zip(spatial_shape, strides))
         pads = []
         for size, s, k, o in zip(spatial_shape, strides, effective, out):
-            total = max(0, (o - 1) * s + k - size)
-            small, large = total // 2, total - total // 2
-            pads.append((small, large) if auto_pad == "SAME_UPPER" else (large, small))
+            total = (o - 1) * s + k - size
+            pads.append(_split_same_padding(max(0, total) if clamp_same else total, auto_pad))
         return dataclasses.replace(window, pads=tuple(pads)), out
     if auto_pad == "VALID":
         pads = ((0, 0),) * rank
@@ -529,12 +545,14 @@ def _reduce_window(
     inits: Sequence[float | int],
     window: _Window,
     out_spatial: Sequence[int],
-    body: callable,
+    body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
 ) -> list[ir.Value]:
     """``stablehlo.reduce_window`` over the spatial dims of ``[N, C, *S]`` operands.
 
-    The padding is the window's pads, with the end extended (or cut) so that exactly
-    ``out_spatial`` windows fit; padded positions hold the init values.
+    Exactly the ``out_spatial`` windows are computed: the begin padding is the window's, the end
+    padding is whatever the last window needs (beyond ``pads`` in ``ceil_mode``). Negative
+    padding (SAME with a stride larger than the window) becomes a slice. Padded positions hold
+    the init values.
 
     Args:
         operands: values of one shape.
@@ -545,8 +563,17 @@ def _reduce_window(
     """
     shape = emit.static_shape_of(operands[0])
     padding = [(0, 0), (0, 0)]
+    start, limit = [0, 0], list(shape[:2])
     for size, (begin, _), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
-        padding.append((begin, max(0, (o - 1) * s + k - size - begin)))
+        extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
+        start.append(max(0, -begin))
+        limit.append(min(size, extent - begin))
+        padding.append((max(0, begin), max(0, extent - begin - size)))
+    if start != [0] * len(shape) or limit != list(shape):
+        operands = [
+            stablehlo.SliceOp(v, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape))).result
+            for v in operands
+        ]
     element_dtypes = [emit.dtype_of(v) for v in operands]
     out_shape = [shape[0], shape[1], *out_spatial]
     op = stablehlo.ReduceWindowOp(
@@ -606,7 +633,7 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x, shape = _pool_input(ctx, _MAXPOOL_TYPES, "float16, bfloat16, float32, float64, int8, uint8")
     kernel = _kernel_from_attr(ctx, node, len(shape) - 2)
-    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)))
+    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     dtype = emit.dtype_of(x)
     wants_indices = len(node.output_names) > 1 and bool(node.output_names[1])
     if not wants_indices:
@@ -695,7 +722,7 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x, shape = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
     kernel = _kernel_from_attr(ctx, node, len(shape) - 2)
-    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)))
+    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     dtype = emit.dtype_of(x)
     (total,) = _reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
     counts = _window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
@@ -747,7 +774,7 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x, shape = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
     kernel = _kernel_from_attr(ctx, node, len(shape) - 2)
     p = _lp_order(ctx, node)
-    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)))
+    window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     (total,) = _reduce_window([_lp_power(x, p)], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
     return [_lp_root(total, p)]
 

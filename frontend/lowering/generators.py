@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import zlib
+
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
@@ -178,3 +180,237 @@ def lower_eye_like(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.n
     col = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), 1).result
     shifted = stablehlo.AddOp(row, emit.splat(k, DataType.INT64, shape)).result
     return [emit.convert(emit.compare(shifted, col, "EQ"), dtype)]
+
+
+# Random ---------------------------------------------------------------------------------------
+
+
+def _seed(node: OnnxNode) -> int:
+    """The ``seed`` attribute as an integer; without one, a hash of the node's output name.
+
+    Hashing the name keeps a module deterministic while two unseeded random nodes still draw
+    different streams.
+    """
+    if node.has_attr("seed"):
+        return int(node.attr_float("seed")) & 0xFFFFFFFFFFFFFFFF
+    return zlib.crc32(node.output_names[0].encode())
+
+
+class _Bits:
+    """A ``stablehlo.rng_bit_generator`` (THREE_FRY) stream; each draw advances the state."""
+
+    def __init__(self, seed: int) -> None:
+        self.state = emit.constant(np.array([seed, 0], np.uint64), DataType.UINT64)
+
+    def draw(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
+        op = stablehlo.RngBitGeneratorOp(
+            self.state.type,
+            emit.tensor_type(shape, dtype),
+            stablehlo.RngAlgorithmAttr.get("THREE_FRY"),
+            self.state,
+        )
+        self.state = op.results[0]
+        return op.results[1]
+
+    def uniform(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
+        """Floats uniform in [0, 1): random mantissa bits under the exponent of 1.0, minus 1."""
+        if dtype == DataType.DOUBLE:
+            bits_type, float_type, shift, one = DataType.UINT64, DataType.DOUBLE, 12, 0x3FF0000000000000
+        else:
+            bits_type, float_type, shift, one = DataType.UINT32, DataType.FLOAT, 9, 0x3F800000
+        bits = self.draw(shape, bits_type)
+        mantissa = stablehlo.ShiftRightLogicalOp(bits, _full(shift, bits_type, shape)).result
+        in_one_two = stablehlo.OrOp(mantissa, _full(one, bits_type, shape)).result
+        floats = stablehlo.BitcastConvertOp(emit.tensor_type(shape, float_type), in_one_two).result
+        return emit.convert(stablehlo.SubtractOp(floats, _full(1.0, float_type, shape)).result, dtype)
+
+
+def _full(value: float | int, dtype: DataType, shape: tuple[int, ...]) -> ir.Value:
+    """A splat constant of ``shape`` (0-d kept 0-d)."""
+    return emit.reshape(emit.splat(value, dtype, shape), shape)
+
+
+def _random_dtype(ctx: LoweringContext, node: OnnxNode, default: DataType) -> DataType:
+    dtype = DataType(node.attr_int("dtype", int(default)))
+    if not dtypes.is_float(dtype) and node.op_type != "Bernoulli":
+        raise ctx.unsupported_attribute("dtype", int(dtype), "float16, bfloat16, float, double")
+    try:
+        dtypes.mlir_element_type(dtype)
+    except UnsupportedDtypeError:
+        raise ctx.unsupported_dtype(dtype, "numeric types") from None
+    return dtype
+
+
+def _uniform(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
+    compute = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
+    u = _Bits(_seed(node)).uniform(shape, compute)
+    low, high = node.attr_float("low"), node.attr_float("high")
+    value = stablehlo.AddOp(
+        stablehlo.MulOp(u, _full(high - low, compute, shape)).result, _full(low, compute, shape)
+    ).result
+    return emit.convert(value, dtype)
+
+
+def _normal(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
+    """Box-Muller: ``sqrt(-2 log(1 - u1)) * cos(2 pi u2) * scale + mean``."""
+    compute = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
+    bits = _Bits(_seed(node))
+    u1, u2 = bits.uniform(shape, compute), bits.uniform(shape, compute)
+    radius = stablehlo.SqrtOp(
+        stablehlo.MulOp(
+            _full(-2.0, compute, shape),
+            stablehlo.LogOp(stablehlo.SubtractOp(_full(1.0, compute, shape), u1).result).result,
+        ).result
+    ).result
+    angle = stablehlo.MulOp(_full(2 * np.pi, compute, shape), u2).result
+    z = stablehlo.MulOp(radius, stablehlo.CosineOp(angle).result).result
+    value = stablehlo.AddOp(
+        stablehlo.MulOp(z, _full(node.attr_float("scale"), compute, shape)).result,
+        _full(node.attr_float("mean"), compute, shape),
+    ).result
+    return emit.convert(value, dtype)
+
+
+def _shape_attribute(ctx: LoweringContext, node: OnnxNode) -> tuple[int, ...]:
+    shape = node.attr_ints("shape")
+    if shape is None:
+        raise ctx.unsupported_attribute("shape", None, "a list of non-negative dims")
+    if any(d < 0 for d in shape):
+        raise ctx.error(f"negative dim in shape {shape}", ShapeError)
+    return tuple(shape)
+
+
+@lowering("RandomUniform", since=1)
+@lowering("RandomUniform", since=22)  # 22 added bfloat16
+def lower_random_uniform(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers RandomUniform to stablehlo.rng_bit_generator bits turned into [low, high) floats.
+
+    Spec: onnx.ai/onnx/operators/onnx__RandomUniform.html (RandomUniform-1, 22).
+    Shapes: the `shape` attribute.
+    Dtypes: f16, bf16, f32, f64 (`dtype`, default f32).
+    Deviations: the stream differs from onnxruntime's for the same seed; without `seed` the
+        stream is fixed per output name rather than fresh per run.
+    """
+    return [_uniform(node, _shape_attribute(ctx, node), _random_dtype(ctx, node, DataType.FLOAT))]
+
+
+@lowering("RandomNormal", since=1)
+@lowering("RandomNormal", since=22)  # 22 added bfloat16
+def lower_random_normal(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers RandomNormal to Box-Muller over stablehlo.rng_bit_generator uniforms.
+
+    Spec: onnx.ai/onnx/operators/onnx__RandomNormal.html (RandomNormal-1, 22).
+    Shapes: the `shape` attribute.
+    Dtypes: f16, bf16, f32, f64 (`dtype`, default f32).
+    Deviations: as RandomUniform.
+    """
+    return [_normal(node, _shape_attribute(ctx, node), _random_dtype(ctx, node, DataType.FLOAT))]
+
+
+@lowering("RandomUniformLike", since=1)
+@lowering("RandomUniformLike", since=22)  # 22 added bfloat16
+def lower_random_uniform_like(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers RandomUniformLike as RandomUniform with the input's shape (and dtype by default).
+
+    Spec: onnx.ai/onnx/operators/onnx__RandomUniformLike.html (RandomUniformLike-1, 22).
+    Shapes: the input's, static.
+    Dtypes: f16, bf16, f32, f64.
+    Deviations: as RandomUniform.
+    """
+    shape = ctx.input_static_shape(0)
+    return [_uniform(node, shape, _random_dtype(ctx, node, ctx.input_dtype(0)))]
+
+
+@lowering("RandomNormalLike", since=1)
+@lowering("RandomNormalLike", since=22)  # 22 added bfloat16
+def lower_random_normal_like(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers RandomNormalLike as RandomNormal with the input's shape (and dtype by default).
+
+    Spec: onnx.ai/onnx/operators/onnx__RandomNormalLike.html (RandomNormalLike-1, 22).
+    Shapes: the input's, static.
+    Dtypes: f16, bf16, f32, f64.
+    Deviations: as RandomUniform.
+    """
+    shape = ctx.input_static_shape(0)
+    return [_normal(node, shape, _random_dtype(ctx, node, ctx.input_dtype(0)))]
+
+
+@lowering("Bernoulli", since=15)
+@lowering("Bernoulli", since=22)  # 22 added bfloat16
+def lower_bernoulli(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Bernoulli to ``uniform < p`` converted to `dtype` (default the input's).
+
+    Spec: onnx.ai/onnx/operators/onnx__Bernoulli.html (Bernoulli-15, 22).
+    Shapes: the input's, static.
+    Dtypes: input f16, bf16, f32, f64; output any numeric type or bool.
+    Deviations: as RandomUniform.
+    """
+    p = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    dtype = _random_dtype(ctx, node, ctx.input_dtype(0))
+    compute = DataType.DOUBLE if ctx.input_dtype(0) == DataType.DOUBLE else DataType.FLOAT
+    u = _Bits(_seed(node)).uniform(shape, compute)
+    hit = emit.compare(u, emit.convert(p, compute), "LT")
+    return [emit.convert(hit, dtype)]
+
+
+@lowering("Multinomial", since=7)
+@lowering("Multinomial", since=22)  # 22 added bfloat16
+def lower_multinomial(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Multinomial by inverting the cumulative distribution of ``softmax(input)``.
+
+    The cumulative sums come from a stablehlo.reduce_window; each sample counts the classes
+    whose cumulative probability is <= a uniform draw scaled by the total.
+
+    Spec: onnx.ai/onnx/operators/onnx__Multinomial.html (Multinomial-7, 22).
+    Shapes: input [batch, classes] unnormalized log-probabilities; output [batch, sample_size].
+    Dtypes: input f16, bf16, f32, f64; output int32 (default) or int64.
+    Deviations: as RandomUniform.
+    Raises: ShapeError if the input is not 2-D; UnsupportedAttributeError for another `dtype`.
+    """
+    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
+
+    logits = ctx.input(0)
+    shape = ctx.input_static_shape(0)
+    if len(shape) != 2:
+        raise ctx.error(f"input must be [batch, classes], got {list(shape)}", ShapeError)
+    batch, classes = shape
+    samples = node.attr_int("sample_size")
+    out_dtype = DataType(node.attr_int("dtype"))
+    if out_dtype not in (DataType.INT32, DataType.INT64):
+        raise ctx.unsupported_attribute("dtype", int(out_dtype), "6 (int32), 7 (int64)")
+    compute = DataType.DOUBLE if ctx.input_dtype(0) == DataType.DOUBLE else DataType.FLOAT
+    logits = emit.convert(logits, compute)
+    peak = reduce_over(logits, [1], stablehlo.MaxOp, -np.inf, keepdims=True)
+    weights = stablehlo.ExpOp(stablehlo.SubtractOp(logits, emit.broadcast_to(peak, shape)).result).result
+    cumulative = _cumulative_sum(weights)
+    total = emit.reshape(stablehlo.SliceOp(cumulative, [0, classes - 1], [batch, classes], [1, 1]).result, (batch, 1))
+    u = _Bits(_seed(node)).uniform((batch, samples), compute)
+    threshold = stablehlo.MulOp(u, emit.broadcast_to(total, (batch, samples))).result
+    grid = (batch, samples, classes)
+    below = emit.compare(
+        emit.broadcast_to(cumulative, grid, dims=[0, 2]), emit.broadcast_to(threshold, grid, dims=[0, 1]), "LE"
+    )
+    index = reduce_over(emit.convert(below, out_dtype), [2], stablehlo.AddOp, 0)
+    last = _full(classes - 1, out_dtype, (batch, samples))
+    return [stablehlo.MinOp(index, last).result]
+
+
+def _cumulative_sum(value: ir.Value) -> ir.Value:
+    """Inclusive cumulative sum along the last dim of a [batch, n] value (stablehlo.reduce_window)."""
+    shape = emit.static_shape_of(value)
+    dtype = emit.dtype_of(value)
+    n = shape[-1]
+    scalar = emit.tensor_type((), dtype)
+    padding = ir.DenseIntElementsAttr.get(np.array([[0, 0], [n - 1, 0]], np.int64))
+    op = stablehlo.ReduceWindowOp(
+        [emit.tensor_type(shape, dtype)],
+        [value],
+        [_full(0, dtype, ())],
+        emit.i64_array([1, n]),
+        padding=padding,
+    )
+    block = op.body.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(block):
+        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
+    return op.results[0]

@@ -36,34 +36,11 @@ def _splat_like(value: float, x: ir.Value) -> ir.Value:
     return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
 
 
-def _reduce(x: ir.Value, axes: Sequence[int], body_op: type, init: float, keepdims: bool = False) -> ir.Value:
-    """``stablehlo.reduce`` of ``x`` over ``axes`` with a binary body op.
-
-    Like ``emit.reduce``, whose scalar init value comes out as ``tensor<1xT>`` today
-    (``np.ascontiguousarray`` turns 0-d arrays into 1-d ones in ``emit.constant``); this builds
-    the init as a reshaped one-element splat instead.
-    """
-    dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
-    axes = sorted(set(axes))
-    init_value = _scalar(init, dtype)
-    scalar_type = emit.tensor_type((), dtype)
-    out_shape = [d for i, d in enumerate(shape) if i not in axes]
-    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [x], [init_value], emit.i64_array(axes))
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    result = op.result
-    if keepdims:
-        result = emit.reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
-    return result
-
-
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1."""
     shape = emit.static_shape_of(x)
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
-    total = _reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
+    total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
     return stablehlo.DivOp(total, _splat_like(count, total)).result
 
 
@@ -110,6 +87,32 @@ def _output_wanted(node: OnnxNode, index: int) -> bool:
     return index < len(node.output_names) and bool(node.output_names[index])
 
 
+def _wide_dtype(dtype: DataType) -> DataType:
+    """The dtype statistics over ``dtype`` are computed in (f32 for f16 and bf16)."""
+    return DataType.FLOAT if dtype in (DataType.FLOAT16, DataType.BFLOAT16) else dtype
+
+
+def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.Value:
+    """A [C] vector converted to ``dtype`` and broadcast along dim 1 of ``shape``."""
+    return emit.broadcast_to(emit.convert(value, dtype), shape, dims=[1])
+
+
+def _channel_vector(ctx: LoweringContext, index: int, channels: int) -> ir.Value:
+    """Input ``index`` checked to be a [C] vector.
+
+    Raises:
+        ShapeError: its shape is not [channels].
+    """
+    shape = ctx.input_static_shape(index)
+    if tuple(shape) != (channels,):
+        raise ctx.error(
+            f"input '{ctx.node.input_names[index]}' must have shape [{channels}] (the channel count), "
+            f"got {list(shape)}",
+            ShapeError,
+        )
+    return ctx.input(index)
+
+
 # LayerNormalization --------------------------------------------------------------------------
 
 
@@ -147,37 +150,6 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     if _output_wanted(node, 2):
         outputs[2] = emit.convert(inv_std_dev, stash)
     return outputs
-
-
-def _scalar(value: float, dtype: DataType) -> ir.Value:
-    """A rank-0 constant (``emit.splat`` with shape ``()`` comes out rank 1 today, see _reduce)."""
-    return emit.reshape(emit.splat(value, dtype, (1,)), ())
-
-
-def _wide_dtype(dtype: DataType) -> DataType:
-    """The dtype statistics over ``dtype`` are computed in (f32 for f16 and bf16)."""
-    return DataType.FLOAT if dtype in (DataType.FLOAT16, DataType.BFLOAT16) else dtype
-
-
-def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.Value:
-    """A [C] vector converted to ``dtype`` and broadcast along dim 1 of ``shape``."""
-    return emit.broadcast_to(emit.convert(value, dtype), shape, dims=[1])
-
-
-def _channel_vector(ctx: LoweringContext, index: int, channels: int) -> ir.Value:
-    """Input ``index`` checked to be a [C] vector.
-
-    Raises:
-        ShapeError: its shape is not [channels].
-    """
-    shape = ctx.input_static_shape(index)
-    if tuple(shape) != (channels,):
-        raise ctx.error(
-            f"input '{ctx.node.input_names[index]}' must have shape [{channels}] (the channel count), "
-            f"got {list(shape)}",
-            ShapeError,
-        )
-    return ctx.input(index)
 
 
 # BatchNormalization --------------------------------------------------------------------------
@@ -321,9 +293,8 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     else:
         normalized = emit.convert(normalized, dtype)
         target = grouped_shape
-    y = stablehlo.AddOp(
-        stablehlo.MulOp(normalized, _per_channel(scale, target, dtype)).result, _per_channel(bias, target, dtype)
-    ).result
+    scaled = stablehlo.MulOp(normalized, _per_channel(scale, target, dtype)).result
+    y = stablehlo.AddOp(scaled, _per_channel(bias, target, dtype)).result
     return [emit.reshape(y, shape)]
 
 
@@ -347,8 +318,9 @@ def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     compute, _ = _stash_dtypes(ctx, node, dtype)
     xc = emit.convert(x, compute)
     mean_square = _mean_keep(stablehlo.MulOp(xc, xc).result, range(axis, len(shape)))
-    rms = stablehlo.SqrtOp(stablehlo.AddOp(mean_square, _splat_like(node.attr_float("epsilon"), mean_square)).result)
-    normalized = emit.convert(stablehlo.DivOp(xc, _broadcast_like(rms.result, xc)).result, dtype)
+    epsilon = _splat_like(node.attr_float("epsilon"), mean_square)
+    rms = stablehlo.SqrtOp(stablehlo.AddOp(mean_square, epsilon).result).result
+    normalized = emit.convert(stablehlo.DivOp(xc, _broadcast_like(rms, xc)).result, dtype)
     scale = ctx.input(1)
     normalized = emit.convert(normalized, emit.dtype_of(scale))
     return [stablehlo.MulOp(normalized, emit.broadcast_to(scale, shape)).result]
@@ -377,9 +349,10 @@ def lower_lp_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     axis = ctx.axis(node.attr_int("axis"), emit.rank_of(x))
     xw = emit.convert(x, _wide_dtype(dtype))
     if p == 1:
-        norm = _reduce(stablehlo.AbsOp(xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)
+        norm = emit.reduce(stablehlo.AbsOp(xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)
     else:
-        norm = stablehlo.SqrtOp(_reduce(stablehlo.MulOp(xw, xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)).result
+        squares = stablehlo.MulOp(xw, xw).result
+        norm = stablehlo.SqrtOp(emit.reduce(squares, [axis], stablehlo.AddOp, 0, keepdims=True)).result
     norm = _broadcast_like(norm, xw)
     zero = _splat_like(0, xw)
     is_zero = emit.compare(norm, zero, "EQ")
@@ -418,12 +391,13 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     window[1] = size
     padding = np.zeros((len(shape), 2), dtype=np.int64)
     padding[1] = [(size - 1) // 2, size - 1 - (size - 1) // 2]
+    padding_type = ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))
     op = stablehlo.ReduceWindowOp(
         [emit.tensor_type(shape, wide)],
         [squares],
-        [_scalar(0, wide)],
+        [emit.splat(0, wide)],
         emit.i64_array(window),
-        padding=ir.DenseIntElementsAttr.get(padding, type=ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))),
+        padding=ir.DenseIntElementsAttr.get(padding, type=padding_type),
     )
     scalar_type = emit.tensor_type((), wide)
     block = op.body.blocks.append(scalar_type, scalar_type)
@@ -431,9 +405,8 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
     square_sum = op.results[0]
     alpha, beta, bias = node.attr_float("alpha"), node.attr_float("beta"), node.attr_float("bias")
-    base = stablehlo.AddOp(
-        stablehlo.MulOp(square_sum, _splat_like(alpha / size, square_sum)).result, _splat_like(bias, square_sum)
-    ).result
+    weighted = stablehlo.MulOp(square_sum, _splat_like(alpha / size, square_sum)).result
+    base = stablehlo.AddOp(weighted, _splat_like(bias, square_sum)).result
     denominator = stablehlo.PowOp(base, _splat_like(beta, base)).result
     return [emit.convert(stablehlo.DivOp(xw, denominator).result, dtype)]
 

@@ -163,7 +163,8 @@ def test_softplus_does_not_overflow():
 
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 def test_gelu_lowering_choice(approximate):
-    model = parse(POINTWISE_MODEL.format(opset=20, ty="float", op="Gelu", attrs=f'<approximate = "{approximate}">'))
+    attrs = f'<approximate = "{approximate}">'
+    model = parse(POINTWISE_MODEL.format(opset=20, ty="float", op="Gelu", attrs=attrs))
     text = emitted_text(model)
     assert ("chlo.erf" in text) == (approximate == "none")
     assert ("stablehlo.tanh" in text) == (approximate == "tanh")
@@ -179,7 +180,8 @@ def test_gelu_rejects_unknown_approximation():
 
 @pytest.mark.parametrize("dtype", [np.int32, np.int64, np.int8], ids=["i32", "i64", "i8"])
 def test_shrink_integers_match_onnxruntime(dtype, rng):
-    model = parse(POINTWISE_MODEL.format(opset=9, ty=onnx_type_name(dtype), op="Shrink", attrs="<bias = 1.0, lambd = 2.0>"))
+    attrs = "<bias = 1.0, lambd = 2.0>"
+    model = parse(POINTWISE_MODEL.format(opset=9, ty=onnx_type_name(dtype), op="Shrink", attrs=attrs))
     feeds = {"x": rng.integers(-6, 7, (3, 4, 5)).astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
@@ -204,13 +206,16 @@ def test_prelu_broadcasts_like_onnxruntime(opset, slope, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
-@pytest.mark.parametrize("dtype", [np.float16, np.float64, np.int32, np.int64], ids=["f16", "f64", "i32", "i64"])
+@pytest.mark.parametrize(
+    "dtype", [np.float16, np.float64, np.int32, np.int64], ids=["f16", "f64", "i32", "i64"]
+)
 def test_prelu_other_dtypes_match_onnxruntime(dtype, rng):
     model = parse(PRELU_MODEL.format(opset=16, ty=onnx_type_name(dtype), slope="3, 1, 1"))
     if np.issubdtype(dtype, np.integer):
-        feeds = {"x": rng.integers(-9, 9, (2, 3, 4, 5)).astype(dtype), "slope": rng.integers(-3, 4, (3, 1, 1)).astype(dtype)}
+        x, slope = rng.integers(-9, 9, (2, 3, 4, 5)), rng.integers(-3, 4, (3, 1, 1))
     else:
-        feeds = {"x": rng.standard_normal((2, 3, 4, 5)).astype(dtype), "slope": rng.standard_normal((3, 1, 1)).astype(dtype)}
+        x, slope = rng.standard_normal((2, 3, 4, 5)), rng.standard_normal((3, 1, 1))
+    feeds = {"x": x.astype(dtype), "slope": slope.astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -235,8 +240,11 @@ g ({ty}[3, 4] x{bound_inputs}) => ({ty}[3, 4] y) {{
 }}"""
 
 
-@pytest.mark.parametrize("attrs", ["", "<min = -0.5>", "<max = 0.5>", "<min = -0.5, max = 0.5>", "<min = 0.5, max = -0.5>"],
-                         ids=["none", "min", "max", "both", "min-above-max"])
+@pytest.mark.parametrize(
+    "attrs",
+    ["", "<min = -0.5>", "<max = 0.5>", "<min = -0.5, max = 0.5>", "<min = 0.5, max = -0.5>"],
+    ids=["none", "min", "max", "both", "min-above-max"],
+)
 def test_clip_attributes_match_onnxruntime(attrs, rng):
     model = parse(CLIP_ATTR_MODEL.format(ty="float", attrs=attrs))
     feeds = {"x": rng.standard_normal((3, 4)).astype(np.float32)}
@@ -249,8 +257,11 @@ CLIP_BOUNDS = [("min", "max"), ("min", ""), ("", "max"), ("", "")]
 
 
 @pytest.mark.parametrize("bounds", CLIP_BOUNDS, ids=["both", "min", "max", "none"])
-@pytest.mark.parametrize("opset,dtype", [(11, np.float32), (12, np.int32), (12, np.uint8), (13, np.float16), (13, np.int64)],
-                         ids=["opset11-f32", "opset12-i32", "opset12-u8", "opset13-f16", "opset13-i64"])
+@pytest.mark.parametrize(
+    "opset,dtype",
+    [(11, np.float32), (12, np.int32), (12, np.uint8), (13, np.float16), (13, np.int64)],
+    ids=["opset11-f32", "opset12-i32", "opset12-u8", "opset13-f16", "opset13-i64"],
+)
 def test_clip_inputs_match_onnxruntime(opset, dtype, bounds, rng):
     ty = onnx_type_name(dtype)
     names = [b for b in bounds if b]

@@ -208,3 +208,142 @@ def test_cast_like_matches_reference(opset, src, dst):
     actual = compile_and_run(model, feeds)[0]
     assert actual.dtype == expected.dtype
     np.testing.assert_array_equal(actual.astype(np.float32), expected.astype(np.float32))
+
+
+def _parse_with_scalars(text: str, scalars: tuple[str, ...]) -> onnx.ModelProto:
+    """``parse``, giving the named inputs a 0-d shape (the text syntax drops ``[]``)."""
+    model = onnx.parser.parse_model(text)
+    for value in model.graph.input:
+        if value.name in scalars:
+            value.type.tensor_type.shape.SetInParent()
+    onnx.checker.check_model(model)
+    return model
+
+
+QUANTIZE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({x_ty}[2, 6] x, {s_ty}{s_shape} scale{zp_decl}) => ({y_ty}[2, 6] y) {{
+  y = QuantizeLinear {attrs} (x, scale{zp_use})
+}}"""
+
+# (opset, target, scale shape, attrs, id): per tensor, per axis, blocked; int and float8 targets.
+QUANTIZE_CASES = [
+    (10, np.uint8, (), "", "opset10-u8"),
+    (13, np.int8, (6,), "<axis = 1>", "opset13-i8-per-axis"),
+    (13, np.uint8, (2,), "<axis = 0>", "opset13-u8-per-axis0"),
+    (19, ml_dtypes.float8_e4m3fn, (), "", "opset19-f8e4m3fn"),
+    (19, ml_dtypes.float8_e5m2, (), "<saturate = 0>", "opset19-f8e5m2-no-saturate"),
+    (21, ml_dtypes.int4, (2, 2), "<axis = 1, block_size = 3>", "opset21-i4-blocked"),
+    (21, np.int16, (2, 3), "<axis = 1, block_size = 2>", "opset21-i16-blocked"),
+    (21, np.uint8, (2, 2), "<axis = 1, block_size = 4>", "opset21-u8-blocked-remainder"),
+    (25, ml_dtypes.uint4, (6,), "<axis = -1>", "opset25-u4-per-axis"),
+]
+
+
+def _quantize_model(opset, target, scale_shape, attrs, with_zero_point=True, x_ty="float"):
+    y_ty = TYPES[np.dtype(target)][0]
+    shape = "[" + ", ".join(map(str, scale_shape)) + "]"
+    zp_decl = f", {y_ty}{shape} zp" if with_zero_point else ""
+    text = QUANTIZE_MODEL.format(
+        opset=opset, x_ty=x_ty, s_ty="float", s_shape=shape, y_ty=y_ty if with_zero_point else "uint8",
+        zp_decl=zp_decl, zp_use=", zp" if with_zero_point else "", attrs=attrs,
+    )
+    return _parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
+
+
+@pytest.mark.parametrize("opset,target,scale_shape,attrs", [c[:4] for c in QUANTIZE_CASES], ids=[c[4] for c in QUANTIZE_CASES])
+def test_quantize_linear_matches_reference(opset, target, scale_shape, attrs, rng):
+    model = _quantize_model(opset, target, scale_shape, attrs)
+    is_float8 = np.dtype(target).kind == "V" or "float8" in np.dtype(target).name
+    zero_point = np.zeros(scale_shape) if is_float8 else rng.integers(0, 3, scale_shape)
+    feeds = {
+        "x": (rng.standard_normal((2, 6)) * 40).astype(np.float32),
+        "scale": (rng.uniform(0.5, 2.0, scale_shape)).astype(np.float32),
+        "zp": zero_point.astype(target),
+    }
+    feeds["x"][0, :3] = [0.5, 1.5, -2.5]  # ties round to even
+    expected = reference_run(model, feeds)[0]
+    actual = compile_and_run(model, feeds)[0]
+    assert actual.dtype == expected.dtype
+    np.testing.assert_array_equal(actual.astype(np.float32), expected.astype(np.float32))
+
+
+@pytest.mark.parametrize("opset", [10, 13, 19])
+def test_quantize_linear_without_zero_point_is_uint8(opset, rng):
+    model = _quantize_model(opset, np.uint8, (), "", with_zero_point=False)
+    feeds = {"x": (rng.standard_normal((2, 6)) * 100).astype(np.float32), "scale": np.array(0.5, np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_quantize_linear_rounds_half_to_even_and_saturates():
+    model = _quantize_model(13, np.int8, (), "")
+    x = np.array([[0.5, 1.5, 2.5, -0.5, -1.5, 1000.0], [-1000.0, 126.5, 127.5, -128.5, 3.49, np.float32(-3.51)]],
+                 np.float32)
+    feeds = {"x": x, "scale": np.array(1.0, np.float32), "zp": np.array(0, np.int8)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+    text = emitted_text(model)
+    assert "stablehlo.round_nearest_even" in text and "stablehlo.clamp" in text
+
+
+DEQUANTIZE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g ({x_ty}[2, 6] x, {s_ty}{s_shape} scale{zp_decl}) => ({y_ty}[2, 6] y) {{
+  y = DequantizeLinear {attrs} (x, scale{zp_use})
+}}"""
+
+DEQUANTIZE_CASES = [
+    (10, np.uint8, "float", (), "", True, "opset10-u8"),
+    (13, np.int8, "float", (6,), "<axis = 1>", True, "opset13-i8-per-axis"),
+    (13, np.int32, "float", (), "", False, "opset13-i32"),
+    (19, ml_dtypes.float8_e4m3fn, "float16", (), "", False, "opset19-f8e4m3fn-f16"),
+    (21, ml_dtypes.int4, "float", (2, 2), "<axis = 1, block_size = 3>", True, "opset21-i4-blocked"),
+    (21, np.uint16, "float", (2, 2), "<axis = 1, block_size = 4>", True, "opset21-u16-blocked-remainder"),
+    (25, ml_dtypes.uint4, "float", (2,), "<axis = 0>", True, "opset25-u4-per-axis0"),
+]
+
+
+@pytest.mark.parametrize(
+    "opset,source,s_ty,scale_shape,attrs,with_zp", [c[:6] for c in DEQUANTIZE_CASES], ids=[c[6] for c in DEQUANTIZE_CASES]
+)
+def test_dequantize_linear_matches_reference(opset, source, s_ty, scale_shape, attrs, with_zp, rng):
+    x_ty = TYPES[np.dtype(source)][0]
+    shape = "[" + ", ".join(map(str, scale_shape)) + "]"
+    text = DEQUANTIZE_MODEL.format(
+        opset=opset, x_ty=x_ty, s_ty=s_ty, s_shape=shape, y_ty=s_ty,
+        zp_decl=f", {x_ty}{shape} zp" if with_zp else "", zp_use=", zp" if with_zp else "", attrs=attrs,
+    )
+    model = _parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
+    if np.dtype(source).kind in "iu" and np.dtype(source).itemsize >= 1 and source not in (ml_dtypes.int4, ml_dtypes.uint4):
+        info = np.iinfo(source)
+        x = rng.integers(max(info.min, -1000), min(info.max, 1000), (2, 6))
+    else:
+        x = rng.integers(0 if "u" in np.dtype(source).name else -8, 8, (2, 6)) if "int" in np.dtype(source).name else (
+            rng.standard_normal((2, 6)) * 10)
+    feeds = {"x": x.astype(source), "scale": rng.uniform(0.5, 2.0, scale_shape).astype(s_ty.replace("float16", "float16"))}
+    feeds["scale"] = feeds["scale"].astype(np.float16 if s_ty == "float16" else np.float32)
+    if with_zp:
+        feeds["zp"] = rng.integers(0, 3, scale_shape).astype(source)
+    expected = reference_run(model, feeds)[0]
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [expected])
+
+
+def test_dequantize_linear_output_dtype_opset23(rng):
+    text = DEQUANTIZE_MODEL.format(
+        opset=23, x_ty="int8", s_ty="float", s_shape="", y_ty="float16", zp_decl="", zp_use="",
+        attrs="<output_dtype = 10>",
+    )
+    model = _parse_with_scalars(text, ("scale",))
+    feeds = {"x": rng.integers(-128, 128, (2, 6)).astype(np.int8), "scale": np.array(0.25, np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
+
+
+DYNAMIC_QUANTIZE_MODEL = """<ir_version: 10, opset_import: ["" : 11]>
+g (float[3, 4] x) => (uint8[3, 4] y, float y_scale, uint8 y_zero_point) {
+  y, y_scale, y_zero_point = DynamicQuantizeLinear (x)
+}"""
+
+
+@pytest.mark.parametrize("kind", ["mixed", "positive", "negative", "zeros"])
+def test_dynamic_quantize_linear_matches_onnxruntime(kind, rng):
+    model = parse(DYNAMIC_QUANTIZE_MODEL)
+    x = (rng.standard_normal((3, 4)) * 5).astype(np.float32)
+    x = {"mixed": x, "positive": np.abs(x), "negative": -np.abs(x), "zeros": np.zeros_like(x)}[kind]
+    assert_allclose_for_dtype(compile_and_run(model, {"x": x}), oracle_run(model, {"x": x}))

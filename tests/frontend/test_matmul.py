@@ -9,7 +9,15 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, parse
+from tests.util import (
+    assert_allclose_for_dtype,
+    compile_and_run,
+    emitted_text,
+    onnx_type_name,
+    oracle_run,
+    parse,
+    reference_run,
+)
 
 MATMUL_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}{a_shape} a, {ty}{b_shape} b) => ({ty} y) {{
@@ -167,3 +175,147 @@ def test_gemm_transposes_through_contracting_dims():
     text = emitted_text(model)
     assert "contracting_dims = [0] x [1]" in text
     assert "stablehlo.transpose" not in text and "stablehlo.multiply" not in text
+
+
+# (equation, operand shapes): products, transposes, sums, diagonals, ellipsis broadcasting.
+EINSUM_CASES = [
+    ("ij,jk->ik", [(3, 4), (4, 5)]),
+    ("ij,jk", [(3, 4), (4, 5)]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+    ("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)]),
+    ("ij->ji", [(3, 4)]),
+    ("ij->", [(3, 4)]),
+    ("i,i", [(5,), (5,)]),
+    ("i,j->ij", [(3,), (4,)]),
+    ("ii->i", [(4, 4)]),
+    ("ii", [(4, 4)]),
+    ("bii->bi", [(2, 3, 3)]),
+    ("iij->j", [(3, 3, 4)]),
+    ("...ij,...jk->...ik", [(2, 1, 3, 4), (5, 4, 6)]),
+    ("...ii->...i", [(2, 3, 3)]),
+    ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+    ("abc,cd,b->ad", [(2, 3, 4), (4, 5), (3,)]),
+    ("ijk,jil->kl", [(2, 3, 4), (3, 2, 5)]),
+    ("Ab,bA->A", [(2, 3), (3, 2)]),
+]
+
+
+def _einsum_model(equation: str, shapes, dtype, opset: int = 12) -> onnx.ModelProto:
+    names = [f"x{i}" for i in range(len(shapes))]
+    ty = onnx_type_name(dtype)
+    inputs = ", ".join(f"{ty}{_dims(s)} {n}" for n, s in zip(names, shapes))
+    return parse(
+        f"""<ir_version: 9, opset_import: ["" : {opset}]>
+g ({inputs}) => ({ty} y) {{
+  y = Einsum <equation = "{equation}"> ({", ".join(names)})
+}}"""
+    )
+
+
+@pytest.mark.parametrize("equation,shapes", EINSUM_CASES, ids=[c[0] for c in EINSUM_CASES])
+def test_einsum_matches_numpy(equation, shapes, rng):
+    model = _einsum_model(equation, shapes, np.float32)
+    xs = [_values(s, np.float32, rng) for s in shapes]
+    feeds = {f"x{i}": x for i, x in enumerate(xs)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [np.asarray(np.einsum(equation, *xs))])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.int64], ids=["f64", "i32", "i64"])
+def test_einsum_dtypes_match_onnxruntime(dtype, rng):
+    shapes = [(2, 3, 4), (2, 4, 5)]
+    model = _einsum_model("bij,bjk->bik", shapes, dtype)
+    feeds = {f"x{i}": _values(s, dtype, rng) for i, s in enumerate(shapes)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_einsum_contracts_in_one_dot_general():
+    text = emitted_text(_einsum_model("bhqd,bhkd->bhqk", [(2, 2, 3, 4), (2, 2, 5, 4)], np.float32))
+    assert text.count("stablehlo.dot_general") == 1
+    assert "batching_dims = [0, 1] x [0, 1], contracting_dims = [3] x [3]" in text
+
+
+def test_einsum_rejects_a_wrong_term():
+    with pytest.raises(ShapeError, match="does not fit"):
+        onnx_stablehlo.lower(_einsum_model("ijk,jk->i", [(3, 4), (4, 5)], np.float32))
+
+
+MATMUL_INTEGER_MODEL = """<ir_version: 9, opset_import: ["" : 10]>
+g ({a_ty}[{m}, 4] a, {b_ty}[4, 3] b{zp_decl}) => (int32[{m}, 3] y) {{
+  y = MatMulInteger (a, b{zp_use})
+}}"""
+
+
+@pytest.mark.parametrize(
+    "a_ty,b_ty,zero_points",
+    [
+        ("uint8", "uint8", None),
+        ("uint8", "uint8", ((), ())),
+        ("int8", "int8", ((), (3,))),
+        ("uint8", "int8", ((2,), ())),
+    ],
+    ids=["u8-u8", "u8-u8-zp", "i8-i8-zp-per-column", "u8-i8-zp-per-row"],
+)
+def test_matmul_integer_matches_numpy(a_ty, b_ty, zero_points, rng):
+    """A's zero point is per tensor or per row ([M]), B's per tensor or per column ([N])."""
+    feeds = {
+        "a": rng.integers(0 if a_ty == "uint8" else -128, 128, (2, 4)).astype(a_ty),
+        "b": rng.integers(0 if b_ty == "uint8" else -128, 128, (4, 3)).astype(b_ty),
+    }
+    zp_decl = zp_use = ""
+    a32, b32 = feeds["a"].astype(np.int32), feeds["b"].astype(np.int32)
+    if zero_points is not None:
+        za, zb = zero_points
+        zp_decl, zp_use = f", {a_ty}{_dims(za)} za, {b_ty}{_dims(zb)} zb", ", za, zb"
+        feeds["za"] = rng.integers(0, 10, za).astype(a_ty)
+        feeds["zb"] = rng.integers(0, 10, zb).astype(b_ty)
+        a_zero = feeds["za"].astype(np.int32)
+        a32 = a32 - (a_zero.reshape(-1, 1) if za else a_zero)  # per row: one value per row of A
+        b32 = b32 - feeds["zb"].astype(np.int32)
+    text = MATMUL_INTEGER_MODEL.format(a_ty=a_ty, b_ty=b_ty, m=2, zp_decl=zp_decl, zp_use=zp_use)
+    scalars = tuple(n for n, z in zip(("za", "zb"), zero_points or ()) if z == ())
+    model = _parse_with_scalars(text, scalars)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [a32 @ b32])
+    assert "-> tensor<2x3xi32>" in emitted_text(model)
+
+
+def test_matmul_integer_matches_onnxruntime(rng):
+    text = MATMUL_INTEGER_MODEL.format(a_ty="uint8", b_ty="uint8", m=2, zp_decl=", uint8 za, uint8 zb", zp_use=", za, zb")
+    model = _parse_with_scalars(text, ("za", "zb"))
+    feeds = {
+        "a": rng.integers(0, 256, (2, 4)).astype(np.uint8),
+        "b": rng.integers(0, 256, (4, 3)).astype(np.uint8),
+        "za": np.array(12, np.uint8),
+        "zb": np.array(200, np.uint8),
+    }
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+QLINEAR_MATMUL_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
+g ({ty}[2, 2, 4] a, float a_scale, {ty} a_zp, {ty}[4, 3] b, float b_scale, {ty} b_zp, float y_scale, {ty} y_zp)
+  => ({ty}[2, 2, 3] y) {{
+  y = QLinearMatMul (a, a_scale, a_zp, b, b_scale, b_zp, y_scale, y_zp)
+}}"""
+
+
+@pytest.mark.parametrize("ty", ["uint8", "int8"])
+@pytest.mark.parametrize("opset", [10, 21])
+def test_qlinear_matmul_matches_onnxruntime(ty, opset, rng):
+    text = QLINEAR_MATMUL_MODEL.format(ty=ty, opset=opset)
+    model = _parse_with_scalars(text, ("a_scale", "a_zp", "b_scale", "b_zp", "y_scale", "y_zp"))
+    low, high = (0, 256) if ty == "uint8" else (-128, 128)
+    feeds = {
+        "a": rng.integers(low, high, (2, 2, 4)).astype(ty),
+        "a_scale": np.array(0.02, np.float32),
+        "a_zp": np.array(3, ty),
+        "b": rng.integers(low, high, (4, 3)).astype(ty),
+        "b_scale": np.array(0.05, np.float32),
+        "b_zp": np.array(-2 if ty == "int8" else 7, ty),
+        "y_scale": np.array(0.4, np.float32),
+        "y_zp": np.array(5, ty),
+    }
+    actual = compile_and_run(model, feeds)[0]
+    expected = oracle_run(model, feeds)[0]
+    assert actual.dtype == expected.dtype
+    # Requantization rounds a float product: onnxruntime may differ by one step at .5 ties.
+    assert np.max(np.abs(actual.astype(np.int32) - expected.astype(np.int32))) <= 1
+    np.testing.assert_array_equal(actual, reference_run(model, feeds)[0])

@@ -10,7 +10,14 @@ import onnx_ir
 import pytest
 
 from onnx_stablehlo.errors import UnsupportedAttributeError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, parse
+from tests.util import (
+    assert_allclose_for_dtype,
+    compile_and_run,
+    emitted_text,
+    onnx_type_name,
+    oracle_run,
+    parse,
+)
 
 FLOATS = [np.float32, np.float16, np.float64]
 FLOAT_IDS = ["f32", "f16", "f64"]
@@ -52,7 +59,10 @@ def _layer_norm_feeds(dtype, axis: int | None, rng: np.random.Generator) -> dict
     }
 
 
-LAYER_NORM_CASES = [(None, True, False), (-1, False, True), (1, True, True), (0, True, True), (-2, False, False)]
+# (axis or None for the default, with B, with Mean and InvStdDev outputs)
+LAYER_NORM_CASES = [
+    (None, True, False), (-1, False, True), (1, True, True), (0, True, True), (-2, False, False),
+]
 LAYER_NORM_IDS = [
     f"{'default' if a is None else f'axis{a}'}-{'bias' if b else 'nobias'}{'-stats' if s else ''}"
     for a, b, s in LAYER_NORM_CASES
@@ -186,7 +196,8 @@ g ({ty}[{shape}] x, {ty}[3] s, {ty}[3] b) => ({ty}[{shape}] y) {{
 @pytest.mark.parametrize("shape", [(2, 3, 7), (2, 3, 4, 5)], ids=["1d", "2d"])
 @pytest.mark.parametrize("opset", [7, 22])
 def test_instance_normalization_matches_onnxruntime(opset, shape, dtype, rng):
-    model = parse(INSTANCE_NORM_MODEL.format(opset=opset, ty=onnx_type_name(dtype), shape=", ".join(map(str, shape))))
+    dims = ", ".join(map(str, shape))
+    model = parse(INSTANCE_NORM_MODEL.format(opset=opset, ty=onnx_type_name(dtype), shape=dims))
     feeds = {"x": (rng.standard_normal(shape) * 3 + 2).astype(dtype),
              "s": rng.standard_normal(3).astype(dtype), "b": rng.standard_normal(3).astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
@@ -200,7 +211,9 @@ g ({ty}[2, 6, 4, 3] x, {ty}[{width}] s, {ty}[{width}] b) => ({ty}[2, 6, 4, 3] y)
 }}"""
 
 
-def _group_norm_expected(x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int, per_channel: bool) -> np.ndarray:
+def _group_norm_expected(
+    x: np.ndarray, scale: np.ndarray, bias: np.ndarray, groups: int, per_channel: bool
+) -> np.ndarray:
     """GroupNormalization in float64 numpy, from the operator's formula (epsilon as the f32 attribute)."""
     n, c = x.shape[:2]
     grouped = x.astype(np.float64).reshape(n, groups, -1)
@@ -259,8 +272,10 @@ def test_rms_normalization_matches_onnxruntime(axis, dtype, rng):
     rank_axis = 2 if axis is None else axis % 3
     scale_shape = (2, 3, 8)[rank_axis:]
     attrs = "<epsilon = 0.001>" if axis is None else f"<axis = {axis}, epsilon = 0.001>"
-    model = parse(RMS_NORM_MODEL.format(ty=onnx_type_name(dtype), scale=", ".join(map(str, scale_shape)), attrs=attrs))
-    feeds = {"x": (rng.standard_normal((2, 3, 8)) * 2).astype(dtype), "s": rng.standard_normal(scale_shape).astype(dtype)}
+    dims = ", ".join(map(str, scale_shape))
+    model = parse(RMS_NORM_MODEL.format(ty=onnx_type_name(dtype), scale=dims, attrs=attrs))
+    feeds = {"x": (rng.standard_normal((2, 3, 8)) * 2).astype(dtype),
+             "s": rng.standard_normal(scale_shape).astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -301,8 +316,11 @@ g ({ty}[2, 7, 4, 3] x) => ({ty}[2, 7, 4, 3] y) {{
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
-@pytest.mark.parametrize("size,attrs", [(3, ""), (4, ""), (5, ", alpha = 0.01, beta = 0.5, bias = 2.0"), (1, "")],
-                         ids=["size3", "size4-even", "size5-attrs", "size1"])
+@pytest.mark.parametrize(
+    "size,attrs",
+    [(3, ""), (4, ""), (5, ", alpha = 0.01, beta = 0.5, bias = 2.0"), (1, "")],
+    ids=["size3", "size4-even", "size5-attrs", "size1"],
+)
 @pytest.mark.parametrize("opset", [7, 13])
 def test_lrn_matches_onnxruntime(opset, size, attrs, dtype, rng):
     model = parse(LRN_MODEL.format(opset=opset, ty=onnx_type_name(dtype), size=size, attrs=attrs))

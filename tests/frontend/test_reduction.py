@@ -213,3 +213,72 @@ g (float[2, 3] x, int64[1] axes) => (float y) {
     )
     with pytest.raises(NonConstantInputError, match="axes"):
         onnx_stablehlo.lower(model)
+
+
+ARG_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
+g ({ty}[3, 4, 5] x) => (int64 y) {{
+  y = {op} {attrs} (x)
+}}"""
+
+# (opset, axis, keepdims, select_last_index or None)
+ARG_CASES = [
+    (11, 0, 1, None),
+    (11, -1, 0, None),
+    (12, 1, 1, 1),
+    (12, 2, 0, 0),
+    (13, -2, 1, 1),
+    (13, None, None, None),
+]
+
+
+def _arg_id(case) -> str:
+    opset, axis, keepdims, last = case
+    parts = [f"opset{opset}", "default" if axis is None else f"axis{axis}"]
+    if keepdims == 0:
+        parts.append("nokeep")
+    if last:
+        parts.append("last")
+    return "-".join(parts)
+
+
+def arg_model(op: str, opset: int, axis, keepdims, last, dtype):
+    attrs = {}
+    if axis is not None:
+        attrs["axis"] = axis
+    if keepdims is not None:
+        attrs["keepdims"] = keepdims
+    if last is not None:
+        attrs["select_last_index"] = last
+    return parse(ARG_MODEL.format(opset=opset, ty=onnx_type_name(dtype), op=op, attrs=_attrs(attrs)))
+
+
+@pytest.mark.parametrize("case", ARG_CASES, ids=[_arg_id(c) for c in ARG_CASES])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_reduce_matches_onnxruntime(op, case, rng):
+    model = arg_model(op, *case, np.float32)
+    feeds = {"x": rng.integers(-2, 3, (3, 4, 5)).astype(np.float32)}  # many ties
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float64, np.uint8], ids=["i32", "i64", "f16", "f64", "ui8"])
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_reduce_dtypes_match_onnxruntime(op, dtype, rng):
+    model = arg_model(op, 13, 1, 0, 1, dtype)
+    feeds = {"x": rng.integers(0, 4, (3, 4, 5)).astype(dtype)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_reduce_picks_the_first_nan_like_numpy(op):
+    model = arg_model(op, 13, 1, 0, None, np.float32)
+    x = np.zeros((3, 4, 5), np.float32)
+    x[0, 2, :] = np.nan
+    x[0, 3, :] = np.nan
+    x[1, 1, 0] = np.nan
+    expected = (np.argmax if op == "ArgMax" else np.argmin)(x, axis=1)
+    np.testing.assert_array_equal(compile_and_run(model, {"x": x})[0], expected)
+
+
+def test_arg_max_is_one_variadic_reduce():
+    text = emitted_text(arg_model("ArgMax", 13, 1, 1, 0, np.float32))
+    assert text.count("stablehlo.reduce") == 1 and "stablehlo.iota" in text

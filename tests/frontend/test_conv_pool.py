@@ -1,0 +1,335 @@
+"""Parity of the convolution and pooling family (frontend/lowering/conv_pool.py) against onnxruntime.
+
+onnxruntime is the oracle (``oracle_run`` falls back to onnx.reference for dtypes onnxruntime
+has no kernel for, float64 convolutions for instance). Cases where onnxruntime departs from the
+spec are avoided here and listed in the rules' docstrings: SAME padding of dilated pooling
+windows, and SAME ConvTranspose with a kernel smaller than the stride.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
+from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, parse
+
+FLOATS = [np.float32, np.float16, np.float64]
+FLOAT_IDS = ["f32", "f16", "f64"]
+
+
+def _attrs(attributes: dict) -> str:
+    """``<a = 1, b = [1, 2], c = "X">`` in ONNX text syntax (empty when there are none)."""
+    parts = []
+    for name, value in attributes.items():
+        if isinstance(value, str):
+            parts.append(f'{name} = "{value}"')
+        elif isinstance(value, (list, tuple)):
+            parts.append(f"{name} = [{', '.join(str(v) for v in value)}]")
+        else:
+            parts.append(f"{name} = {value}")
+    return f"<{', '.join(parts)}>" if parts else ""
+
+
+def _dims(shape) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+def _model(op: str, opset: int, inputs: list[tuple[str, str, tuple]], outputs: list[tuple[str, str, tuple]], attributes: dict) -> str:
+    ins = ", ".join(f"{ty}[{_dims(shape)}] {name}" for name, ty, shape in inputs)
+    outs = ", ".join(f"{ty}[{_dims(shape)}] {name}" for name, ty, shape in outputs)
+    return f"""<ir_version: 9, opset_import: ["" : {opset}]>
+g ({ins}) => ({outs}) {{
+  [node] {", ".join(n for n, _, _ in outputs)} = {op} {_attrs(attributes)} ({", ".join(n for n, _, _ in inputs)})
+}}"""
+
+
+def _output_shape(model_text: str, feeds: dict, op_outputs: int = 1) -> list[tuple]:
+    """Runs the oracle on a shape-less twin of the model to learn the output shapes."""
+    import onnx
+
+    model = onnx.parser.parse_model(model_text)
+    for out in model.graph.output:
+        out.type.tensor_type.ClearField("shape")
+    return [r.shape for r in oracle_run(model, feeds)][:op_outputs]
+
+
+def _check(op: str, opset: int, inputs: list[tuple[str, np.ndarray]], attributes: dict, *, outputs: int = 1,
+           dtype=None, output_types: tuple[str, ...] = ()) -> str:
+    """Builds the model (output shapes from the oracle), compares with the oracle, returns the text."""
+    specs = [(name, onnx_type_name(value.dtype), value.shape) for name, value in inputs]
+    feeds = dict(inputs)
+    out_types = list(output_types) or [onnx_type_name(inputs[0][1].dtype)] + ["int64"] * (outputs - 1)
+    names = ["y", "indices"][:outputs]
+    draft = _model(op, opset, specs, [(n, t, ()) for n, t in zip(names, out_types)], attributes)
+    shapes = _output_shape(draft, feeds, outputs)
+    model = parse(_model(op, opset, specs, [(n, t, s) for n, t, s in zip(names, out_types, shapes)], attributes))
+    expected = oracle_run(model, feeds)
+    actual = compile_and_run(model, feeds)
+    assert_allclose_for_dtype(actual, expected, dtype)
+    return emitted_text(model)
+
+
+# Conv -----------------------------------------------------------------------------------------
+
+CONV_CASES = {
+    "1d": ((1, 2, 9), (3, 2, 3), {}),
+    "1d-strides-pads": ((2, 2, 10), (4, 2, 3), {"strides": [2], "pads": [1, 2]}),
+    "2d": ((1, 3, 7, 8), (4, 3, 3, 3), {}),
+    "2d-asymmetric-pads": ((1, 2, 7, 6), (3, 2, 3, 2), {"pads": [1, 0, 2, 1], "strides": [2, 1]}),
+    "2d-dilations": ((1, 2, 9, 9), (2, 2, 3, 3), {"dilations": [2, 3], "pads": [1, 1, 1, 1]}),
+    "2d-group": ((2, 4, 6, 6), (6, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
+    "2d-depthwise": ((1, 3, 6, 5), (3, 1, 3, 3), {"group": 3, "strides": [2, 2]}),
+    "2d-same-upper": ((1, 2, 7, 8), (3, 2, 3, 4), {"auto_pad": "SAME_UPPER", "strides": [2, 3]}),
+    "2d-same-lower": ((1, 2, 7, 8), (3, 2, 4, 3), {"auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    "2d-valid": ((1, 2, 7, 8), (3, 2, 3, 3), {"auto_pad": "VALID", "strides": [2, 2]}),
+    "2d-kernel-shape": ((1, 2, 5, 5), (2, 2, 3, 3), {"kernel_shape": [3, 3]}),
+    "3d": ((1, 2, 5, 6, 4), (3, 2, 3, 2, 2), {"pads": [1, 0, 1, 1, 1, 0], "strides": [1, 2, 1]}),
+}
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
+@pytest.mark.parametrize("case", list(CONV_CASES), ids=list(CONV_CASES))
+def test_conv_matches_onnxruntime(case, bias, dtype, rng):
+    x_shape, w_shape, attributes = CONV_CASES[case]
+    inputs = [("x", rng.standard_normal(x_shape).astype(dtype)), ("w", rng.standard_normal(w_shape).astype(dtype))]
+    if bias:
+        inputs.append(("b", rng.standard_normal(w_shape[0]).astype(dtype)))
+    text = _check("Conv", 22, inputs, attributes)
+    assert "stablehlo.convolution" in text
+
+
+@pytest.mark.parametrize("opset", [7, 11, 22])
+def test_conv_each_revision_matches_onnxruntime(opset, rng):
+    inputs = [("x", rng.standard_normal((1, 2, 6, 6)).astype(np.float32)),
+              ("w", rng.standard_normal((3, 2, 3, 3)).astype(np.float32)),
+              ("b", rng.standard_normal(3).astype(np.float32))]
+    _check("Conv", opset, inputs, {"auto_pad": "SAME_UPPER", "strides": [2, 2]})
+
+
+def test_conv_emits_feature_group_count_and_highest_precision(rng):
+    inputs = [("x", rng.standard_normal((1, 4, 5, 5)).astype(np.float32)),
+              ("w", rng.standard_normal((4, 2, 3, 3)).astype(np.float32))]
+    text = _check("Conv", 22, inputs, {"group": 2})
+    assert "feature_group_count = 2" in text and "HIGHEST" in text
+
+
+def test_conv_rejects_unknown_auto_pad(rng):
+    model = parse(_model("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
+                         [("y", "float", (1, 1, 5, 5))], {"auto_pad": "SAME"}))
+    with pytest.raises(UnsupportedAttributeError, match="auto_pad='SAME'.*SAME_UPPER"):
+        emitted_text(model)
+
+
+def test_conv_rejects_a_kernel_shape_that_disagrees_with_w():
+    model = parse(_model("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
+                         [("y", "float", (1, 1, 4, 4))], {"kernel_shape": [2, 2]}))
+    with pytest.raises(ShapeError, match="kernel_shape"):
+        emitted_text(model)
+
+
+# ConvTranspose --------------------------------------------------------------------------------
+
+CONV_TRANSPOSE_CASES = {
+    "1d": ((1, 2, 5), (2, 3, 3), {}),
+    "1d-strides": ((2, 2, 5), (2, 2, 3), {"strides": [2]}),
+    "2d-strides-pads": ((1, 2, 4, 5), (2, 3, 3, 3), {"strides": [3, 2], "pads": [1, 2, 1, 2]}),
+    "2d-output-padding": ((1, 1, 3, 3), (1, 2, 3, 3), {"strides": [3, 2], "output_padding": [1, 1]}),
+    "2d-output-shape": ((1, 1, 3, 3), (1, 2, 3, 3), {"strides": [3, 2], "output_shape": [10, 8]}),
+    "2d-dilations": ((1, 2, 4, 4), (2, 2, 3, 2), {"dilations": [2, 2], "strides": [2, 1]}),
+    "2d-group": ((1, 4, 3, 4), (4, 3, 3, 3), {"group": 2, "strides": [2, 2]}),
+    "2d-same-upper": ((1, 2, 4, 5), (2, 2, 3, 3), {"auto_pad": "SAME_UPPER", "strides": [2, 2]}),
+    "2d-same-lower": ((1, 2, 4, 5), (2, 2, 3, 3), {"auto_pad": "SAME_LOWER", "strides": [2, 2]}),
+    "2d-pads-larger-than-kernel": ((1, 1, 6, 6), (1, 1, 2, 2), {"pads": [2, 0, 3, 2], "strides": [2, 2]}),
+    "3d": ((1, 1, 3, 4, 3), (1, 2, 2, 3, 2), {"strides": [2, 1, 2], "pads": [0, 1, 0, 1, 0, 1]}),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16], ids=["f32", "f16"])
+@pytest.mark.parametrize("bias", [False, True], ids=["nobias", "bias"])
+@pytest.mark.parametrize("case", list(CONV_TRANSPOSE_CASES), ids=list(CONV_TRANSPOSE_CASES))
+def test_conv_transpose_matches_onnxruntime(case, bias, dtype, rng):
+    x_shape, w_shape, attributes = CONV_TRANSPOSE_CASES[case]
+    groups = attributes.get("group", 1)
+    inputs = [("x", rng.standard_normal(x_shape).astype(dtype)), ("w", rng.standard_normal(w_shape).astype(dtype))]
+    if bias:
+        inputs.append(("b", rng.standard_normal(w_shape[1] * groups).astype(dtype)))
+    text = _check("ConvTranspose", 22, inputs, attributes)
+    if attributes.get("strides", [1])[0] > 1:
+        assert "lhs_dilate" in text
+
+
+@pytest.mark.parametrize("opset", [7, 11, 22])
+def test_conv_transpose_each_revision_matches_onnxruntime(opset, rng):
+    inputs = [("x", rng.standard_normal((1, 2, 3, 3)).astype(np.float32)),
+              ("w", rng.standard_normal((2, 2, 3, 3)).astype(np.float32))]
+    _check("ConvTranspose", opset, inputs, {"strides": [2, 2], "output_padding": [1, 0], "pads": [1, 1, 0, 1]})
+
+
+# ConvInteger, QLinearConv ---------------------------------------------------------------------
+
+def _int_array(rng, shape, dtype):
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+
+
+@pytest.mark.parametrize("w_dtype", [np.uint8, np.int8], ids=["w-u8", "w-i8"])
+@pytest.mark.parametrize("zero_points", ["none", "scalar", "per-channel"])
+def test_conv_integer_matches_onnxruntime(zero_points, w_dtype, rng):
+    inputs = [("x", _int_array(rng, (1, 2, 5, 5), np.uint8)), ("w", _int_array(rng, (3, 2, 2, 2), w_dtype))]
+    if zero_points != "none":
+        inputs.append(("x_zero_point", np.array(7, np.uint8)))
+        w_zp_shape = () if zero_points == "scalar" else (3,)
+        inputs.append(("w_zero_point", _int_array(rng, w_zp_shape, w_dtype)))
+    text = _check("ConvInteger", 10, inputs, {"pads": [1, 0, 1, 1]}, output_types=("int32",))
+    assert "stablehlo.convolution" in text and "xi32" in text
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+def test_qlinear_conv_matches_onnxruntime(per_channel, dtype, rng):
+    channels = (3,) if per_channel else ()
+    inputs = [
+        ("x", _int_array(rng, (1, 2, 6, 6), dtype)),
+        ("x_scale", np.array(0.05, np.float32)),
+        ("x_zero_point", np.array(3, dtype)),
+        ("w", _int_array(rng, (3, 2, 3, 3), dtype)),
+        ("w_scale", (rng.uniform(0.01, 0.03, size=channels)).astype(np.float32)),
+        ("w_zero_point", np.zeros(channels, dtype)),
+        ("y_scale", np.array(0.7, np.float32)),
+        ("y_zero_point", np.array(5, dtype)),
+        ("b", rng.integers(-500, 500, size=3).astype(np.int32)),
+    ]
+    _check("QLinearConv", 10, inputs, {"pads": [1, 1, 1, 1], "strides": [2, 1]})
+
+
+def test_conv_integer_rejects_int16_input():
+    model = parse(_model("ConvInteger", 10, [("x", "int16", (1, 1, 3, 3)), ("w", "uint8", (1, 1, 2, 2))],
+                         [("y", "int32", (1, 1, 2, 2))], {}))
+    with pytest.raises(UnsupportedDtypeError, match="INT16.*int8, uint8"):
+        emitted_text(model)
+
+
+# MaxPool --------------------------------------------------------------------------------------
+
+POOL_CASES = {
+    "1d": ((1, 2, 9), {"kernel_shape": [3]}),
+    "2d": ((1, 2, 6, 7), {"kernel_shape": [2, 3]}),
+    "2d-strides-pads": ((2, 1, 7, 7), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 0, 2, 1]}),
+    "2d-ceil": ((1, 2, 7, 8), {"kernel_shape": [3, 3], "strides": [2, 3], "ceil_mode": 1}),
+    "2d-ceil-pads": ((1, 1, 6, 6), {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1}),
+    "2d-dilations": ((1, 1, 9, 8), {"kernel_shape": [2, 3], "dilations": [3, 2], "pads": [1, 1, 1, 1]}),
+    "2d-same-upper": ((1, 2, 7, 8), {"kernel_shape": [3, 2], "strides": [2, 3], "auto_pad": "SAME_UPPER"}),
+    "2d-same-lower": ((1, 2, 7, 8), {"kernel_shape": [2, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+    "2d-same-stride-above-kernel": ((1, 1, 6, 7), {"kernel_shape": [1, 2], "strides": [2, 3], "auto_pad": "SAME_UPPER"}),
+    "2d-valid": ((1, 2, 7, 8), {"kernel_shape": [3, 3], "strides": [2, 2], "auto_pad": "VALID"}),
+    "3d": ((1, 1, 5, 6, 4), {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [0, 1, 1, 1, 0, 0]}),
+}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64, np.int8, np.uint8],
+                         ids=["f32", "f16", "f64", "i8", "u8"])
+@pytest.mark.parametrize("case", list(POOL_CASES), ids=list(POOL_CASES))
+def test_max_pool_matches_onnxruntime(case, dtype, rng):
+    shape, attributes = POOL_CASES[case]
+    x = _int_array(rng, shape, dtype) if np.dtype(dtype).kind in "iu" else rng.standard_normal(shape).astype(dtype)
+    text = _check("MaxPool", 22, [("x", x)], attributes)
+    assert "stablehlo.reduce_window" in text and "stablehlo.maximum" in text
+
+
+@pytest.mark.parametrize("storage_order", [0, 1], ids=["row-major", "column-major"])
+@pytest.mark.parametrize("case", ["2d-strides-pads", "2d-ceil", "2d-dilations", "3d", "1d"])
+def test_max_pool_indices_match_onnxruntime(case, storage_order, rng):
+    shape, attributes = POOL_CASES[case]
+    x = rng.standard_normal((2, *shape[1:])).astype(np.float32)
+    _check("MaxPool", 22, [("x", x)], {**attributes, "storage_order": storage_order}, outputs=2)
+
+
+def test_max_pool_indices_prefer_the_first_of_ties(rng):
+    x = np.round(rng.standard_normal((1, 2, 6, 6))).astype(np.float32)  # many equal values
+    _check("MaxPool", 12, [("x", x)], {"kernel_shape": [3, 3], "strides": [1, 2]}, outputs=2)
+
+
+@pytest.mark.parametrize("opset", [7, 8, 10, 11, 12, 22])
+def test_max_pool_each_revision_matches_onnxruntime(opset, rng):
+    attributes = {"kernel_shape": [3, 2], "strides": [2, 1], "pads": [1, 0, 1, 1]}
+    if opset >= 10:
+        attributes["ceil_mode"] = 1
+    x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
+    _check("MaxPool", opset, [("x", x)], attributes, outputs=2 if opset >= 8 else 1)
+
+
+def test_max_pool_rejects_missing_kernel_shape():
+    model = parse(_model("MaxPool", 22, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 4, 4))], {}))
+    with pytest.raises(ShapeError, match="kernel_shape"):
+        emitted_text(model)
+
+
+# AveragePool, LpPool --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=["f32", "f16", "f64"])
+@pytest.mark.parametrize("count_include_pad", [0, 1], ids=["exclude-pad", "include-pad"])
+@pytest.mark.parametrize("case", list(POOL_CASES), ids=list(POOL_CASES))
+def test_average_pool_matches_onnxruntime(case, count_include_pad, dtype, rng):
+    shape, attributes = POOL_CASES[case]
+    x = rng.standard_normal(shape).astype(dtype)
+    text = _check("AveragePool", 22, [("x", x)], {**attributes, "count_include_pad": count_include_pad})
+    assert "stablehlo.reduce_window" in text and "stablehlo.divide" in text
+
+
+@pytest.mark.parametrize("opset", [7, 10, 11, 19, 22])
+def test_average_pool_each_revision_matches_onnxruntime(opset, rng):
+    attributes = {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 0], "count_include_pad": 1}
+    if opset >= 10:
+        attributes["ceil_mode"] = 1
+    if opset >= 19:
+        attributes["dilations"] = [1, 2]
+    x = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
+    _check("AveragePool", opset, [("x", x)], attributes)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("case", ["1d", "2d-strides-pads", "2d-same-lower", "3d"])
+def test_lp_pool_matches_onnxruntime(case, p, rng):
+    shape, attributes = POOL_CASES[case]
+    x = rng.standard_normal(shape).astype(np.float32)
+    _check("LpPool", 22, [("x", x)], {**attributes, "p": p})
+
+
+@pytest.mark.parametrize("opset", [7, 11, 18, 22])
+def test_lp_pool_each_revision_matches_onnxruntime(opset, rng):
+    attributes = {"kernel_shape": [2, 2], "strides": [2, 1], "p": 2}
+    if opset >= 18:
+        attributes.update(ceil_mode=1, dilations=[1, 2])
+    x = rng.standard_normal((1, 2, 7, 6)).astype(np.float32)
+    _check("LpPool", opset, [("x", x)], attributes)
+
+
+def test_lp_pool_rejects_p_zero():
+    model = parse(_model("LpPool", 18, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
+                         {"kernel_shape": [2, 2], "p": 0}))
+    with pytest.raises(UnsupportedAttributeError, match="p=0"):
+        emitted_text(model)
+
+
+def test_average_pool_rejects_integer_input():
+    model = parse(_model("AveragePool", 22, [("x", "int8", (1, 1, 4, 4))], [("y", "int8", (1, 1, 3, 3))],
+                         {"kernel_shape": [2, 2]}))
+    with pytest.raises(UnsupportedDtypeError, match="INT8"):
+        emitted_text(model)
+
+
+# Global pooling -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
+@pytest.mark.parametrize("shape", [(2, 3, 5), (1, 2, 4, 5), (1, 2, 3, 2, 4)], ids=["1d", "2d", "3d"])
+@pytest.mark.parametrize("opset", [7, 22])
+def test_global_pool_matches_onnxruntime(opset, shape, op, dtype, rng):
+    x = rng.standard_normal(shape).astype(dtype)
+    attributes = {"p": 3} if op == "GlobalLpPool" and opset == 22 else {}
+    text = _check(op, opset, [("x", x)], attributes)
+    assert "stablehlo.reduce" in text and "reduce_window" not in text
