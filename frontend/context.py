@@ -200,10 +200,12 @@ class LoweringContext:
         node: OnnxNode,
         inputs: Sequence[LoweredValue | None],
         materialize: Callable[[LoweredValue], ir.Value],
+        lower_subgraph: Callable[[onnx_ir.Graph, Sequence[ir.Value]], list[ir.Value]] | None = None,
     ) -> None:
         self.node = node
         self._inputs = list(inputs)
         self._materialize = materialize
+        self._lower_subgraph = lower_subgraph
 
     # Inputs --------------------------------------------------------------------------------
 
@@ -228,10 +230,7 @@ class LoweringContext:
 
     def input(self, index: int) -> ir.Value:
         """Input ``index`` as an MLIR value (constants and weights are emitted on first use)."""
-        value = self.lowered(index)
-        if value.value is None:
-            value.value = self._materialize(value)
-        return value.value
+        return self._materialize(self.lowered(index))
 
     def optional_input(self, index: int) -> ir.Value | None:
         """Like :meth:`input`, but ``None`` for an omitted optional input."""
@@ -283,6 +282,18 @@ class LoweringContext:
     def optional_constant_input(self, index: int) -> np.ndarray | None:
         """Like :meth:`constant_input`, but ``None`` for an omitted input (or an empty name)."""
         return self.constant_input(index) if self.has_input(index) else None
+
+    def lower_subgraph(self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value]) -> list[ir.Value]:
+        """Lowers a graph attribute (If branch, Loop or Scan body) at the current insertion point.
+
+        ``inputs`` bind the subgraph's inputs in order (e.g. a region's block arguments); values
+        of the enclosing graphs are visible inside (ONNX outer scope; StableHLO regions are not
+        isolated from above). Returns the subgraph's outputs; the caller emits the terminator
+        (``stablehlo.return``) of the region it is building.
+        """
+        if self._lower_subgraph is None:
+            raise self.error("subgraphs cannot be lowered in this context")
+        return self._lower_subgraph(graph, inputs)
 
     # Errors --------------------------------------------------------------------------------
 

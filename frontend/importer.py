@@ -193,6 +193,33 @@ def _input_types(
     return result
 
 
+class _Scope:
+    """Values visible in one graph: its own, then its enclosing graphs' (ONNX outer scope)."""
+
+    def __init__(self, parent: _Scope | None = None) -> None:
+        self.parent = parent
+        self.own: dict[str, LoweredValue] = {}
+        self.depth = 0 if parent is None else parent.depth + 1
+
+    def get(self, name: str) -> LoweredValue | None:
+        scope: _Scope | None = self
+        while scope is not None:
+            found = scope.own.get(name)
+            if found is not None:
+                return found
+            scope = scope.parent
+        return None
+
+    def __setitem__(self, name: str, value: LoweredValue) -> None:
+        self.own[name] = value
+
+    def __getitem__(self, name: str) -> LoweredValue:
+        found = self.get(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+
 class _Importer:
     def __init__(
         self,
@@ -206,7 +233,7 @@ class _Importer:
         self.weights = weights
         self.fold_max_elements = fold_max_elements
         self.opsets = opset_imports(model)
-        self.values: dict[str, LoweredValue] = {}
+        self.values = _Scope()
         self.parameter_names: list[str] = []
         self.parameters: dict[str, Callable[[], np.ndarray]] = {}
         self.entry_block: ir.Block | None = None
@@ -214,6 +241,24 @@ class _Importer:
     # Values --------------------------------------------------------------------------------
 
     def materialize(self, value: LoweredValue) -> ir.Value:
+        """The MLIR value of ``value``, emitting its constant or weight argument on first use.
+
+        Inside a subgraph (a region), a constant is emitted in the region and cached in the
+        subgraph's scope only, since the region's ops do not dominate the outer graph.
+        """
+        if value.value is not None:
+            return value.value
+        local = self.values.get(value.name)
+        if local is not None and local is not value and local.value is not None:
+            return local.value
+        result = self._emit_constant_or_argument(value)
+        if self.values.depth == 0 or (value.parameter and self.weights == "args"):
+            value.value = result
+        else:
+            self.values[value.name] = dataclasses.replace(value, value=result)
+        return result
+
+    def _emit_constant_or_argument(self, value: LoweredValue) -> ir.Value:
         assert value.const is not None
         if value.parameter and self.weights == "args":
             assert self.entry_block is not None
@@ -250,14 +295,14 @@ class _Importer:
         assert resolved is not None, "find_unsupported runs first"
         since, rule = resolved
         onnx_node = OnnxNode(node, index, opset, since)
-        inputs = [self.values[v.name] if v is not None and v.name else None for v in node.inputs]
+        inputs = [self.values.get(v.name) if v is not None and v.name else None for v in node.inputs]
         for value, ir_value in zip(inputs, node.inputs):
             if ir_value is not None and ir_value.name and value is None:
                 raise LoweringError(f"input '{ir_value.name}' is not defined before use", op_type=node.op_type,
                                     domain=domain, opset=opset, node_name=onnx_node.name)
         results = self.try_fold(node, onnx_node, inputs)
         if results is None:
-            ctx = LoweringContext(onnx_node, inputs, self.materialize)
+            ctx = LoweringContext(onnx_node, inputs, self.materialize, self.lower_subgraph)
             with ir.Location.name(onnx_node.location_name):
                 try:
                     results = list(rule(ctx, onnx_node))
@@ -295,6 +340,39 @@ class _Importer:
         if sum(np.size(r) for r in results if r is not None) > self.fold_max_elements:
             return None  # an Expand or Tile of a small constant: keep the op, not a huge constant
         return results
+
+    def lower_subgraph(self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value]) -> list[ir.Value]:
+        """Lowers a subgraph (If branch, Loop/Scan body) at the current insertion point.
+
+        Its inputs are bound to ``inputs`` in order; names it does not define resolve to the
+        enclosing graphs' values (outer scope). Returns its outputs as MLIR values, emitted in
+        the current block (the caller adds the region's terminator).
+        """
+        if len(inputs) != len(graph.inputs):
+            raise LoweringError(
+                f"subgraph '{graph.name}' takes {len(graph.inputs)} inputs, {len(inputs)} given"
+            )
+        parent = self.values
+        self.values = _Scope(parent)
+        try:
+            for formal, actual in zip(graph.inputs, inputs):
+                shape = tuple(
+                    d if d is not None else SymbolicDim(f"{formal.name}_{axis}")
+                    for axis, d in enumerate(emit.shape_of(actual))
+                )
+                self.values[formal.name] = LoweredValue(formal.name, emit.dtype_of(actual), shape, value=actual)
+            self.add_initializers(graph)
+            for index, node in enumerate(graph):
+                self.lower_node(node, index)
+            outputs = []
+            for out in graph.outputs:
+                lowered = self.values.get(out.name)
+                if lowered is None:
+                    raise LoweringError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
+                outputs.append(self.materialize(lowered))
+            return outputs
+        finally:
+            self.values = parent
 
     def bind_outputs(self, node: onnx_ir.Node, onnx_node: OnnxNode, results: list) -> None:
         outputs = list(node.outputs)
@@ -452,10 +530,8 @@ def import_model(
                 lowered = importer.values.get(out.name)
                 if lowered is None:
                     raise LoweringError(f"graph output '{out.name}' is never produced")
-                if lowered.value is None:
-                    with ir.Location.name(out.name):
-                        lowered.value = importer.materialize(lowered)
-                output_values.append(lowered.value)
+                with ir.Location.name(out.name):
+                    output_values.append(importer.materialize(lowered))
                 output_types.append((lowered.dtype, lowered.shape))
             func.ReturnOp(output_values)
         func_op.attributes["function_type"] = ir.TypeAttr.get(

@@ -371,12 +371,13 @@ def lower_dequantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
 def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers DynamicQuantizeLinear: uint8 scale and zero point from the range of x (with 0).
 
-    ``scale = (max(0, max x) - min(0, min x)) / 255`` (1/255 when that range is empty),
+    ``scale = (max(0, max x) - min(0, min x)) / 255`` (1 when that range is empty),
     ``zero_point = round(clamp(-min / scale, 0, 255))``, then QuantizeLinear.
 
     Spec: onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html (DynamicQuantizeLinear-11).
     Shapes: x any static shape; y_scale and y_zero_point scalars.
     Dtypes: x f32; y and y_zero_point uint8.
+    Deviations: for an all-zero x the scale is 1, as onnxruntime gives (onnx.reference: 1/255).
     """
     from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
@@ -389,8 +390,8 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     low = stablehlo.MinOp(reduce_over(x, axes, stablehlo.MinOp, np.inf), zero).result
     span = stablehlo.SubtractOp(high, low).result
     empty = emit.compare(high, low, "EQ")
-    span = stablehlo.SelectOp(empty, _splat(1, dtype, ()), span).result
     scale = stablehlo.DivOp(span, _splat(255, dtype, ())).result
+    scale = stablehlo.SelectOp(empty, _splat(1, dtype, ()), scale).result
     initial = stablehlo.NegOp(stablehlo.DivOp(low, scale).result).result
     zero_point = stablehlo.RoundNearestEvenOp(
         stablehlo.ClampOp(zero, initial, _splat(255, dtype, ())).result

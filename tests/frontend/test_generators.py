@@ -191,3 +191,65 @@ g (float[40, 50] x) => (float[40, 50] y) {
 }"""
     )
     assert "stablehlo.iota" in emitted_text(model)
+
+
+RANDOM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
+g (float[200, 250] like, float[4, 3] logits, float[200, 250] p) =>
+  (float[200, 250] n, double[200, 250] u, float16[200, 250] nl, float[200, 250] ul, int64[4, 20000] s, int32[200, 250] b) {{
+  n = RandomNormal <shape = [200, 250], mean = 2.0, scale = 3.0, seed = 5.0> ()
+  u = RandomUniform <shape = [200, 250], low = -1.0, high = 3.0, dtype = 11> ()
+  nl = RandomNormalLike <dtype = 10> (like)
+  ul = RandomUniformLike (like)
+  s = Multinomial <sample_size = 20000, dtype = 7, seed = 1.0> (logits)
+  b = Bernoulli <dtype = 6> (p)
+}}"""
+
+PROBABILITIES = np.array([[1, 2, 3], [1, 1, 1], [10, 1e-4, 1e-4], [0.2, 0.3, 0.5]], np.float32)
+
+
+@pytest.mark.parametrize("opset", [15, 22])
+def test_random_ops_have_the_right_distributions(opset):
+    """Random streams differ from onnxruntime's, so shapes, dtypes and moments are checked (50k draws)."""
+    model = parse(RANDOM_MODEL.format(opset=opset))
+    p = np.tile(np.linspace(0, 1, 250, dtype=np.float32), (200, 1))
+    feeds = {"like": np.zeros((200, 250), np.float32), "logits": np.log(PROBABILITIES), "p": p}
+    n, u, nl, ul, s, b = compile_and_run(model, feeds)
+    assert (n.dtype, u.dtype, nl.dtype, ul.dtype, s.dtype, b.dtype) == (
+        np.float32, np.float64, np.float16, np.float32, np.int64, np.int32
+    )
+    assert abs(n.mean() - 2.0) < 0.05 and abs(n.std() - 3.0) < 0.05
+    assert u.min() >= -1.0 and u.max() < 3.0 and abs(u.mean() - 1.0) < 0.02
+    assert abs(nl.astype(np.float32).mean()) < 0.03 and abs(nl.astype(np.float32).std() - 1.0) < 0.03
+    assert ul.min() >= 0.0 and ul.max() < 1.0 and abs(ul.mean() - 0.5) < 0.01
+    for row, probs in zip(s, PROBABILITIES / PROBABILITIES.sum(axis=1, keepdims=True)):
+        np.testing.assert_allclose(np.bincount(row, minlength=3) / row.size, probs, atol=0.015)
+    assert set(np.unique(b)) <= {0, 1}
+    np.testing.assert_allclose(b.mean(axis=0)[::25], p[0, ::25], atol=0.12)
+    assert np.all(b[:, 0] == 0) and np.all(b[:, -1] == 1)
+
+
+def test_random_ops_are_deterministic_per_seed():
+    model = parse(RANDOM_MODEL.format(opset=22))
+    feeds = {"like": np.zeros((200, 250), np.float32), "logits": np.log(PROBABILITIES),
+             "p": np.full((200, 250), 0.5, np.float32)}
+    first, second = compile_and_run(model, feeds), compile_and_run(model, feeds)
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_unseeded_random_nodes_draw_different_streams():
+    model = parse(
+        """<ir_version: 10, opset_import: ["" : 22]>
+g (float[1] unused) => (float[64] a, float[64] b) {
+  a = RandomUniform <shape = [64]> ()
+  b = RandomUniform <shape = [64]> ()
+}"""
+    )
+    a, b = compile_and_run(model, {"unused": np.zeros((1,), np.float32)})
+    assert not np.array_equal(a, b)
+
+
+def test_random_ops_use_rng_bit_generator():
+    text = emitted_text(parse(RANDOM_MODEL.format(opset=22)))
+    assert "stablehlo.rng_bit_generator" in text and "THREE_FRY" in text
+    assert "stablehlo.reduce_window" in text  # Multinomial's cumulative sum
