@@ -35,6 +35,7 @@ def lower(
     *,
     weights: str = "args",
     registry: LoweringRegistry | None = None,
+    check: bool = True,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module without compiling it.
 
@@ -43,6 +44,7 @@ def lower(
         input_shapes: a static shape per input; required for inputs with symbolic dims.
         weights: ``"args"`` (weights are ``@main`` arguments after the inputs) or ``"inline"``.
         registry: a lowering registry (tests pass their own); default: every rule.
+        check: run the onnx checker on the model first.
 
     Returns:
         A :class:`~onnx_stablehlo.frontend.importer.LoweredModule`; ``.text`` is the
@@ -51,7 +53,7 @@ def lower(
     Raises:
         ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError.
     """
-    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model)
+    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
     return import_model(ir_model, input_shapes, weights=weights, registry=registry)  # type: ignore[arg-type]
 
 
@@ -63,6 +65,7 @@ def compile(  # noqa: A001 - the field's verb
     weights: str = "args",
     registry: LoweringRegistry | None = None,
     cache_size: int = 16,
+    check: bool = True,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -76,6 +79,8 @@ def compile(  # noqa: A001 - the field's verb
             ``"inline"`` (weights are constants inside the module).
         registry: a lowering registry; default: every rule.
         cache_size: how many shape specializations stay compiled.
+        check: run the onnx checker on the model first (it rejects some deprecated ops,
+            such as GroupNormalization at opsets 18-20, that still lower fine).
 
     Returns:
         A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
@@ -88,7 +93,7 @@ def compile(  # noqa: A001 - the field's verb
     if weights not in ("args", "inline"):
         raise ValueError(f"weights must be 'args' or 'inline', got {weights!r}")
     target = pjrt.get_device(device)
-    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model)
+    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
     return CompiledModel(
         ir_model,
         device=target,

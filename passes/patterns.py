@@ -107,7 +107,9 @@ class Rewriter:
     def __init__(self, record_failures: bool = True) -> None:
         self.record_failures = record_failures
         self.failures: list[PatternFailure] = []
-        self._erased: set[ir.Operation] = set()
+        # hash() of an ir.Operation is derived from the op's address; the set holds those ints,
+        # not Operation objects (erasing invalidates the object it was called on).
+        self._erased: set[int] = set()
         self._pattern = "<none>"
         self._anchor: ir.Operation | None = None
 
@@ -120,7 +122,7 @@ class Rewriter:
 
     def is_erased(self, op: ir.Operation) -> bool:
         """Whether ``op`` was erased through this rewriter (never touch it again)."""
-        return op in self._erased
+        return hash(op) in self._erased
 
     def forget_erased(self) -> None:
         """Clears the erased set (only when no Python object of an erased op is still held)."""
@@ -206,7 +208,7 @@ class Rewriter:
                 raise PatternError(f"erases {op.name} while its results are used", pattern=self._pattern)
         nested: list[ir.Operation] = []
         op.walk(lambda inner: (nested.append(inner), ir.WalkResult.ADVANCE)[1])
-        self._erased.update(nested)  # includes op itself (post-order walk visits it last)
+        self._erased.update(hash(inner) for inner in nested)  # op itself included (visited last)
         op.erase()
 
     def _require_anchor(self) -> ir.Operation:

@@ -528,9 +528,9 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
     one = emit.splat(1, wide)
     scale = stablehlo.DivOp(one, stablehlo.SubtractOp(one, ratio).result).result
     if training_known is None:
-        training = emit.broadcast_to(_scalar_input(ctx, 2, DataType.BOOL), shape)
-        keep = stablehlo.OrOp(keep, stablehlo.NotOp(training).result).result
-        scale = stablehlo.SelectOp(_scalar_input(ctx, 2, DataType.BOOL), scale, one).result
+        training = _scalar_input(ctx, 2, DataType.BOOL)
+        keep = stablehlo.OrOp(keep, stablehlo.NotOp(emit.broadcast_to(training, shape)).result).result
+        scale = stablehlo.SelectOp(training, scale, one).result
     scaled = stablehlo.MulOp(emit.convert(x, wide), emit.broadcast_to(scale, shape)).result
     y = _select(keep, scaled, emit.splat(0, wide, shape))
     outputs = [emit.convert(y, dtype)]

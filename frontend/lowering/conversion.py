@@ -16,7 +16,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import UnsupportedDtypeError
+from onnx_stablehlo.errors import ShapeError, UnsupportedDtypeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -212,8 +212,6 @@ def quantization_parameter(
     Raises:
         ShapeError: the value's shape fits none of these.
     """
-    from onnx_stablehlo.errors import ShapeError
-
     given = emit.static_shape_of(value)
     rank = len(shape)
     size = int(np.prod(given, dtype=np.int64))

@@ -1,7 +1,8 @@
 """Lowering rules: matrix products (MatMul, Gemm, Einsum, MatMulInteger, QLinearMatMul).
 
-Every product becomes one ``stablehlo.dot_general`` with default precision; operands are never
-transposed explicitly when contracting dims can say the same thing.
+Every product becomes ``stablehlo.dot_general`` with default precision; contracting and batch
+dims replace explicit transposes of the operands (a result is transposed only where ONNX's
+dim order differs from ``dot_general``'s batch, lhs-free, rhs-free order).
 
 - ``MatMul(a, b)`` -> ``dot_general`` with numpy ``matmul`` semantics: a 1-D operand contracts
   directly (no reshape), a rank-2 ``b`` contracts without batch dims (``[B, S, K] @ [K, N]``
@@ -11,11 +12,11 @@ transposed explicitly when contracting dims can say the same thing.
   the contracting dims.
 - ``Einsum`` -> a chain of pairwise ``dot_general`` (+ ``reduce`` for labels summed within one
   operand, + a diagonal mask for labels repeated within one operand, + ``transpose``).
-- ``MatMulInteger`` / ``QLinearMatMul`` -> ``dot_general`` in int32 after subtracting the zero
-  points (accumulating in int32 as the spec says).
+- ``MatMulInteger`` / ``QLinearMatMul`` -> an 8-bit ``dot_general`` with an int32 result (an
+  integer GEMM on devices that have one); zero points enter as row/column-sum corrections.
 
 float16/bfloat16 products accumulate in float32 (``dot_general`` with an f32 result, then
-``convert``), as onnxruntime's kernels do.
+``convert``), so long contractions keep float32 accuracy.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -365,28 +366,83 @@ def _centered(value: ir.Value, zero_point: ir.Value | None, dtype: DataType, per
     if per_row:
         zero_point = _row_parameter(zero_point, emit.static_shape_of(value))
     zero_point = emit.convert(zero_point, dtype)
-    shape = emit.broadcast_shapes(emit.static_shape_of(value), emit.static_shape_of(zero_point))
-    if tuple(shape) != tuple(emit.static_shape_of(value)):
-        raise ValueError(
-            f"zero point {list(emit.static_shape_of(zero_point))} does not fit {list(emit.static_shape_of(value))}"
-        )
-    return stablehlo.SubtractOp(value, emit.broadcast_to(zero_point, shape)).result
+    return stablehlo.SubtractOp(value, _broadcast_onto(zero_point, emit.static_shape_of(value))).result
+
+
+def _broadcast_onto(value: ir.Value, shape: Sequence[int]) -> ir.Value:
+    """numpy-broadcasts ``value`` to exactly ``shape``.
+
+    Raises:
+        ValueError: ``value`` does not broadcast to ``shape``.
+    """
+    given = emit.static_shape_of(value)
+    if len(given) > len(shape) or any(g not in (1, d) for g, d in zip(given[::-1], tuple(shape)[::-1])):
+        raise ValueError(f"zero point or scale {list(given)} does not fit {list(shape)}")
+    return emit.broadcast_to(value, shape)
+
+
+def _is_zero(ctx: LoweringContext, index: int) -> bool:
+    """True for an omitted input or a compile-time all-zero one."""
+    return not ctx.has_input(index) or (ctx.is_constant_input(index) and not np.any(ctx.constant_input(index)))
+
+
+def integer_matmul(a: ir.Value, b: ir.Value, a_zero: ir.Value | None, b_zero: ir.Value | None) -> ir.Value:
+    """``(a - a_zero) @ (b - b_zero)`` in int32, with a and b kept 8-bit in the dot_general.
+
+    The product is one int8 (or uint8) dot_general with an int32 result, which backends run as
+    an integer GEMM; the zero points enter through the expansion
+    ``a @ b - a_zero * colsum(b) - rowsum(a) * b_zero + K * a_zero * b_zero``
+    (``a_zero`` per tensor or per row, ``b_zero`` per tensor or per column). 1-D operands
+    subtract the zero points first instead.
+
+    Raises:
+        ValueError: shapes do not fit.
+    """
+    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
+
+    i32 = DataType.INT32
+    a_shape, b_shape = emit.static_shape_of(a), emit.static_shape_of(b)
+    if len(a_shape) < 2 or len(b_shape) < 2:
+        return matmul(_centered(a, a_zero, i32, per_row=True), _centered(b, b_zero, i32, per_row=False))
+    product = matmul(a, b, result_dtype=i32)
+    shape = emit.static_shape_of(product)
+    k = a_shape[-1]
+    a_zero_term = b_zero_term = None
+    if a_zero is not None:
+        a_zero_term = emit.convert(_row_parameter(a_zero, a_shape), i32)
+        column_sums = reduce_over(emit.convert(b, i32), [len(b_shape) - 2], stablehlo.AddOp, 0, keepdims=True)
+        correction = stablehlo.MulOp(_broadcast_onto(a_zero_term, shape), _broadcast_onto(column_sums, shape)).result
+        product = stablehlo.SubtractOp(product, correction).result
+    if b_zero is not None:
+        b_zero_term = emit.convert(b_zero, i32)
+        row_sums = reduce_over(emit.convert(a, i32), [len(a_shape) - 1], stablehlo.AddOp, 0, keepdims=True)
+        correction = stablehlo.MulOp(_broadcast_onto(row_sums, shape), _broadcast_onto(b_zero_term, shape)).result
+        product = stablehlo.SubtractOp(product, correction).result
+    if a_zero_term is not None and b_zero_term is not None:
+        both = stablehlo.MulOp(_broadcast_onto(a_zero_term, shape), _broadcast_onto(b_zero_term, shape)).result
+        scaled = stablehlo.MulOp(both, emit.broadcast_to(_splat_i32(k), shape, dims=[])).result
+        product = stablehlo.AddOp(product, scaled).result
+    return product
+
+
+def _splat_i32(value: int) -> ir.Value:
+    return emit.reshape(emit.splat(value, DataType.INT32), ())
 
 
 @lowering("MatMulInteger", since=10)
 def lower_matmul_integer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers MatMulInteger to an int32 dot_general of the zero-point-centered operands.
+    """Lowers MatMulInteger to an 8-bit dot_general with an int32 result, plus zero-point terms.
 
     Spec: onnx.ai/onnx/operators/onnx__MatMulInteger.html (MatMulInteger-10).
     Shapes: as MatMul; a_zero_point scalar or per row ([M], or [..., M, 1]), b_zero_point
         scalar or per column ([N], or [..., 1, N]).
-    Dtypes: A, B int8/uint8; result int32 (accumulated in int32, as the spec says).
+    Dtypes: A, B int8/uint8 (mixed allowed); result int32 (accumulated in int32).
     Raises: ShapeError when shapes do not fit.
     """
+    a_zero = None if _is_zero(ctx, 2) else ctx.input(2)
+    b_zero = None if _is_zero(ctx, 3) else ctx.input(3)
     try:
-        a = _centered(ctx.input(0), ctx.optional_input(2), DataType.INT32, per_row=True)
-        b = _centered(ctx.input(1), ctx.optional_input(3), DataType.INT32, per_row=False)
-        return [matmul(a, b)]
+        return [integer_matmul(ctx.input(0), ctx.input(1), a_zero, b_zero)]
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
 
@@ -407,17 +463,22 @@ def lower_qlinear_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     from onnx_stablehlo.frontend.lowering.conversion import quantize
 
     exact = dtypes.is_integer(ctx.input_dtype(0)) and dtypes.is_integer(ctx.input_dtype(3))
-    accumulate = DataType.INT32 if exact else DataType.FLOAT
     try:
-        a = _centered(ctx.input(0), ctx.input(2), accumulate, per_row=True)
-        b = _centered(ctx.input(3), ctx.input(5), accumulate, per_row=False)
-        product = emit.convert(matmul(a, b), DataType.FLOAT)
+        if exact:
+            a_zero = None if _is_zero(ctx, 2) else ctx.input(2)
+            b_zero = None if _is_zero(ctx, 5) else ctx.input(5)
+            product = integer_matmul(ctx.input(0), ctx.input(3), a_zero, b_zero)
+        else:
+            a = _centered(ctx.input(0), ctx.input(2), DataType.FLOAT, per_row=True)
+            b = _centered(ctx.input(3), ctx.input(5), DataType.FLOAT, per_row=False)
+            product = matmul(a, b)
+        product = emit.convert(product, DataType.FLOAT)
         shape = emit.static_shape_of(product)
-        a_scale = emit.convert(_row_parameter(ctx.input(1), emit.static_shape_of(a)), DataType.FLOAT)
+        a_scale = emit.convert(_row_parameter(ctx.input(1), ctx.input_static_shape(0)), DataType.FLOAT)
         b_scale = emit.convert(ctx.input(4), DataType.FLOAT)
-        multiplier = stablehlo.MulOp(emit.broadcast_to(a_scale, shape), emit.broadcast_to(b_scale, shape)).result
-        y_scale = emit.broadcast_to(ctx.input(6), shape)
-        y_zero_point = emit.broadcast_to(ctx.input(7), shape)
+        multiplier = stablehlo.MulOp(_broadcast_onto(a_scale, shape), _broadcast_onto(b_scale, shape)).result
+        y_scale = _broadcast_onto(ctx.input(6), shape)
+        y_zero_point = _broadcast_onto(ctx.input(7), shape)
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
     scaled = stablehlo.MulOp(product, multiplier).result

@@ -42,7 +42,6 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType

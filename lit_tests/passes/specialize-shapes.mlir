@@ -24,7 +24,7 @@ func.func @main(%x: tensor<?x3xf32>, %w: tensor<3x5xf32>) -> tensor<?x5xf32> {
 
 // -----
 
-// Already static with the bound size: unchanged.
+// static_kept: already static with the bound size, unchanged.
 // CHECK-LABEL: func.func @main
 // CHECK-SAME:    (%[[X:.*]]: tensor<2x4xf32>) -> tensor<2x4xf32>
 // CHECK:         %[[A:.*]] = stablehlo.abs %[[X]]

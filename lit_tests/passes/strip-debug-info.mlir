@@ -33,3 +33,16 @@ func.func @fused_locations(%x: tensor<4xf32>) -> tensor<4xf32> {
   %s = stablehlo.add %x, %x : tensor<4xf32> loc(fused["add_1", "model.py":2:2, "add_2"])
   return %s : tensor<4xf32>
 }
+
+// -----
+
+// Already only a node name: keep-names leaves it as is.
+// CHECK-LABEL: func.func @name_only_kept
+// CHECK-NOT:     loc("mul_1")
+// KEEP-LABEL:    func.func @name_only_kept
+// KEEP:          stablehlo.multiply {{.*}} loc(#[[MUL:.*]])
+// KEEP:          #[[MUL]] = loc("mul_1")
+func.func @name_only_kept(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %m = stablehlo.multiply %x, %x : tensor<4xf32> loc("mul_1")
+  return %m : tensor<4xf32>
+}

@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, parse
+from tests.util import (
+    assert_allclose_for_dtype,
+    compile_and_run,
+    emitted_text,
+    onnx_type_name,
+    oracle_run,
+    ort_run,
+    parse,
+    reference_run,
+)
 
 FLOATS = [np.float32, np.float16, np.float64]
 FLOAT_IDS = ["f32", "f16", "f64"]
@@ -45,27 +54,27 @@ g ({ins}) => ({outs}) {{
 }}"""
 
 
-def _output_shape(model_text: str, feeds: dict, op_outputs: int = 1) -> list[tuple]:
+def _output_shape(model_text: str, feeds: dict, op_outputs: int, oracle) -> list[tuple]:
     """Runs the oracle on a shape-less twin of the model to learn the output shapes."""
     import onnx
 
     model = onnx.parser.parse_model(model_text)
     for out in model.graph.output:
         out.type.tensor_type.ClearField("shape")
-    return [r.shape for r in oracle_run(model, feeds)][:op_outputs]
+    return [r.shape for r in oracle(model, feeds)][:op_outputs]
 
 
 def _check(op: str, opset: int, inputs: list[tuple[str, np.ndarray]], attributes: dict, *, outputs: int = 1,
-           dtype=None, output_types: tuple[str, ...] = ()) -> str:
+           dtype=None, output_types: tuple[str, ...] = (), oracle=oracle_run) -> str:
     """Builds the model (output shapes from the oracle), compares with the oracle, returns the text."""
     specs = [(name, onnx_type_name(value.dtype), value.shape) for name, value in inputs]
     feeds = dict(inputs)
     out_types = list(output_types) or [onnx_type_name(inputs[0][1].dtype)] + ["int64"] * (outputs - 1)
     names = ["y", "indices"][:outputs]
     draft = _model(op, opset, specs, [(n, t, (1,)) for n, t in zip(names, out_types)], attributes)
-    shapes = _output_shape(draft, feeds, outputs)
+    shapes = _output_shape(draft, feeds, outputs, oracle)
     model = parse(_model(op, opset, specs, [(n, t, s) for n, t, s in zip(names, out_types, shapes)], attributes))
-    expected = oracle_run(model, feeds)
+    expected = oracle(model, feeds)
     actual = compile_and_run(model, feeds)
     assert_allclose_for_dtype(actual, expected, dtype)
     return emitted_text(model)
@@ -183,7 +192,9 @@ def test_conv_integer_matches_onnxruntime(zero_points, w_dtype, rng):
         inputs.append(("x_zero_point", np.array(7, np.uint8)))
         w_zp_shape = () if zero_points == "scalar" else (3,)
         inputs.append(("w_zero_point", _int_array(rng, w_zp_shape, w_dtype)))
-    text = _check("ConvInteger", 10, inputs, {"pads": [1, 0, 1, 1]}, output_types=("int32",))
+    # onnxruntime has no per-channel w_zero_point: onnx.reference is the oracle there.
+    oracle = reference_run if zero_points == "per-channel" else oracle_run
+    text = _check("ConvInteger", 10, inputs, {"pads": [1, 0, 1, 1]}, output_types=("int32",), oracle=oracle)
     assert "stablehlo.convolution" in text and "xi32" in text
 
 
@@ -268,8 +279,9 @@ def test_max_pool_each_revision_matches_onnxruntime(opset, rng):
     _check("MaxPool", opset, [("x", x)], attributes, outputs=2 if opset >= 8 else 1)
 
 
-def test_max_pool_rejects_missing_kernel_shape():
-    model = parse(_model("MaxPool", 22, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 4, 4))], {}))
+def test_max_pool_rejects_kernel_shape_of_wrong_rank():
+    model = parse(_model("MaxPool", 22, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
+                         {"kernel_shape": [2]}))
     with pytest.raises(ShapeError, match="kernel_shape"):
         emitted_text(model)
 
@@ -332,12 +344,37 @@ def test_average_pool_rejects_integer_input():
 # Global pooling -------------------------------------------------------------------------------
 
 
+def _global_pool_numpy(op: str, x: np.ndarray, p: int) -> np.ndarray:
+    """The definition, for dtypes and ops onnxruntime has no kernel for (and onnx.reference's
+    GlobalMaxPool drops the spatial dims of 1-D inputs)."""
+    axes = tuple(range(2, x.ndim))
+    wide = x.astype(np.float64)
+    if op == "GlobalAveragePool":
+        result = wide.mean(axis=axes, keepdims=True)
+    elif op == "GlobalMaxPool":
+        result = wide.max(axis=axes, keepdims=True)
+    else:
+        result = (np.abs(wide) ** p).sum(axis=axes, keepdims=True) ** (1.0 / p)
+    return result.astype(x.dtype)
+
+
 @pytest.mark.parametrize("dtype", FLOATS, ids=FLOAT_IDS)
 @pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
 @pytest.mark.parametrize("shape", [(2, 3, 5), (1, 2, 4, 5), (1, 2, 3, 2, 4)], ids=["1d", "2d", "3d"])
 @pytest.mark.parametrize("opset", [7, 22])
 def test_global_pool_matches_onnxruntime(opset, shape, op, dtype, rng):
+    from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
     x = rng.standard_normal(shape).astype(dtype)
-    attributes = {"p": 3} if op == "GlobalLpPool" and opset == 22 else {}
-    text = _check(op, opset, [("x", x)], attributes)
+    p = 3 if op == "GlobalLpPool" and opset == 22 else 2
+    attributes = {"p": p} if p != 2 else {}
+    ty = onnx_type_name(dtype)
+    out_shape = (*shape[:2], *([1] * (len(shape) - 2)))
+    model = parse(_model(op, opset, [("x", ty, shape)], [("y", ty, out_shape)], attributes))
+    try:
+        expected = ort_run(model, {"x": x})
+    except OrtNotImplemented:
+        expected = [_global_pool_numpy(op, x, p)]
+    assert_allclose_for_dtype(compile_and_run(model, {"x": x}), expected)
+    text = emitted_text(model)
     assert "stablehlo.reduce" in text and "reduce_window" not in text

@@ -251,7 +251,9 @@ def _quantize_model(opset, target, scale_shape, attrs, with_zero_point=True, x_t
     return _parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
 
 
-@pytest.mark.parametrize("opset,target,scale_shape,attrs", [c[:4] for c in QUANTIZE_CASES], ids=[c[4] for c in QUANTIZE_CASES])
+@pytest.mark.parametrize(
+    "opset,target,scale_shape,attrs", [c[:4] for c in QUANTIZE_CASES], ids=[c[4] for c in QUANTIZE_CASES]
+)
 def test_quantize_linear_matches_reference(opset, target, scale_shape, attrs, rng):
     model = _quantize_model(opset, target, scale_shape, attrs)
     is_float8 = np.dtype(target).kind == "V" or "float8" in np.dtype(target).name
@@ -302,7 +304,9 @@ DEQUANTIZE_CASES = [
 
 
 @pytest.mark.parametrize(
-    "opset,source,s_ty,scale_shape,attrs,with_zp", [c[:6] for c in DEQUANTIZE_CASES], ids=[c[6] for c in DEQUANTIZE_CASES]
+    "opset,source,s_ty,scale_shape,attrs,with_zp",
+    [c[:6] for c in DEQUANTIZE_CASES],
+    ids=[c[6] for c in DEQUANTIZE_CASES],
 )
 def test_dequantize_linear_matches_reference(opset, source, s_ty, scale_shape, attrs, with_zp, rng):
     x_ty = TYPES[np.dtype(source)][0]

@@ -195,7 +195,8 @@ g (float[40, 50] x) => (float[40, 50] y) {
 
 RANDOM_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
 g (float[200, 250] like, float[4, 3] logits, float[200, 250] p) =>
-  (float[200, 250] n, double[200, 250] u, float16[200, 250] nl, float[200, 250] ul, int64[4, 20000] s, int32[200, 250] b) {{
+  (float[200, 250] n, double[200, 250] u, float16[200, 250] nl, float[200, 250] ul, int64[4, 20000] s,
+   int32[200, 250] b) {{
   n = RandomNormal <shape = [200, 250], mean = 2.0, scale = 3.0, seed = 5.0> ()
   u = RandomUniform <shape = [200, 250], low = -1.0, high = 3.0, dtype = 11> ()
   nl = RandomNormalLike <dtype = 10> (like)

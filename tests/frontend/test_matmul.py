@@ -278,8 +278,31 @@ def test_matmul_integer_matches_numpy(a_ty, b_ty, zero_points, rng):
     assert "-> tensor<2x3xi32>" in emitted_text(model)
 
 
+def test_matmul_integer_batched_zero_points_match_numpy(rng):
+    """N-D zero points: [..., M, 1] for A, [..., 1, N] for B; the product stays 8-bit in the dot."""
+    model = parse(
+        """<ir_version: 9, opset_import: ["" : 10]>
+g (uint8[2, 3, 4] a, int8[2, 4, 5] b, uint8[2, 3, 1] za, int8[2, 1, 5] zb) => (int32[2, 3, 5] y) {
+  y = MatMulInteger (a, b, za, zb)
+}"""
+    )
+    feeds = {
+        "a": rng.integers(0, 256, (2, 3, 4)).astype(np.uint8),
+        "b": rng.integers(-128, 128, (2, 4, 5)).astype(np.int8),
+        "za": rng.integers(0, 256, (2, 3, 1)).astype(np.uint8),
+        "zb": rng.integers(-128, 128, (2, 1, 5)).astype(np.int8),
+    }
+    a32 = feeds["a"].astype(np.int32) - feeds["za"].astype(np.int32)
+    b32 = feeds["b"].astype(np.int32) - feeds["zb"].astype(np.int32)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), [a32 @ b32])
+    text = emitted_text(model)
+    assert "(tensor<2x3x4xui8>, tensor<2x4x5xi8>) -> tensor<2x3x5xi32>" in text
+
+
 def test_matmul_integer_matches_onnxruntime(rng):
-    text = MATMUL_INTEGER_MODEL.format(a_ty="uint8", b_ty="uint8", m=2, zp_decl=", uint8 za, uint8 zb", zp_use=", za, zb")
+    text = MATMUL_INTEGER_MODEL.format(
+        a_ty="uint8", b_ty="uint8", m=2, zp_decl=", uint8 za, uint8 zb", zp_use=", za, zb"
+    )
     model = _parse_with_scalars(text, ("za", "zb"))
     feeds = {
         "a": rng.integers(0, 256, (2, 4)).astype(np.uint8),

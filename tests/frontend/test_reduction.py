@@ -260,7 +260,9 @@ def test_arg_reduce_matches_onnxruntime(op, case, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float16, np.float64, np.uint8], ids=["i32", "i64", "f16", "f64", "ui8"])
+@pytest.mark.parametrize(
+    "dtype", [np.int32, np.int64, np.float16, np.float64, np.uint8], ids=["i32", "i64", "f16", "f64", "ui8"]
+)
 @pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
 def test_arg_reduce_dtypes_match_onnxruntime(op, dtype, rng):
     model = arg_model(op, 13, 1, 0, 1, dtype)
