@@ -30,7 +30,22 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Shape
 
-__all__ = ["LoweredValue", "OnnxNode", "LoweringContext", "RuleResult"]
+__all__ = ["LoweredValue", "OnnxNode", "LoweringContext", "RuleResult", "SequenceResult"]
+
+
+@dataclasses.dataclass
+class SequenceResult:
+    """A rule's result that is an ONNX sequence or optional rather than a tensor.
+
+    Attributes:
+        elements: the element values (``ir.Value``, numpy arrays, or :class:`LoweredValue`).
+        dtype: the element dtype (needed for an empty sequence).
+        kind: ``"sequence"`` or ``"optional"`` (an optional holds zero or one element).
+    """
+
+    elements: list
+    dtype: DataType
+    kind: str = "sequence"
 
 RuleResult = Sequence["ir.Value | np.ndarray | None"]
 
@@ -50,6 +65,9 @@ class LoweredValue:
             needed), or ``None``.
         parameter: True for a weight that becomes a ``@main`` argument under ``weights="args"``;
             parameters are never folded into constants behind the user's back.
+        kind: ``"tensor"``, ``"sequence"`` (``elements`` lists the tensors; the length is
+            known at compile time) or ``"optional"`` (``elements`` is empty or holds one value).
+        elements: the element values of a sequence or optional.
     """
 
     name: str
@@ -58,6 +76,8 @@ class LoweredValue:
     value: ir.Value | None = None
     const: Callable[[], np.ndarray] | None = None
     parameter: bool = False
+    kind: str = "tensor"
+    elements: list[LoweredValue] | None = None
 
     @property
     def size(self) -> int:
@@ -240,6 +260,25 @@ class LoweringContext:
         """All inputs as MLIR values, ``None`` for omitted ones."""
         return [self.optional_input(i) for i in range(self.num_inputs)]
 
+    def input_kind(self, index: int) -> str:
+        """``"tensor"``, ``"sequence"`` or ``"optional"`` for input ``index``."""
+        return self.lowered(index).kind
+
+    def elements(self, index: int) -> list[LoweredValue]:
+        """The elements of a sequence or optional input.
+
+        Raises:
+            FrontendError: the input is a tensor.
+        """
+        value = self.lowered(index)
+        if value.elements is None:
+            raise self.error(f"input {index} ('{self.node.input_names[index]}') is a tensor, not a sequence")
+        return value.elements
+
+    def materialize(self, value: LoweredValue) -> ir.Value:
+        """The MLIR value of a :class:`LoweredValue` (an element of a sequence, say)."""
+        return self._materialize(value)
+
     def input_shape(self, index: int) -> Shape:
         return self.lowered(index).shape
 
@@ -282,6 +321,18 @@ class LoweringContext:
     def optional_constant_input(self, index: int) -> np.ndarray | None:
         """Like :meth:`constant_input`, but ``None`` for an omitted input (or an empty name)."""
         return self.constant_input(index) if self.has_input(index) else None
+
+    def lower_subgraph_values(
+        self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value | LoweredValue]
+    ) -> list[LoweredValue]:
+        """Like :meth:`lower_subgraph`, but inputs and outputs may be sequences or constants.
+
+        Outputs come back as :class:`LoweredValue` (not materialized), so a rule can forward
+        a constant or a sequence without emitting anything.
+        """
+        if self._lower_subgraph is None:
+            raise self.error("subgraphs cannot be lowered in this context")
+        return self._lower_subgraph(graph, inputs, raw=True)  # type: ignore[call-arg]
 
     def lower_subgraph(self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value]) -> list[ir.Value]:
         """Lowers a graph attribute (If branch, Loop or Scan body) at the current insertion point.

@@ -22,8 +22,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import onnx
@@ -39,9 +39,10 @@ from onnx_stablehlo.errors import (
     UnsupportedOpError,
 )
 from onnx_stablehlo.frontend import dtypes, emit
-from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.expand import expand_function_ops, node_opset
+from onnx_stablehlo.frontend.layout import TENSOR, Layout, onnx_kind
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape
@@ -79,11 +80,14 @@ class LoweredModule:
         module: the MLIR module holding ``func.func @main``.
         context: the MLIR context that owns ``module`` (keep it alive as long as the module).
         input_names: graph inputs, the first arguments of ``@main``.
-        input_types: ``(dtype, shape)`` per graph input.
+        input_types: ``(dtype, shape)`` per ``@main`` input argument (a sequence input is
+            one argument per element).
+        input_layouts: how each graph input maps onto those arguments (see ``layout.py``).
+        output_layouts: how each graph output maps onto ``@main``'s results.
         parameter_names: weights that follow the inputs as arguments (``weights="args"``).
         parameters: weight name -> getter of its numpy value.
         output_names: graph outputs, the results of ``@main`` in order.
-        output_types: ``(dtype, shape)`` per output.
+        output_types: ``(dtype, shape)`` per ``@main`` result.
         seconds: time spent lowering, in seconds.
     """
 
@@ -96,6 +100,8 @@ class LoweredModule:
     output_names: list[str]
     output_types: list[tuple[DataType, Shape]]
     seconds: float = 0.0
+    input_layouts: list[Layout] = dataclasses.field(default_factory=list)
+    output_layouts: list[Layout] = dataclasses.field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -143,9 +149,61 @@ def _dims_of(value: onnx_ir.Value) -> list[int | str | None] | None:
     return dims
 
 
-def _input_types(
-    graph: onnx_ir.Graph, input_shapes: Mapping[str, Sequence[int]] | None
-) -> list[tuple[DataType, tuple[int, ...]]]:
+def _check_tensor_shape(name: str, value: onnx_ir.Value | None, declared: list | None, shape: Any) -> tuple[int, ...]:
+    if shape is not None:
+        shape = tuple(int(d) for d in shape)
+        if declared is not None:
+            if len(declared) != len(shape):
+                raise ShapeError(
+                    f"input '{name}': rank {len(shape)} given, but the model declares "
+                    f"rank {len(declared)} {format_shape([d if d is not None else '?' for d in declared])}"
+                )
+            for axis, (want, got) in enumerate(zip(declared, shape)):
+                if isinstance(want, int) and want != got:
+                    raise ShapeError(f"input '{name}': dim {axis} is {want} in the model, {got} given")
+    else:
+        if declared is None or not all(isinstance(d, int) for d in declared):
+            shown = "unknown rank" if declared is None else format_shape(
+                [d if d is not None else "?" for d in declared]
+            )
+            raise ShapeError(
+                f"input '{name}' has a symbolic or unknown shape ({shown}); pass its "
+                "shape in input_shapes (CLI: --input-shape NAME=D0,D1,...)"
+            )
+        shape = tuple(int(d) for d in declared)  # type: ignore[arg-type]
+    if any(d < 0 for d in shape):
+        raise ShapeError(f"input '{name}': negative dim in {shape}")
+    return shape
+
+
+def _layout_of_input(
+    name: str, value_type: onnx_ir.TypeProtocol | None, declared: list | None, spec: Any, has_spec: bool
+) -> tuple[Layout, list[tuple[DataType, tuple[int, ...]]]]:
+    kind = onnx_kind(value_type)
+    if kind == "tensor":
+        return TENSOR, [(value_type.dtype, _check_tensor_shape(name, None, declared, spec if has_spec else None))]  # type: ignore[union-attr]
+    if kind == "sequence":
+        if not has_spec or spec is None:
+            raise ShapeError(
+                f"input '{name}' is a sequence: its length and element shapes come from the feed "
+                "(pass a list of shapes in input_shapes)"
+            )
+        element_type = value_type.elem_type  # type: ignore[union-attr]
+        if onnx_kind(element_type) != "tensor":
+            raise UnsupportedDtypeError(f"input '{name}': sequences of {element_type} are not supported")
+        flat = [(element_type.dtype, _check_tensor_shape(f"{name}[{i}]", None, None, s)) for i, s in enumerate(spec)]
+        return Layout("sequence", tuple(TENSOR for _ in flat)), flat
+    if kind == "optional":
+        if has_spec and spec is None:
+            return Layout("optional"), []
+        inner, flat = _layout_of_input(name, value_type.elem_type, None, spec, has_spec)  # type: ignore[union-attr]
+        return Layout("optional", (inner,)), flat
+    raise UnsupportedDtypeError(f"input '{name}' has type {value_type}, which is not supported")
+
+
+def _input_layouts(
+    graph: onnx_ir.Graph, input_shapes: Mapping[str, Any] | None
+) -> list[tuple[Layout, list[tuple[DataType, tuple[int, ...]]]]]:
     inputs = graph_input_values(graph)
     given = dict(input_shapes or {})
     known = {v.name for v in inputs}
@@ -155,42 +213,10 @@ def _input_types(
             f"input_shapes names {', '.join(repr(n) for n in unknown)}, which the model does not "
             f"have; its inputs are {', '.join(repr(n) for n in sorted(known))}"
         )
-    result = []
-    for value in inputs:
-        if value.type is None or not isinstance(value.type, onnx_ir.TensorType):
-            raise UnsupportedDtypeError(
-                f"input '{value.name}' has type {value.type}; only tensor inputs are supported"
-            )
-        dtype = value.dtype
-        declared = _dims_of(value)
-        shape = given.get(value.name)
-        if shape is not None:
-            shape = tuple(int(d) for d in shape)
-            if declared is not None:
-                if len(declared) != len(shape):
-                    raise ShapeError(
-                        f"input '{value.name}': rank {len(shape)} given, but the model declares "
-                        f"rank {len(declared)} {format_shape([d if d is not None else '?' for d in declared])}"
-                    )
-                for axis, (want, got) in enumerate(zip(declared, shape)):
-                    if isinstance(want, int) and want != got:
-                        raise ShapeError(
-                            f"input '{value.name}': dim {axis} is {want} in the model, {got} given"
-                        )
-        else:
-            if declared is None or not all(isinstance(d, int) for d in declared):
-                shown = "unknown rank" if declared is None else format_shape(
-                    [d if d is not None else "?" for d in declared]
-                )
-                raise ShapeError(
-                    f"input '{value.name}' has a symbolic or unknown shape ({shown}); pass its "
-                    "shape in input_shapes (CLI: --input-shape NAME=D0,D1,...)"
-                )
-            shape = tuple(int(d) for d in declared)  # type: ignore[arg-type]
-        if any(d < 0 for d in shape):
-            raise ShapeError(f"input '{value.name}': negative dim in {shape}")
-        result.append((dtype, shape))
-    return result
+    return [
+        _layout_of_input(v.name, v.type, _dims_of(v), given.get(v.name), v.name in given)
+        for v in inputs
+    ]
 
 
 class _Scope:
@@ -248,6 +274,8 @@ class _Importer:
         """
         if value.value is not None:
             return value.value
+        if value.kind != "tensor":
+            raise LoweringError(f"'{value.name}' is a {value.kind}, used where a tensor is expected")
         local = self.values.get(value.name)
         if local is not None and local is not value and local.value is not None:
             return local.value
@@ -341,7 +369,9 @@ class _Importer:
             return None  # an Expand or Tile of a small constant: keep the op, not a huge constant
         return results
 
-    def lower_subgraph(self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value]) -> list[ir.Value]:
+    def lower_subgraph(
+        self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value | LoweredValue], raw: bool = False
+    ) -> list:
         """Lowers a subgraph (If branch, Loop/Scan body) at the current insertion point.
 
         Its inputs are bound to ``inputs`` in order; names it does not define resolve to the
@@ -356,6 +386,9 @@ class _Importer:
         self.values = _Scope(parent)
         try:
             for formal, actual in zip(graph.inputs, inputs):
+                if isinstance(actual, LoweredValue):
+                    self.values[formal.name] = dataclasses.replace(actual, name=formal.name)
+                    continue
                 shape = tuple(
                     d if d is not None else SymbolicDim(f"{formal.name}_{axis}")
                     for axis, d in enumerate(emit.shape_of(actual))
@@ -369,10 +402,21 @@ class _Importer:
                 lowered = self.values.get(out.name)
                 if lowered is None:
                     raise LoweringError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
-                outputs.append(self.materialize(lowered))
+                outputs.append(lowered if raw else self.materialize(lowered))
             return outputs
         finally:
             self.values = parent
+
+    def _lowered_result(self, name: str, result: Any) -> LoweredValue:
+        if isinstance(result, LoweredValue):
+            return dataclasses.replace(result, name=name)
+        if isinstance(result, SequenceResult):
+            elements = [self._lowered_result(f"{name}[{i}]", e) for i, e in enumerate(result.elements)]
+            return LoweredValue(name, result.dtype, (), kind=result.kind, elements=elements)
+        if isinstance(result, ir.Value):
+            return LoweredValue(name, emit.dtype_of(result), tuple(emit.shape_of(result)), value=result)  # type: ignore[arg-type]
+        array = np.asarray(result)
+        return LoweredValue(name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape), const=_constant_getter(array))
 
     def bind_outputs(self, node: onnx_ir.Node, onnx_node: OnnxNode, results: list) -> None:
         outputs = list(node.outputs)
@@ -390,7 +434,9 @@ class _Importer:
                     opset=onnx_node.opset,
                     node_name=onnx_node.name,
                 )
-            if isinstance(result, ir.Value):
+            if isinstance(result, (LoweredValue, SequenceResult)):
+                self.values[out.name] = self._lowered_result(out.name, result)
+            elif isinstance(result, ir.Value):
                 shape = tuple(
                     d if d is not None else SymbolicDim(f"{out.name}_{axis}")
                     for axis, d in enumerate(emit.shape_of(result))
@@ -496,43 +542,57 @@ def import_model(
     for name, array in constant_inputs.items():
         shapes[name] = np.shape(array)
     all_inputs = graph_input_values(graph)
-    all_types = _input_types(graph, shapes)
-    inputs = [v for v in all_inputs if v.name not in constant_inputs]
-    input_types = [t for v, t in zip(all_inputs, all_types) if v.name not in constant_inputs]
+    all_layouts = _input_layouts(graph, shapes)
     importer = _Importer(model, registry, weights, fold_max_elements)
     importer.add_initializers(graph)
-    for value, (dtype, shape) in zip(all_inputs, all_types):
+    inputs: list[onnx_ir.Value] = []
+    input_layouts: list[Layout] = []
+    flat_types: list[tuple[DataType, tuple[int, ...]]] = []
+    for value, (layout, flat) in zip(all_inputs, all_layouts):
         if value.name in constant_inputs:
+            dtype, shape = flat[0]
             array = np.asarray(constant_inputs[value.name]).astype(dtypes.numpy_dtype(dtype), copy=False)
             importer.values[value.name] = LoweredValue(
                 value.name, dtype, tuple(shape), const=_constant_getter(array)
             )
+            continue
+        inputs.append(value)
+        input_layouts.append(layout)
+        flat_types.extend(flat)
 
     context = pjrt.make_mlir_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        arg_types = [emit.tensor_type(shape, dtype) for dtype, shape in input_types]
+        arg_types = [emit.tensor_type(shape, dtype) for dtype, shape in flat_types]
+        arg_locations = [
+            ir.Location.name(value.name)
+            for value, layout in zip(inputs, input_layouts)
+            for _ in range(layout.arg_count)
+        ]
         with ir.InsertionPoint(module.body):
             func_op = func.FuncOp("main", ir.FunctionType.get(arg_types, []))
             func_op.attributes["sym_visibility"] = ir.StringAttr.get("public")
-            entry = ir.Block.create_at_start(
-                func_op.body, arg_types, [ir.Location.name(v.name) for v in inputs]
-            )
+            entry = ir.Block.create_at_start(func_op.body, arg_types, arg_locations)
         importer.entry_block = entry
-        for value, arg, (dtype, shape) in zip(inputs, entry.arguments, input_types):
-            importer.values[value.name] = LoweredValue(value.name, dtype, shape, value=arg)
+        arguments = iter(entry.arguments)
+        for value, layout in zip(inputs, input_layouts):
+            importer.values[value.name] = _bind_argument(value.name, layout, arguments)
         with ir.InsertionPoint(entry):
             for index, node in enumerate(graph):
                 importer.lower_node(node, index)
             output_values = []
             output_types = []
+            output_layouts = []
             for out in graph.outputs:
                 lowered = importer.values.get(out.name)
                 if lowered is None:
                     raise LoweringError(f"graph output '{out.name}' is never produced")
+                layout, tensors = _flatten_lowered(lowered)
+                output_layouts.append(layout)
                 with ir.Location.name(out.name):
-                    output_values.append(importer.materialize(lowered))
-                output_types.append((lowered.dtype, lowered.shape))
+                    for tensor in tensors:
+                        output_values.append(importer.materialize(tensor))
+                        output_types.append((tensor.dtype, tensor.shape))
             func.ReturnOp(output_values)
         func_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in entry.arguments], [v.type for v in output_values])
@@ -542,13 +602,36 @@ def import_model(
         module=module,
         context=context,
         input_names=[v.name for v in inputs],
-        input_types=[(d, tuple(s)) for d, s in input_types],
+        input_types=[(d, tuple(s)) for d, s in flat_types],
         parameter_names=importer.parameter_names,
         parameters=importer.parameters,
         output_names=[o.name for o in graph.outputs],
         output_types=output_types,
         seconds=time.perf_counter() - start,
+        input_layouts=input_layouts,
+        output_layouts=output_layouts,
     )
+
+
+def _bind_argument(name: str, layout: Layout, arguments: Iterator[ir.Value]) -> LoweredValue:
+    if layout.kind == "tensor":
+        arg = next(arguments)
+        return LoweredValue(name, emit.dtype_of(arg), tuple(emit.shape_of(arg)), value=arg)  # type: ignore[arg-type]
+    elements = [_bind_argument(f"{name}[{i}]", e, arguments) for i, e in enumerate(layout.elements)]
+    dtype = elements[0].dtype if elements else DataType.UNDEFINED
+    return LoweredValue(name, dtype, (), kind=layout.kind, elements=elements)
+
+
+def _flatten_lowered(value: LoweredValue) -> tuple[Layout, list[LoweredValue]]:
+    if value.kind == "tensor":
+        return TENSOR, [value]
+    layouts = []
+    tensors: list[LoweredValue] = []
+    for element in value.elements or []:
+        layout, flat = _flatten_lowered(element)
+        layouts.append(layout)
+        tensors.extend(flat)
+    return Layout(value.kind, tuple(layouts)), tensors
 
 
 def _verify(module: ir.Module) -> None:

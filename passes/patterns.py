@@ -23,9 +23,11 @@ until an iteration changes nothing or ``max_iterations`` is reached. The driver 
 about StableHLO; any pass that rewrites ops (the gradient transform included) can use it.
 
 jaxlib's bindings give a fresh Python object for an op on every walk, and erasing through one
-object leaves the others dangling; the :class:`Rewriter` therefore records every op it erases
-(nested ops included) and the driver skips them. Patterns must erase and replace only through
-the rewriter.
+object leaves the others dangling (even ``hash()`` of a dangling one reads freed memory). The
+driver therefore takes each op's key (``hash()``, derived from the live op) when it collects
+the worklist, the :class:`Rewriter` records the keys of every op it erases (nested ops
+included), and the driver skips worklist entries whose key was erased without touching their
+objects. Patterns must erase and replace only through the rewriter.
 """
 
 from __future__ import annotations
@@ -107,8 +109,7 @@ class Rewriter:
     def __init__(self, record_failures: bool = True) -> None:
         self.record_failures = record_failures
         self.failures: list[PatternFailure] = []
-        # hash() of an ir.Operation is derived from the op's address; the set holds those ints,
-        # not Operation objects (erasing invalidates the object it was called on).
+        # Keys (hash() of the live op) of erased ops; see the module docstring.
         self._erased: set[int] = set()
         self._pattern = "<none>"
         self._anchor: ir.Operation | None = None
@@ -120,9 +121,9 @@ class Rewriter:
         self._pattern = pattern
         self._anchor = anchor
 
-    def is_erased(self, op: ir.Operation) -> bool:
-        """Whether ``op`` was erased through this rewriter (never touch it again)."""
-        return hash(op) in self._erased
+    def is_erased(self, key: int) -> bool:
+        """Whether the op whose key (``hash(op)`` taken while it was alive) is ``key`` was erased."""
+        return key in self._erased
 
     def forget_erased(self) -> None:
         """Clears the erased set (only when no Python object of an erased op is still held)."""
@@ -280,17 +281,17 @@ def apply_patterns_greedily(
     with operation.context:
         for _ in range(max_iterations):
             stats.iterations += 1
-            worklist: list[ir.Operation] = []
+            worklist: list[tuple[int, ir.Operation]] = []
 
             def collect(op: ir.Operation) -> ir.WalkResult:
                 if every_op or op.name in by_name:
-                    worklist.append(op)
+                    worklist.append((hash(op), op))
                 return ir.WalkResult.ADVANCE
 
             operation.walk(collect, ir.WalkOrder.POST_ORDER)
             changed = False
-            for op in worklist:
-                if rw.is_erased(op):
+            for key, op in worklist:
+                if rw.is_erased(key):
                     continue
                 for pattern in by_name.get(op.name, []) + every_op:
                     rw.begin(pattern.name, op)
@@ -319,12 +320,12 @@ def erase_dead_ops(root: ir.Operation, rw: Rewriter | None = None) -> int:
         How many ops were erased (nested ops of an erased op not counted).
     """
     rw = rw or Rewriter(record_failures=False)
-    ops: list[ir.Operation] = []
-    root.walk(lambda op: (ops.append(op), ir.WalkResult.ADVANCE)[1], ir.WalkOrder.POST_ORDER)
+    ops: list[tuple[int, ir.Operation]] = []
+    root.walk(lambda op: (ops.append((hash(op), op)), ir.WalkResult.ADVANCE)[1], ir.WalkOrder.POST_ORDER)
     count = 0
     # Reverse post-order: users before producers, so chains of dead ops go in one sweep.
-    for op in reversed(ops):
-        if rw.is_erased(op) or not is_pure(op) or len(op.results) == 0:
+    for key, op in reversed(ops):
+        if rw.is_erased(key) or not is_pure(op) or len(op.results) == 0:
             continue
         if all(has_no_uses(result) for result in op.results):
             rw.erase_op(op)

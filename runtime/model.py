@@ -23,6 +23,7 @@ from onnx_stablehlo.errors import FeedError, NonConstantInputError, ShapeError, 
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
+from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
 
@@ -82,16 +83,22 @@ class CompiledModel:
         self._registry = registry
         inputs = graph_input_values(model.graph)
         for value in inputs:
-            if not isinstance(value.type, onnx_ir.TensorType):
+            if onnx_kind(value.type) == "other":
                 raise UnsupportedDtypeError(
-                    f"input '{value.name}' has type {value.type}; only tensor inputs are supported "
-                    "(sequence and optional inputs are not)"
+                    f"input '{value.name}' has type {value.type}; tensor, sequence and optional "
+                    "inputs are supported"
                 )
         self.input_names = [v.name for v in inputs]
         self.output_names = [v.name for v in model.graph.outputs]
+        self._input_types = {v.name: v.type for v in inputs}
         self._input_dtypes = {v.name: v.dtype for v in inputs}
-        self._declared = {v.name: _declared_dims(v) for v in inputs}
-        self._fixed_shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+        self._declared = {
+            v.name: _declared_dims(v) if onnx_kind(v.type) == "tensor" else "feed" for v in inputs
+        }
+        self._fixed_shapes = {
+            k: tuple(int(d) for d in v) if onnx_kind(self._input_types.get(k)) == "tensor" and v is not None else v
+            for k, v in (input_shapes or {}).items()
+        }
         unknown = sorted(set(self._fixed_shapes) - set(self.input_names))
         if unknown:
             raise ShapeError(
@@ -121,7 +128,7 @@ class CompiledModel:
                 shapes[name] = self._fixed_shapes[name]
                 continue
             declared = self._declared[name]
-            if declared is None or not all(isinstance(d, int) for d in declared):
+            if declared is None or declared == "feed" or not all(isinstance(d, int) for d in declared):
                 return None
             shapes[name] = tuple(declared)  # type: ignore[arg-type]
         return shapes
@@ -130,7 +137,7 @@ class CompiledModel:
         self, shapes: Mapping[str, tuple[int, ...]], feeds: Mapping[str, np.ndarray] | None = None
     ) -> Specialization:
         values = {n: feeds[n] for n in self._value_specialized} if feeds is not None else {}
-        key = tuple(tuple(shapes[n]) for n in self.input_names) + tuple(
+        key = tuple(_hashable(shapes[n]) for n in self.input_names) + tuple(
             (n, values[n].tobytes()) for n in sorted(values)
         )
         found = self._cache.get(key)
@@ -201,28 +208,56 @@ class CompiledModel:
         the executable cache is then keyed by those values too.
 
         Returns:
-            One numpy array per graph output, in graph-output order.
+            One value per graph output, in graph-output order: a numpy array for a tensor, a
+            list of arrays for a sequence, ``None`` for an empty optional.
 
         Raises:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_feeds(feeds)
-        spec = self._specialization({n: a.shape for n, a in arrays.items()}, arrays)
+        specs = {n: spec_of_feed(self._input_types[n], a) for n, a in arrays.items()}
+        spec = self._specialization(specs, arrays)
         lowered = spec.lowered
-        arguments = [pjrt.to_device(arrays[name], self.device) for name in lowered.input_names]
+        arguments = [
+            pjrt.to_device(tensor, self.device)
+            for name, layout in zip(lowered.input_names, lowered.input_layouts)
+            for tensor in layout.flatten(arrays[name])
+        ]
         arguments += [self._weight(name, lowered) for name in lowered.parameter_names]
-        outputs = pjrt.execute(spec.executable, arguments)
-        return pjrt.to_host(outputs)
+        results = iter(pjrt.to_host(pjrt.execute(spec.executable, arguments)))
+        return [layout.unflatten(results) for layout in lowered.output_layouts]
 
     def __call__(self, **feeds: Any) -> list[np.ndarray]:
         return self.run(feeds)
+
+    def _check_structured_feed(self, name: str, kind: str, feed: Any) -> Any:
+        value_type = self._input_types[name]
+        if kind == "optional":
+            if feed is None:
+                return None
+            value_type = value_type.elem_type  # type: ignore[union-attr]
+            kind = onnx_kind(value_type)
+            if kind == "tensor":
+                return np.asarray(feed)
+        if not isinstance(feed, (list, tuple)):
+            raise FeedError(f"input '{name}' is a sequence: feed a list of arrays, got {type(feed).__name__}", name)
+        want = value_type.elem_type.dtype  # type: ignore[union-attr]
+        items = [np.asarray(item) for item in feed]
+        for index, item in enumerate(items):
+            if dtypes.dtype_of_numpy(item.dtype) != want:
+                raise FeedError(
+                    f"input '{name}'[{index}]: expected dtype {_dtype_name(want)}, got {item.dtype}", name
+                )
+        return items
 
     def _small_integer_inputs(self, feeds: Mapping[str, np.ndarray] | None) -> set[str]:
         if feeds is None:
             return set()
         found = set()
         for name, array in feeds.items():
+            if onnx_kind(self._input_types[name]) != "tensor":
+                continue
             dtype = self._input_dtypes[name]
             if dtypes.is_integer(dtype) or dtype == DataType.BOOL:
                 if array.size <= _VALUE_SPECIALIZATION_ELEMENTS:
@@ -250,6 +285,10 @@ class CompiledModel:
         for name in self.input_names:
             if name not in feeds:
                 raise FeedError(f"missing feed for input '{name}'", name)
+            kind = onnx_kind(self._input_types[name])
+            if kind != "tensor":
+                arrays[name] = self._check_structured_feed(name, kind, feeds[name])
+                continue
             array = np.asarray(feeds[name])
             want = self._input_dtypes[name]
             try:
@@ -276,6 +315,12 @@ class CompiledModel:
                         )
             arrays[name] = array
         return arrays
+
+
+def _hashable(spec: Any) -> Any:
+    if isinstance(spec, list):
+        return ("seq", tuple(tuple(s) for s in spec))
+    return tuple(spec) if spec is not None else None
 
 
 def _declared_dims(value: onnx_ir.Value) -> tuple[int | str | None, ...] | None:

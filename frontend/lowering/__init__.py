@@ -25,6 +25,9 @@ RULE_MODULES = (
     "normalization",
     "conv_pool",
     "resize",
+    "control_flow",
+    "recurrent",
+    "sequence",
 )
 
 

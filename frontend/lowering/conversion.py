@@ -3,7 +3,8 @@
 - ``Cast``/``CastLike`` -> ``stablehlo.convert``, with ONNX's special cases:
   to bool compares with zero (``emit.convert``); float8 targets with ``saturate=1`` clamp to the
   target's finite range first (so +-inf become +-max, NaN stays NaN); float8e8m0 is built from
-  the float32 exponent bits with the ``round_mode`` rounding, as onnx.reference does.
+  the float32 exponent bits with the ``round_mode`` rounding, as onnx.reference does; float to
+  8/16-bit and sub-byte integers goes through int32 so out-of-range values wrap.
 - ``QuantizeLinear`` -> ``clamp(round_nearest_even(x / scale) + zero_point)`` then ``convert``;
   ``DequantizeLinear`` -> ``(x - zero_point) * scale``; ``DynamicQuantizeLinear`` computes the
   uint8 scale and zero point from the input's range with two ``stablehlo.reduce``.
@@ -148,8 +149,8 @@ def lower_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: onnx.ai/onnx/operators/onnx__Cast.html (Cast-6, 9, 13, 19, 21, 23, 24, 25, 28).
     Shapes: any, static.
     Dtypes: every numeric type StableHLO has (float8, float4, int4, int2 included) and bool.
-    Deviations: float -> integer out of range is whatever XLA's convert gives (the spec leaves
-        it undefined).
+    Deviations: the spec leaves float -> integer out of range undefined: int32/int64 targets
+        saturate (XLA's convert), narrower ones go through int32 and wrap, as onnx.reference does.
     Raises: UnsupportedDtypeError for STRING and float6; UnsupportedAttributeError for an unknown
         `to` or `round_mode`.
     """

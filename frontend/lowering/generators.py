@@ -5,7 +5,8 @@
   ``EyeLike`` results above ``_MAX_FOLDED_ELEMENTS`` are emitted instead (a splat constant, an
   ``iota`` comparison) so no large dense constant is built.
 - Random ops draw bits with ``stablehlo.rng_bit_generator`` (THREE_FRY) from a state made of
-  the ``seed`` attribute (0 without one, so a module is deterministic): uniform floats come
+  the ``seed`` attribute (without one, a hash of the output name: a module is deterministic
+  and two unseeded nodes still differ): uniform floats come
   from the top mantissa bits, normals by Box-Muller, Bernoulli by comparing a uniform with
   ``p``, Multinomial by inverting the cumulative distribution.
 """

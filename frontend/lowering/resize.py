@@ -15,9 +15,9 @@ following ``onnx.reference``. Otherwise the node's declared output shape must be
 tables are computed in the graph from the run-time values, in float64 like the constant tables
 (so not on TPUs), which is how the ONNX backend tests feed them.
 
-Linear and cubic interpolation of integer tensors is computed in floating point (float32, or
-float64 for 32/64-bit integers) and converted back with saturation, truncating toward zero as
-onnxruntime does. float16 and bfloat16 inputs are interpolated in float32.
+Linear and cubic interpolation of integer tensors is computed in float32 (float64 for 64-bit
+integers) and converted back with saturation, truncating toward zero, as onnxruntime does.
+float16 and bfloat16 inputs are interpolated in float32.
 """
 
 from __future__ import annotations
@@ -382,9 +382,7 @@ def _sum_last(value: ir.Value) -> ir.Value:
 
 def _compute_dtype(dtype: DataType) -> DataType:
     """The float type linear/cubic interpolation of ``dtype`` is computed in."""
-    if dtype == DataType.DOUBLE:
-        return DataType.DOUBLE
-    if dtypes.is_integer(dtype) and np.dtype(dtypes.numpy_dtype(dtype)).itemsize >= 4:
+    if dtype in (DataType.DOUBLE, DataType.INT64, DataType.UINT64):
         return DataType.DOUBLE
     return DataType.FLOAT
 

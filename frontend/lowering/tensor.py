@@ -76,8 +76,10 @@ def lower_identity(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Identity-1/13/14/16/19/21/23/24/25.
     Shapes: any.
     Dtypes: any tensor element type.
-    Deviations: sequence and optional inputs (revisions 14, 16) are not supported.
+    Sequence and optional inputs (revisions 14, 16) pass through unchanged.
     """
+    if ctx.input_kind(0) != "tensor":
+        return [ctx.lowered(0)]
     return [ctx.input(0)]
 
 

@@ -1,0 +1,760 @@
+"""Lowering rules: control flow (If, Loop, Scan) as StableHLO regions.
+
+::
+
+    If(cond) {then} {else}     -> the taken branch, inline, when cond is known at compile time;
+                                  else stablehlo.if (both branches must give the same types)
+    Loop(M, cond, v...)        -> stablehlo.while over (i: i64, cond: i1, v..., scan buffers...)
+    Scan(s..., x...)           -> stablehlo.while over the static sequence length: one
+                                  dynamic_slice per scan input, one dynamic_update_slice per
+                                  scan output
+    Scan-8(lens, s..., x...)   -> the Scan-9 loop once per batch element, results concatenated
+
+Subgraphs (branches, bodies) are lowered by the importer (``ctx.lower_subgraph``) straight into
+a region's block; outer-scope values are used as they are, since StableHLO regions are not
+isolated from above. A region's result types are known only once its graph is lowered, so a
+branch or body is first lowered into a block of a throwaway placeholder op; the block then
+moves to the real op (``Block.append_to``) and the placeholder is erased.
+
+Static shapes shape the choices:
+
+- Loop scan outputs are preallocated ``[N, ...]`` buffers, so the number of iterations ``N``
+  must be known at compile time: a constant trip count with no condition, or a condition that
+  starts true and stays true (the body forwards it, or returns a constant true).
+- Loop-carried values must keep their type from one iteration to the next.
+- When the ``stablehlo.while`` body cannot be lowered (a Slice whose start is the iteration
+  number, a carried value that grows) but the iteration count is known and small, the loop is
+  unrolled instead: the body is lowered once per iteration with the iteration number (and any
+  integer or bool carried value that is known) bound to a compile-time constant.
+
+Errors that a compile-time value of an input would resolve (the trip count, a condition) are
+both :class:`ShapeError`/:class:`FrontendError` and :class:`NonConstantInputError`, so
+:class:`onnx_stablehlo.runtime.model.CompiledModel` retries with small integer inputs
+specialized on their values.
+
+Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html, onnx__Scan.html.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import onnx_ir
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import (
+    FrontendError,
+    NonConstantInputError,
+    ShapeError,
+    UnsupportedAttributeError,
+    UnsupportedDtypeError,
+)
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.registry import lowering
+
+__all__ = ["while_loop", "counted_loop", "constant_value", "dynamic_index", "write_row"]
+
+_MAX_UNROLLED_ITERATIONS = 64
+"""A Loop whose ``stablehlo.while`` body cannot be lowered is unrolled up to this many steps."""
+
+_MAX_RECOVERED_ELEMENTS = 1 << 16
+"""Subgraph outputs that are constants up to this many elements stay compile-time constants."""
+
+
+class _NeedsConstantError(ShapeError, NonConstantInputError):
+    """Types that differ, or an iteration count unknown, unless some input is a constant."""
+
+
+# Region builders (shared with recurrent.py) ---------------------------------------------------
+
+
+def while_loop(
+    init: Sequence[ir.Value],
+    cond: Callable[[list[ir.Value]], ir.Value],
+    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """``stablehlo.while`` carrying ``init``; ``cond`` and ``body`` build its two regions.
+
+    Args:
+        init: the initial carried values.
+        cond: carried values -> ``tensor<i1>``, emitted in the condition region.
+        body: carried values -> next carried values (same types), emitted in the body region.
+
+    Returns:
+        The carried values after the last iteration.
+    """
+    types = [v.type for v in init]
+    op = stablehlo.WhileOp(types, list(init))
+    cond_block = op.cond.blocks.append(*types)
+    with ir.InsertionPoint(cond_block):
+        stablehlo.ReturnOp([cond(list(cond_block.arguments))])
+    body_block = op.body.blocks.append(*types)
+    with ir.InsertionPoint(body_block):
+        stablehlo.ReturnOp(list(body(list(body_block.arguments))))
+    return list(op.results)
+
+
+def counted_loop(
+    count: int,
+    init: Sequence[ir.Value],
+    body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
+) -> list[ir.Value]:
+    """``for i in range(count)`` as a ``stablehlo.while`` with an i64 counter.
+
+    Args:
+        count: the static number of iterations.
+        init: the initial carried values.
+        body: ``(i: tensor<i64>, carried) -> next carried``.
+
+    Returns:
+        The carried values after ``count`` iterations.
+    """
+
+    def step(args: list[ir.Value]) -> list[ir.Value]:
+        counter = args[0]
+        return [_increment(counter), *body(counter, args[1:])]
+
+    def below(args: list[ir.Value]) -> ir.Value:
+        return emit.compare(args[0], emit.splat(count, DataType.INT64), "LT")
+
+    return while_loop([emit.splat(0, DataType.INT64), *init], below, step)[1:]
+
+
+def _increment(counter: ir.Value) -> ir.Value:
+    return stablehlo.AddOp(counter, emit.splat(1, emit.dtype_of(counter))).result
+
+
+def _reverse_index(counter: ir.Value, length: int) -> ir.Value:
+    """``length - 1 - counter``."""
+    return stablehlo.SubtractOp(emit.splat(length - 1, emit.dtype_of(counter)), counter).result
+
+
+def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
+    """``value[..., index, ...]`` (``index`` a scalar tensor along ``axis``), axis dropped."""
+    shape = emit.static_shape_of(value)
+    zero = emit.splat(0, emit.dtype_of(index))
+    starts = [index if d == axis else zero for d in range(len(shape))]
+    sizes = [1 if d == axis else n for d, n in enumerate(shape)]
+    row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
+    return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
+
+
+def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:
+    """``buffer`` with ``buffer[..., index, ...] = row`` along ``axis`` (dynamic_update_slice)."""
+    shape = emit.static_shape_of(buffer)
+    update = emit.reshape(row, [1 if d == axis else n for d, n in enumerate(shape)])
+    zero = emit.splat(0, emit.dtype_of(index))
+    starts = [index if d == axis else zero for d in range(len(shape))]
+    return stablehlo.DynamicUpdateSliceOp(buffer, update, starts).result
+
+
+def constant_value(value: ir.Value) -> np.ndarray | None:
+    """The value of a ``stablehlo.constant`` result (up to 65,536 elements), else ``None``.
+
+    Subgraph outputs come back from ``ctx.lower_subgraph`` as MLIR values; this recovers the
+    ones that are constants, so what a taken branch or an unrolled iteration computed at
+    compile time stays foldable for the nodes after it.
+    """
+    owner = value.owner
+    operation = getattr(owner, "operation", None)
+    if operation is None or operation.name != "stablehlo.constant":
+        return None
+    shape = emit.shape_of(value)
+    if any(d is None for d in shape) or int(np.prod(shape, dtype=np.int64)) > _MAX_RECOVERED_ELEMENTS:
+        return None
+    try:
+        array = np.array(operation.attributes["value"])
+        return array.astype(dtypes.numpy_dtype(emit.dtype_of(value)), copy=False).reshape(shape)
+    except Exception:  # bfloat16, float8 ...: the bindings cannot read them; stay an MLIR value
+        return None
+
+
+def _constant_or_value(value: ir.Value) -> ir.Value | np.ndarray:
+    found = constant_value(value)
+    return value if found is None else found
+
+
+def _placeholder(arg_types: Sequence[ir.Type]) -> tuple[ir.OpView, ir.Block]:
+    """A block owned by a throwaway op, for a body whose result types are not known yet."""
+    holder = stablehlo.WhileOp([], [])
+    return holder, holder.body.blocks.append(*arg_types)
+
+
+def _scalar_pred(ctx: LoweringContext, value: ir.Value, what: str) -> ir.Value:
+    shape = emit.static_shape_of(value)
+    if int(np.prod(shape, dtype=np.int64)) != 1:
+        raise ctx.error(f"{what} must hold one element, got shape {list(shape)}", ShapeError)
+    return emit.reshape(emit.convert(value, DataType.BOOL), ())
+
+
+def _check_tensor_types(ctx: LoweringContext, graph: onnx_ir.Graph, what: str) -> None:
+    """Sequence- and optional-typed subgraph inputs/outputs have no StableHLO form here."""
+    for kind, values in (("input", graph.inputs), ("output", graph.outputs)):
+        for value in values:
+            if isinstance(value.type, (onnx_ir.SequenceType, onnx_ir.OptionalType)):
+                raise ctx.error(
+                    f"{what} {kind} '{value.name}' has type {value.type}; only tensors are "
+                    "supported in subgraphs (sequences and optionals are not lowered)",
+                    UnsupportedDtypeError,
+                )
+
+
+def _describe(value: ir.Value) -> str:
+    return str(value.type)
+
+
+def _empty(like: ir.Value, length_axis_shape: Sequence[int]) -> np.ndarray:
+    return np.zeros(tuple(length_axis_shape), dtype=dtypes.numpy_dtype(emit.dtype_of(like)))
+
+
+# If -----------------------------------------------------------------------------------------
+
+
+@lowering("If", since=1)
+@lowering("If", since=11)  # 11: the branches' output shapes may differ
+@lowering("If", since=13)  # 13: sequence outputs (not lowered)
+@lowering("If", since=16)  # 16: optional outputs (not lowered)
+@lowering("If", since=19)  # 19 and later: float8, int4, float4, int2 outputs
+@lowering("If", since=21)
+@lowering("If", since=23)
+@lowering("If", since=24)
+@lowering("If", since=25)
+def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
+    """Lowers If to its taken branch (constant cond) or to stablehlo.if.
+
+    Spec: If-1/11/13/16/19/21/23/24/25.
+    Shapes: cond one element (``[]`` or ``[1]``); branches nest to any depth and may read
+        outer-scope values. With a constant cond only the taken branch is lowered, so the
+        branches may differ in shapes; the branch's constant outputs stay constants.
+    Dtypes: any tensor type.
+    Deviations: with a run-time cond both branches must produce the same types (StableHLO
+        is statically shaped).
+    Raises: ShapeError (also a NonConstantInputError) when a run-time cond selects between
+        branches of different types; UnsupportedDtypeError for sequence or optional outputs.
+    """
+    then_graph = node.attr("then_branch")
+    else_graph = node.attr("else_branch")
+    _check_tensor_types(ctx, then_graph, "then_branch")
+    _check_tensor_types(ctx, else_graph, "else_branch")
+    if ctx.is_constant_input(0):
+        flat = np.asarray(ctx.constant_input(0)).reshape(-1)
+        if flat.size != 1:
+            raise ctx.error(f"cond must hold one element, got {flat.size}", ShapeError)
+        taken = then_graph if bool(flat[0]) else else_graph
+        return [_constant_or_value(v) for v in ctx.lower_subgraph(taken, [])]
+    pred = _scalar_pred(ctx, ctx.input(0), "cond")
+    holder = stablehlo.IfOp([], pred)
+    try:
+        blocks, results = [], []
+        for region, graph in ((holder.true_branch, then_graph), (holder.false_branch, else_graph)):
+            block = region.blocks.append()
+            with ir.InsertionPoint(block):
+                outputs = ctx.lower_subgraph(graph, [])
+                stablehlo.ReturnOp(outputs)
+            blocks.append(block)
+            results.append(outputs)
+        then_out, else_out = results
+        for index, (a, b) in enumerate(zip(then_out, else_out)):
+            if a.type != b.type:
+                raise ctx.error(
+                    f"output {index} ('{node.output_names[index]}') is {_describe(a)} in "
+                    f"then_branch but {_describe(b)} in else_branch; stablehlo.if needs equal "
+                    "types, so the branches may differ only when cond is known at compile time",
+                    _NeedsConstantError,
+                )
+        op = stablehlo.IfOp([v.type for v in then_out], pred)
+        blocks[0].append_to(op.true_branch)
+        blocks[1].append_to(op.false_branch)
+    finally:
+        holder.operation.erase()
+    return list(op.results)
+
+
+# Loop ---------------------------------------------------------------------------------------
+
+
+class _GraphWithConstantInputs:
+    """A subgraph with some inputs bound to compile-time constants (integer and bool only).
+
+    ``ctx.lower_subgraph`` binds a subgraph's inputs to MLIR values; to unroll a Loop with the
+    iteration number known at compile time, the bound inputs become small initializers of
+    this view instead (which the importer treats as constants). Float values are never bound
+    this way: float initializers are weights. The view offers what ``lower_subgraph`` reads:
+    ``name``, ``inputs``, ``initializers``, ``outputs`` and iteration over the nodes.
+    """
+
+    def __init__(self, graph: onnx_ir.Graph, constants: dict[int, np.ndarray]) -> None:
+        self._graph = graph
+        self.name = graph.name
+        self.inputs = [v for i, v in enumerate(graph.inputs) if i not in constants]
+        self.outputs = graph.outputs
+        self.initializers = dict(graph.initializers)
+        for index, array in constants.items():
+            name = graph.inputs[index].name
+            self.initializers[name] = onnx_ir.Value(name=name, const_value=onnx_ir.tensor(np.asarray(array)))
+
+    def __iter__(self):
+        return iter(self._graph)
+
+
+@lowering("Loop", since=1)
+@lowering("Loop", since=11)  # 11: the trip count and cond inputs became optional by name
+@lowering("Loop", since=13)  # 13: sequence-typed carried values (not lowered)
+@lowering("Loop", since=16)  # 16: optional-typed carried values (not lowered)
+@lowering("Loop", since=19)  # 19 and later: float8, int4, float4, int2 carried values
+@lowering("Loop", since=21)
+@lowering("Loop", since=23)
+@lowering("Loop", since=24)
+@lowering("Loop", since=25)
+def lower_loop(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
+    """Lowers Loop to stablehlo.while carrying (iteration number, cond, values, scan buffers).
+
+    Spec: Loop-1/11/13/16/19/21/23/24/25.
+    Shapes: M (trip count) and cond one element each, either may be omitted (not both);
+        loop-carried values keep their type across iterations; scan outputs stack along a new
+        axis 0 and need the number of iterations at compile time (see the module docstring).
+    Dtypes: any tensor type.
+    Deviations: a loop whose body needs the iteration number at compile time, or whose
+        carried values change shape, is unrolled when it runs a known number of iterations
+        (at most 64); it is not a stablehlo.while then.
+    Raises: NonConstantInputError when scan outputs need an iteration count that is not known
+        at compile time; ShapeError (also a NonConstantInputError) when a carried value
+        changes type; UnsupportedDtypeError for sequence or optional values; FrontendError
+        for a loop with neither trip count nor cond (it never ends).
+    """
+    body = node.attr("body")
+    _check_tensor_types(ctx, body, "body")
+    carried = [ctx.input(i) for i in range(2, ctx.num_inputs)]
+    num_carried = len(carried)
+    if len(body.inputs) != 2 + num_carried:
+        raise ctx.error(
+            f"body takes {len(body.inputs)} inputs; it needs 2 + {num_carried} (iteration number, "
+            "cond, loop-carried values)",
+            ShapeError,
+        )
+    num_scan = len(body.outputs) - 1 - num_carried
+    if num_scan < 0 or len(node.output_names) != num_carried + num_scan:
+        raise ctx.error(
+            f"body has {len(body.outputs)} outputs for {num_carried} loop-carried values and "
+            f"{len(node.output_names)} node outputs",
+            ShapeError,
+        )
+    trip = _LoopInput.of(ctx, 0, "M", DataType.INT64)
+    cond = _LoopInput.of(ctx, 1, "cond", DataType.BOOL)
+    if trip.absent and cond.absent:
+        raise ctx.error("Loop with neither a trip count M nor a cond input never ends")
+    try:
+        return _loop_while(ctx, body, trip, cond, carried, num_scan)
+    except (NonConstantInputError, ShapeError) as exc:
+        if not _unrollable(trip, cond):
+            raise
+        try:
+            return _loop_unrolled(ctx, body, trip, cond, carried, num_scan)
+        except FrontendError:
+            raise exc from None
+
+
+class _LoopInput:
+    """The trip count or cond of a Loop: absent, a compile-time constant, or a run-time value."""
+
+    def __init__(self, absent: bool, const: int | bool | None, value: ir.Value | None) -> None:
+        self.absent = absent
+        self.const = const
+        self.value = value
+
+    @classmethod
+    def of(cls, ctx: LoweringContext, index: int, what: str, dtype: DataType) -> _LoopInput:
+        if not ctx.has_input(index):
+            return cls(True, None, None)
+        if ctx.is_constant_input(index):
+            flat = np.asarray(ctx.constant_input(index)).reshape(-1)
+            if flat.size != 1:
+                raise ctx.error(f"{what} must hold one element, got {flat.size}", ShapeError)
+            const = bool(flat[0]) if dtype == DataType.BOOL else int(flat[0])
+            return cls(False, const, None)
+        value = ctx.input(index)
+        if emit.dtype_of(value) != dtype or int(np.prod(emit.static_shape_of(value), dtype=np.int64)) != 1:
+            raise ctx.error(f"{what} must be one {dtype.name.lower()} element, got {value.type}", ShapeError)
+        return cls(False, None, emit.reshape(value, ()))
+
+    def materialize(self, dtype: DataType) -> ir.Value:
+        return self.value if self.value is not None else emit.splat(self.const, dtype)
+
+
+def _unrollable(trip: _LoopInput, cond: _LoopInput) -> bool:
+    if trip.value is not None or cond.value is not None:
+        return False  # a run-time trip count or cond: specializing the inputs may help
+    return trip.const is not None or cond.const is not None
+
+
+def _iterations(trip: _LoopInput, cond: _LoopInput, cond_stays: bool | None) -> int | None:
+    """The number of iterations when known at compile time.
+
+    ``cond_stays`` says what the body does with cond: True when it forwards it or returns a
+    constant true, False when it returns a constant false, None when it computes it.
+    """
+    bound = None if trip.absent else (max(trip.const, 0) if trip.const is not None else None)
+    if cond.absent:
+        return bound
+    if cond.const is False:
+        return 0
+    if cond.const is None:
+        return None
+    if cond_stays is True:
+        return bound if not trip.absent else None
+    if cond_stays is False:
+        if trip.absent:
+            return 1
+        return None if bound is None else min(bound, 1)
+    return None
+
+
+def _loop_while(
+    ctx: LoweringContext,
+    body: onnx_ir.Graph,
+    trip: _LoopInput,
+    cond: _LoopInput,
+    carried: list[ir.Value],
+    num_scan: int,
+) -> list[ir.Value | np.ndarray]:
+    counter_init = emit.splat(0, DataType.INT64)
+    cond_init = [] if cond.absent else [cond.materialize(DataType.BOOL)]
+    init = [counter_init, *cond_init, *carried]
+    holder, block = _placeholder([v.type for v in init])
+    try:
+        with ir.InsertionPoint(block):
+            args = list(block.arguments)
+            counter = args[0]
+            cond_arg = args[1] if cond_init else emit.splat(True, DataType.BOOL)
+            state = args[1 + len(cond_init):]
+            outputs = ctx.lower_subgraph(body, [counter, cond_arg, *state])
+            cond_out = _scalar_pred(ctx, outputs[0], "the body's cond output")
+            next_state = outputs[1 : 1 + len(carried)]
+            elements = outputs[1 + len(carried):]
+            for index, (before, after) in enumerate(zip(state, next_state)):
+                if before.type != after.type:
+                    raise ctx.error(
+                        f"loop-carried value {index} ('{body.inputs[2 + index].name}') enters the body as "
+                        f"{_describe(before)} and leaves it as {_describe(after)}; stablehlo.while needs "
+                        "equal types (unrolling needs the iteration count at compile time)",
+                        _NeedsConstantError,
+                    )
+            stays = _cond_stays(cond_out, cond_arg if cond_init else None)
+            iterations = _iterations(trip, cond, stays)
+            if elements and iterations is None:
+                raise ctx.error(
+                    "scan outputs need the number of iterations at compile time: give a constant "
+                    "trip count M, and a cond that is constant true and that the body forwards "
+                    "unchanged (or no cond)",
+                    NonConstantInputError,
+                )
+            if iterations == 0:
+                return [*carried, *(_empty(e, (0, *emit.static_shape_of(e))) for e in elements)]
+            buffers = []
+            for element in elements:
+                shape = (iterations, *emit.static_shape_of(element))
+                buffers.append(block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown()))
+            written = [write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
+            next_cond = [cond_out] if cond_init else []
+            stablehlo.ReturnOp([_increment(counter), *next_cond, *next_state, *written])
+        init += [emit.splat(0, emit.dtype_of(b), emit.static_shape_of(b)) for b in block.arguments[len(init):]]
+        op = stablehlo.WhileOp([v.type for v in init], init)
+        cond_block = op.cond.blocks.append(*[v.type for v in init])
+        with ir.InsertionPoint(cond_block):
+            pred = None
+            if not trip.absent:
+                pred = emit.compare(cond_block.arguments[0], trip.materialize(DataType.INT64), "LT")
+            if cond_init:
+                going = cond_block.arguments[1]
+                pred = going if pred is None else stablehlo.AndOp(pred, going).result
+            stablehlo.ReturnOp([pred])
+        block.append_to(op.body)
+    finally:
+        holder.operation.erase()
+    return list(op.results)[1 + len(cond_init):]
+
+
+def _cond_stays(cond_out: ir.Value, cond_arg: ir.Value | None) -> bool | None:
+    if cond_arg is not None and cond_out == cond_arg:
+        return True
+    known = constant_value(cond_out)
+    return None if known is None else bool(known.reshape(-1)[0])
+
+
+def _loop_unrolled(
+    ctx: LoweringContext,
+    body: onnx_ir.Graph,
+    trip: _LoopInput,
+    cond: _LoopInput,
+    carried: list[ir.Value],
+    num_scan: int,
+) -> list[ir.Value | np.ndarray]:
+    state: list[ir.Value] = list(carried)
+    going = True if cond.absent else bool(cond.const)
+    stacks: list[list[ir.Value]] = [[] for _ in range(num_scan)]
+    iteration = 0
+    while going and (trip.absent or iteration < trip.const):
+        if iteration >= _MAX_UNROLLED_ITERATIONS:
+            raise ctx.error(f"Loop runs more than {_MAX_UNROLLED_ITERATIONS} iterations; not unrolled")
+        constants: dict[int, np.ndarray] = {0: np.array(iteration, np.int64), 1: np.array(going)}
+        inputs = []
+        for index, value in enumerate(state):
+            known = constant_value(value)
+            if known is not None and not dtypes.is_float(emit.dtype_of(value)):
+                constants[2 + index] = known
+            else:
+                inputs.append(value)
+        outputs = ctx.lower_subgraph(_GraphWithConstantInputs(body, constants), inputs)  # type: ignore[arg-type]
+        if not cond.absent:
+            known = constant_value(outputs[0])
+            if known is None:
+                raise ctx.error("the body's cond output is computed at run time", NonConstantInputError)
+            going = bool(known.reshape(-1)[0])
+        state = outputs[1 : 1 + len(carried)]
+        for stack, element in zip(stacks, outputs[1 + len(carried):]):
+            stack.append(element)
+        iteration += 1
+    results: list[ir.Value | np.ndarray] = [_constant_or_value(v) for v in state]
+    for stack in stacks:
+        if not stack:
+            raise ctx.error("zero iterations: the scan outputs' types are unknown")
+        shapes = {emit.static_shape_of(e) for e in stack}
+        if len(shapes) != 1:
+            raise ctx.error(f"scan output rows differ in shape: {sorted(shapes)}", ShapeError)
+        rows = [emit.reshape(e, (1, *emit.static_shape_of(e))) for e in stack]
+        stacked = rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result
+        results.append(_constant_or_value(stacked))
+    return results
+
+
+# Scan ---------------------------------------------------------------------------------------
+
+
+def _scan_loop(
+    ctx: LoweringContext,
+    body: onnx_ir.Graph,
+    states: list[ir.Value],
+    scan_inputs: list[tuple[ir.Value, int, bool]],
+    output_axes: list[int],
+    output_reverse: list[bool],
+) -> list[ir.Value | np.ndarray]:
+    """Runs a Scan body over the scan inputs' common length with a stablehlo.while.
+
+    Args:
+        states: initial state values.
+        scan_inputs: ``(value, axis, reverse)`` per scan input (axis normalized).
+        output_axes: per scan output, the axis of the stacked output (may be negative).
+        output_reverse: per scan output, whether rows are written last to first.
+
+    Returns:
+        Final states, then the stacked scan outputs.
+    """
+    lengths = {emit.static_shape_of(v)[axis] for v, axis, _ in scan_inputs}
+    if len(lengths) != 1:
+        raise ctx.error(f"scan inputs have different sequence lengths {sorted(lengths)}", ShapeError)
+    (length,) = lengths
+    counter_init = emit.splat(0, DataType.INT64)
+    init = [counter_init, *states]
+    holder, block = _placeholder([v.type for v in init])
+    try:
+        with ir.InsertionPoint(block):
+            counter = block.arguments[0]
+            state = list(block.arguments)[1:]
+            backward = None
+            slices = []
+            for value, axis, reverse in scan_inputs:
+                if reverse and backward is None:
+                    backward = _reverse_index(counter, length)
+                slices.append(dynamic_index(value, backward if reverse else counter, axis))
+            outputs = ctx.lower_subgraph(body, [*state, *slices])
+            next_state = outputs[: len(states)]
+            elements = outputs[len(states):]
+            for index, (before, after) in enumerate(zip(state, next_state)):
+                if before.type != after.type:
+                    raise ctx.error(
+                        f"state {index} ('{body.inputs[index].name}') enters the body as {_describe(before)} "
+                        f"and leaves it as {_describe(after)}; the types must stay equal",
+                        ShapeError,
+                    )
+            if len(output_axes) != len(elements) or len(output_reverse) != len(elements):
+                raise ctx.error(
+                    f"{len(elements)} scan outputs but {len(output_axes)} scan_output_axes and "
+                    f"{len(output_reverse)} scan_output_directions",
+                    ShapeError,
+                )
+            axes = [ctx.axis(a, emit.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
+            if length == 0:
+                empties = []
+                for element, axis in zip(elements, axes):
+                    shape = list(emit.static_shape_of(element))
+                    shape.insert(axis, 0)
+                    empties.append(_empty(element, shape))
+                return [*states, *empties]
+            written = []
+            for element, axis, reverse in zip(elements, axes, output_reverse):
+                shape = list(emit.static_shape_of(element))
+                shape.insert(axis, length)
+                buffer = block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown())
+                if reverse and backward is None:
+                    backward = _reverse_index(counter, length)
+                written.append(write_row(buffer, element, backward if reverse else counter, axis))
+            stablehlo.ReturnOp([_increment(counter), *next_state, *written])
+        init += [emit.splat(0, emit.dtype_of(b), emit.static_shape_of(b)) for b in block.arguments[len(init):]]
+        op = stablehlo.WhileOp([v.type for v in init], init)
+        cond_block = op.cond.blocks.append(*[v.type for v in init])
+        with ir.InsertionPoint(cond_block):
+            stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], emit.splat(length, DataType.INT64), "LT")])
+        block.append_to(op.body)
+    finally:
+        holder.operation.erase()
+    return list(op.results)[1:]
+
+
+def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
+    values = node.attr_ints(name) or [0] * count
+    if len(values) != count:
+        raise ctx.error(f"{name} has {len(values)} entries for {count} values", ShapeError)
+    for value in values:
+        if value not in (0, 1):
+            raise ctx.unsupported_attribute(name, values, "0 (forward) or 1 (reverse) per entry")
+    return [bool(v) for v in values]
+
+
+@lowering("Scan", since=9)
+@lowering("Scan", since=11)  # 11: negative scan axes
+@lowering("Scan", since=16)  # 16: bfloat16
+@lowering("Scan", since=19)  # 19 and later: float8, int4, float4, int2
+@lowering("Scan", since=21)
+@lowering("Scan", since=23)
+@lowering("Scan", since=24)
+@lowering("Scan", since=25)
+def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
+    """Lowers Scan to stablehlo.while over the sequence length.
+
+    Spec: Scan-9/11/16/19/21/23/24/25.
+    Shapes: scan inputs static, equal length along their scan axes; the states keep their
+        types; scan outputs stack along ``scan_output_axes``.
+    Dtypes: any tensor type.
+    Raises: ShapeError for lengths or attribute counts that do not fit; UnsupportedAttributeError
+        for a direction other than 0 or 1.
+    """
+    body = node.attr("body")
+    _check_tensor_types(ctx, body, "body")
+    num_scan_inputs = node.attr_int("num_scan_inputs")
+    values = [ctx.input(i) for i in range(ctx.num_inputs)]
+    num_states = len(values) - num_scan_inputs
+    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
+        raise ctx.error(
+            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
+            f"{len(body.inputs)} inputs",
+            ShapeError,
+        )
+    num_outputs = len(body.outputs) - num_states
+    input_axes = node.attr_ints("scan_input_axes") or [0] * num_scan_inputs
+    output_axes = node.attr_ints("scan_output_axes") or [0] * num_outputs
+    if len(input_axes) != num_scan_inputs:
+        raise ctx.error(f"scan_input_axes has {len(input_axes)} entries for {num_scan_inputs} scan inputs", ShapeError)
+    input_reverse = _directions(ctx, node, "scan_input_directions", num_scan_inputs)
+    output_reverse = _directions(ctx, node, "scan_output_directions", num_outputs)
+    scan_inputs = [
+        (value, ctx.axis(axis, emit.rank_of(value)), reverse)
+        for value, axis, reverse in zip(values[num_states:], input_axes, input_reverse)
+    ]
+    return _scan_loop(ctx, body, values[:num_states], scan_inputs, output_axes, output_reverse)
+
+
+@lowering("Scan", since=8)
+def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
+    """Lowers Scan-8 (batch axis 0, optional sequence_lens) to one Scan-9 loop per batch element.
+
+    Spec: Scan-8.
+    Shapes: every state and scan input has the batch as axis 0 and scan inputs the sequence
+        as axis 1; ``sequence_lens`` [batch] must be known at compile time when given; scan
+        output rows past a batch element's length are zero.
+    Dtypes: any tensor type.
+    Raises: NonConstantInputError for a run-time ``sequence_lens``; ShapeError for batch
+        sizes or attribute counts that do not fit.
+    """
+    body = node.attr("body")
+    _check_tensor_types(ctx, body, "body")
+    num_scan_inputs = node.attr_int("num_scan_inputs")
+    values = [ctx.input(i) for i in range(1, ctx.num_inputs)]
+    num_states = len(values) - num_scan_inputs
+    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
+        raise ctx.error(
+            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
+            f"{len(body.inputs)} inputs",
+            ShapeError,
+        )
+    reverse = _directions(ctx, node, "directions", num_scan_inputs)
+    batches = {emit.static_shape_of(v)[0] if emit.rank_of(v) else None for v in values}
+    if len(batches) != 1 or None in batches:
+        raise ctx.error(f"every input needs the same batch size as axis 0, got {sorted(map(str, batches))}", ShapeError)
+    (batch,) = batches
+    lengths = {emit.static_shape_of(v)[1] if emit.rank_of(v) > 1 else None for v in values[num_states:]}
+    if len(lengths) != 1 or None in lengths:
+        raise ctx.error(f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError)
+    (length,) = lengths
+    if ctx.has_input(0):
+        sequence_lens = [int(v) for v in np.asarray(ctx.constant_input(0)).reshape(-1)]
+        if len(sequence_lens) != batch or any(not 0 <= n <= length for n in sequence_lens):
+            raise ctx.error(f"sequence_lens {sequence_lens} does not fit batch {batch} and length {length}", ShapeError)
+    else:
+        sequence_lens = [length] * batch
+    num_outputs = len(body.outputs) - num_states
+    per_batch: list[list[ir.Value | np.ndarray]] = []
+    for b, steps in enumerate(sequence_lens):
+        rows = [_static_row(v, b) for v in values]
+        scan_inputs = [(_static_prefix(x, steps), 0, r) for x, r in zip(rows[num_states:], reverse)]
+        results = _scan_loop(ctx, body, rows[:num_states], scan_inputs, [0] * num_outputs, [False] * num_outputs)
+        materialized = [emit.constant(r) if isinstance(r, np.ndarray) else r for r in results]
+        for k in range(num_states, len(materialized)):
+            materialized[k] = _pad_axis0(materialized[k], length)
+        per_batch.append(materialized)
+    outputs = []
+    for k in range(len(per_batch[0])):
+        rows = [emit.reshape(r[k], (1, *emit.static_shape_of(r[k]))) for r in per_batch]
+        outputs.append(rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result)
+    return outputs
+
+
+def _static_row(value: ir.Value, index: int) -> ir.Value:
+    """``value[index]`` along axis 0 (static slice), axis dropped."""
+    shape = emit.static_shape_of(value)
+    row = stablehlo.SliceOp(
+        value,
+        emit.i64_array([index] + [0] * (len(shape) - 1)),
+        emit.i64_array([index + 1, *shape[1:]]),
+        emit.i64_array([1] * len(shape)),
+    ).result
+    return emit.reshape(row, shape[1:])
+
+
+def _static_prefix(value: ir.Value, steps: int) -> ir.Value:
+    """The first ``steps`` entries of ``value`` along axis 0."""
+    shape = emit.static_shape_of(value)
+    if steps == shape[0]:
+        return value
+    return stablehlo.SliceOp(
+        value, emit.i64_array([0] * len(shape)), emit.i64_array([steps, *shape[1:]]), emit.i64_array([1] * len(shape))
+    ).result
+
+
+def _pad_axis0(value: ir.Value, length: int) -> ir.Value:
+    """``value`` zero-padded at the end of axis 0 to ``length``."""
+    shape = emit.static_shape_of(value)
+    if shape[0] == length:
+        return value
+    zero = emit.splat(0, emit.dtype_of(value))
+    rank = len(shape)
+    return stablehlo.PadOp(
+        value,
+        zero,
+        emit.i64_array([0] * rank),
+        emit.i64_array([length - shape[0]] + [0] * (rank - 1)),
+        emit.i64_array([0] * rank),
+    ).result

@@ -1,0 +1,1 @@
+"""Lowering rules: image (being written)."""

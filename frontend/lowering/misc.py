@@ -1,0 +1,1 @@
+"""Lowering rules: misc (being written)."""

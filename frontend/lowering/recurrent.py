@@ -1,0 +1,477 @@
+"""Lowering rules: recurrent layers (RNN, GRU, LSTM) as one stablehlo.while per direction.
+
+For each direction the input projection of every time step is one ``dot_general`` before the
+loop (``X W^T + Wb`` for all steps at once); the loop then runs over the static sequence length
+(not unrolled) with one ``dot_general`` per step for the recurrence (``H R^T``)::
+
+    XW = dot_general(X [S, B, I], W [G*H, I]) + biases          # [S, B, G*H], before the loop
+    while t < S:                                                 # t -> S-1-t for reverse
+        gates = XW[t] + dot_general(H, R [G*H, H])               # [B, G*H]
+        H, C = cell(gates, H, C)                                 # RNN / GRU / LSTM equations
+        Y[t] = H
+
+With ``sequence_lens`` a step past a batch entry's length keeps its state and writes zeros to
+``Y``, so ``Y_h``/``Y_c`` come from the last valid step (a reverse direction starts at each entry's
+own last step). Layout 1 (batch first, from revision 14) transposes in and out. float16 and
+bfloat16 compute in float32.
+
+Spec: onnx.ai/onnx/operators/onnx__RNN.html, onnx__GRU.html, onnx__LSTM.html.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import ShapeError
+from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, write_row
+from onnx_stablehlo.frontend.registry import lowering
+
+_FLOATS = (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16)
+_NARROW = (DataType.FLOAT16, DataType.BFLOAT16)
+
+# name -> (uses alpha, uses beta, default alpha, default beta); defaults of the ONNX operators
+# of the same name, as the spec says. Names compare case-insensitively, as onnxruntime does.
+_ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
+    "relu": (False, False, 0.0, 0.0),
+    "tanh": (False, False, 0.0, 0.0),
+    "sigmoid": (False, False, 0.0, 0.0),
+    "affine": (True, True, 1.0, 0.0),
+    "leakyrelu": (True, False, 0.01, 0.0),
+    "thresholdedrelu": (True, False, 1.0, 0.0),
+    "scaledtanh": (True, True, 1.0, 1.0),
+    "hardsigmoid": (True, True, 0.2, 0.5),
+    "elu": (True, False, 1.0, 0.0),
+    "softsign": (False, False, 0.0, 0.0),
+    "softplus": (False, False, 0.0, 0.0),
+}
+
+_DEFAULT_ACTIVATIONS = {"RNN": ["Tanh"], "GRU": ["Sigmoid", "Tanh"], "LSTM": ["Sigmoid", "Tanh", "Tanh"]}
+_GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+
+Activation = Callable[[ir.Value], ir.Value]
+
+
+@dataclasses.dataclass
+class _Layer:
+    """What one direction of a recurrent layer needs inside its loop."""
+
+    kind: str
+    hidden: int
+    acts: list[Activation]
+    clip: float | None
+    r: ir.Value  # [G*H, H]
+    r_bias_h: ir.Value | None  # GRU with linear_before_reset: Rbh, kept inside r * (...)
+    peephole: ir.Value | None  # LSTM: [3*H] (i, o, f)
+    linear_before_reset: bool = False
+    input_forget: bool = False
+
+
+# Elementwise helpers -------------------------------------------------------------------------
+
+
+def _like(value: float, x: ir.Value) -> ir.Value:
+    return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
+
+
+def _add(a: ir.Value, b: ir.Value) -> ir.Value:
+    return stablehlo.AddOp(a, b).result
+
+
+def _sub(a: ir.Value, b: ir.Value) -> ir.Value:
+    return stablehlo.SubtractOp(a, b).result
+
+
+def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
+    return stablehlo.MulOp(a, b).result
+
+
+def _scale(x: ir.Value, factor: float) -> ir.Value:
+    return x if factor == 1.0 else _mul(x, _like(factor, x))
+
+
+def _activation(ctx: LoweringContext, name: str, alpha: float, beta: float) -> Activation:
+    key = name.lower()
+
+    def select(pred: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.SelectOp(pred, a, b).result
+
+    builders: dict[str, Activation] = {
+        "relu": lambda x: stablehlo.MaxOp(x, _like(0.0, x)).result,
+        "tanh": lambda x: stablehlo.TanhOp(x).result,
+        "sigmoid": lambda x: stablehlo.LogisticOp(x).result,
+        "affine": lambda x: _add(_scale(x, alpha), _like(beta, x)),
+        "leakyrelu": lambda x: select(emit.compare(x, _like(0.0, x), "GE"), x, _scale(x, alpha)),
+        "thresholdedrelu": lambda x: select(emit.compare(x, _like(alpha, x), "GT"), x, _like(0.0, x)),
+        "scaledtanh": lambda x: _scale(stablehlo.TanhOp(_scale(x, beta)).result, alpha),
+        "hardsigmoid": lambda x: stablehlo.ClampOp(
+            _like(0.0, x), _add(_scale(x, alpha), _like(beta, x)), _like(1.0, x)
+        ).result,
+        "elu": lambda x: select(
+            emit.compare(x, _like(0.0, x), "GE"), x, _scale(stablehlo.Expm1Op(x).result, alpha)
+        ),
+        "softsign": lambda x: stablehlo.DivOp(x, _add(_like(1.0, x), stablehlo.AbsOp(x).result)).result,
+        "softplus": lambda x: stablehlo.Log1pOp(stablehlo.ExpOp(x).result).result,
+    }
+    if key not in builders:
+        raise ctx.unsupported_attribute(
+            "activations", name, "Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
+            "HardSigmoid, Elu, Softsign, Softplus"
+        )
+    return builders[key]
+
+
+def _activations(ctx: LoweringContext, node: OnnxNode, kind: str, directions: int) -> list[list[Activation]]:
+    """Per direction, the activation functions (f for RNN; f, g for GRU; f, g, h for LSTM)."""
+    per_direction = len(_DEFAULT_ACTIVATIONS[kind])
+    # The schema's default (["Tanh", "Tanh"] for RNN) is not per direction: use our own.
+    names = node.attr("activations") if node.has_attr("activations") else None
+    names = names or _DEFAULT_ACTIVATIONS[kind] * directions
+    names = [n.decode() if isinstance(n, bytes) else str(n) for n in names]
+    if len(names) == per_direction and directions == 2:
+        names = names * 2
+    if len(names) != per_direction * directions:
+        raise ctx.unsupported_attribute(
+            "activations", names, f"{per_direction} names per direction ({per_direction * directions} in all)"
+        )
+    alphas = list(node.attr_floats("activation_alpha") or [])
+    betas = list(node.attr_floats("activation_beta") or [])
+    built = []
+    for name in names:
+        uses_alpha, uses_beta, alpha, beta = _ACTIVATIONS.get(name.lower(), (False, False, 0.0, 0.0))
+        # alpha/beta are consumed in order by the functions that take them (as onnxruntime does).
+        if uses_alpha and alphas:
+            alpha = alphas.pop(0)
+        if uses_beta and betas:
+            beta = betas.pop(0)
+        built.append(_activation(ctx, name, alpha, beta))
+    return [built[d * per_direction : (d + 1) * per_direction] for d in range(directions)]
+
+
+def _clip(x: ir.Value, clip: float | None) -> ir.Value:
+    if clip is None:
+        return x
+    return stablehlo.ClampOp(_like(-clip, x), x, _like(clip, x)).result
+
+
+def _gate(gates: ir.Value, index: int, hidden: int) -> ir.Value:
+    """Columns ``[index*H, (index+1)*H)`` of ``gates`` [B, G*H]."""
+    batch = emit.static_shape_of(gates)[0]
+    return stablehlo.SliceOp(
+        gates, emit.i64_array([0, index * hidden]), emit.i64_array([batch, (index + 1) * hidden]), emit.i64_array([1, 1])
+    ).result
+
+
+def _matmul_t(x: ir.Value, w: ir.Value) -> ir.Value:
+    """``x @ w^T`` contracting the last dim of both: [..., K] x [N, K] -> [..., N]."""
+    x_shape, w_shape = emit.static_shape_of(x), emit.static_shape_of(w)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[],
+        rhs_batching_dimensions=[],
+        lhs_contracting_dimensions=[len(x_shape) - 1],
+        rhs_contracting_dimensions=[1],
+    )
+    result_type = emit.tensor_type((*x_shape[:-1], w_shape[0]), emit.dtype_of(x))
+    return stablehlo.DotGeneralOp(result_type, x, w, numbers).result
+
+
+def _row(value: ir.Value, index: int) -> ir.Value:
+    """``value[index]`` along axis 0 (static), axis dropped."""
+    shape = emit.static_shape_of(value)
+    row = stablehlo.SliceOp(
+        value,
+        emit.i64_array([index] + [0] * (len(shape) - 1)),
+        emit.i64_array([index + 1, *shape[1:]]),
+        emit.i64_array([1] * len(shape)),
+    ).result
+    return emit.reshape(row, shape[1:])
+
+
+def _columns(value: ir.Value, start: int, stop: int) -> ir.Value:
+    """``value[..., start:stop]``."""
+    shape = emit.static_shape_of(value)
+    return stablehlo.SliceOp(
+        value,
+        emit.i64_array([0] * (len(shape) - 1) + [start]),
+        emit.i64_array([*shape[:-1], stop]),
+        emit.i64_array([1] * len(shape)),
+    ).result
+
+
+def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
+    """Stacks equal-shaped values along a new ``axis``."""
+    expanded = []
+    for v in values:
+        shape = list(emit.static_shape_of(v))
+        shape.insert(axis, 1)
+        expanded.append(emit.reshape(v, shape))
+    return expanded[0] if len(expanded) == 1 else stablehlo.ConcatenateOp(expanded, axis).result
+
+
+# Cells ---------------------------------------------------------------------------------------
+
+
+def _rnn_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    (f,) = layer.acts
+    return f(_clip(_add(x_gates, _matmul_t(h, layer.r)), layer.clip)), None
+
+
+def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    f, g = layer.acts
+    hidden = layer.hidden
+    x_zr, x_h = _columns(x_gates, 0, 2 * hidden), _columns(x_gates, 2 * hidden, 3 * hidden)
+    r_zr = _row_block(layer.r, 0, 2 * hidden)  # [2H, H]: the z and r rows of R
+    r_h = _row_block(layer.r, 2 * hidden, 3 * hidden)  # [H, H]: the h rows
+    zr = _add(x_zr, _matmul_t(h, r_zr))
+    z = f(_clip(_columns(zr, 0, hidden), layer.clip))
+    r = f(_clip(_columns(zr, hidden, 2 * hidden), layer.clip))
+    if layer.linear_before_reset:
+        recurrent = _matmul_t(h, r_h)
+        if layer.r_bias_h is not None:
+            recurrent = _add(recurrent, emit.broadcast_to(layer.r_bias_h, emit.static_shape_of(recurrent)))
+        candidate = _add(x_h, _mul(r, recurrent))
+    else:
+        candidate = _add(x_h, _matmul_t(_mul(r, h), r_h))
+    h_tilde = g(_clip(candidate, layer.clip))
+    one = _like(1.0, z)
+    return _add(_mul(_sub(one, z), h_tilde), _mul(z, h)), None
+
+
+def _row_block(value: ir.Value, start: int, stop: int) -> ir.Value:
+    """Rows ``[start, stop)`` of a 2-D value."""
+    shape = emit.static_shape_of(value)
+    return stablehlo.SliceOp(
+        value, emit.i64_array([start, 0]), emit.i64_array([stop, shape[1]]), emit.i64_array([1, 1])
+    ).result
+
+
+def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    assert c is not None
+    f, g, act_h = layer.acts
+    hidden = layer.hidden
+    gates = _add(x_gates, _matmul_t(h, layer.r))
+    pre_i, pre_o, pre_f, pre_c = (_gate(gates, k, hidden) for k in range(4))
+    shape = emit.static_shape_of(c)
+    if layer.peephole is not None:
+        p_i, p_o, p_f = (
+            emit.broadcast_to(_columns(layer.peephole, k * hidden, (k + 1) * hidden), shape) for k in range(3)
+        )
+        pre_i = _add(pre_i, _mul(p_i, c))
+        pre_f = _add(pre_f, _mul(p_f, c))
+    i = f(_clip(pre_i, layer.clip))
+    forget = _sub(_like(1.0, i), i) if layer.input_forget else f(_clip(pre_f, layer.clip))
+    cell = g(_clip(pre_c, layer.clip))
+    c_next = _add(_mul(forget, c), _mul(i, cell))
+    if layer.peephole is not None:
+        pre_o = _add(pre_o, _mul(p_o, c_next))
+    o = f(_clip(pre_o, layer.clip))
+    return _mul(o, act_h(c_next)), c_next
+
+
+_CELLS = {"RNN": _rnn_cell, "GRU": _gru_cell, "LSTM": _lstm_cell}
+
+
+# The layer -----------------------------------------------------------------------------------
+
+
+def _direction_loop(
+    layer: _Layer,
+    x_gates: ir.Value,
+    h0: ir.Value,
+    c0: ir.Value | None,
+    lengths: ir.Value | None,
+    reverse: bool,
+) -> tuple[ir.Value, ir.Value, ir.Value | None]:
+    """Runs one direction over all steps: returns Y [S, B, H], the last H and the last C."""
+    steps, batch, _ = emit.static_shape_of(x_gates)
+    shape = emit.static_shape_of(h0)
+    dtype = emit.dtype_of(h0)
+    cell = _CELLS[layer.kind]
+
+    def body(counter: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
+        h, y = carried[0], carried[-1]
+        c = carried[1] if c0 is not None else None
+        index = (
+            stablehlo.SubtractOp(emit.splat(steps - 1, DataType.INT64), counter).result if reverse else counter
+        )
+        h_next, c_next = cell(layer, dynamic_index(x_gates, index, 0), h, c)
+        row = h_next
+        if lengths is not None:
+            position = emit.broadcast_to(emit.convert(index, emit.dtype_of(lengths)), (batch,))
+            valid = emit.broadcast_to(emit.compare(position, lengths, "LT"), shape, dims=[0])
+            h_next = stablehlo.SelectOp(valid, h_next, h).result
+            if c_next is not None:
+                c_next = stablehlo.SelectOp(valid, c_next, c).result
+            row = stablehlo.SelectOp(valid, row, _like(0.0, row)).result
+        y = write_row(y, row, index, 0)
+        return [h_next, *([c_next] if c_next is not None else []), y]
+
+    y0 = emit.splat(0, dtype, (steps, *shape))
+    results = counted_loop(steps, [h0, *([c0] if c0 is not None else []), y0], body)
+    return results[-1], results[0], (results[1] if c0 is not None else None)
+
+
+def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir.Value | None]:
+    dtype = ctx.input_dtype(0)
+    if dtype not in _FLOATS:
+        raise ctx.unsupported_dtype(dtype, "float16, bfloat16, float, double")
+    compute = DataType.FLOAT if dtype in _NARROW else dtype
+    layout = node.attr_int("layout", 0) if node.since_version >= 14 else 0
+    if layout not in (0, 1):
+        raise ctx.unsupported_attribute("layout", layout, "0 (sequence first) or 1 (batch first)")
+    direction = node.attr_str("direction")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise ctx.unsupported_attribute("direction", direction, "forward, reverse, bidirectional")
+    directions = 2 if direction == "bidirectional" else 1
+    gates = _GATES[kind]
+
+    def value(index: int) -> ir.Value:
+        return emit.convert(ctx.input(index), compute)
+
+    x = value(0)
+    if emit.rank_of(x) != 3:
+        raise ctx.error(f"X must have rank 3, got shape {list(ctx.input_static_shape(0))}", ShapeError)
+    if layout == 1:
+        x = emit.transpose(x, [1, 0, 2])
+    steps, batch, _ = emit.static_shape_of(x)
+    w, r = value(1), value(2)
+    w_shape, r_shape = emit.static_shape_of(w), emit.static_shape_of(r)
+    hidden = node.attr_int("hidden_size", r_shape[-1])
+    if w_shape[0] != directions or w_shape[1] != gates * hidden or r_shape != (directions, gates * hidden, hidden):
+        raise ctx.error(
+            f"W {list(w_shape)} and R {list(r_shape)} do not fit direction={direction!r}, "
+            f"hidden_size={hidden} and {gates} gates",
+            ShapeError,
+        )
+    bias = value(3) if ctx.has_input(3) else emit.splat(0, compute, (directions, 2 * gates * hidden))
+    lengths = _sequence_lengths(ctx, steps)
+    state_shape = (directions, batch, hidden)
+
+    def initial(index: int) -> ir.Value:
+        if not ctx.has_input(index):
+            return emit.splat(0, compute, state_shape)
+        state = value(index)
+        return emit.transpose(state, [1, 0, 2]) if layout == 1 else state
+
+    h_init = initial(5)
+    c_init = initial(6) if kind == "LSTM" else None
+    peepholes = value(7) if kind == "LSTM" and ctx.has_input(7) else None
+    acts = _activations(ctx, node, kind, directions)
+    clip = node.attr("clip")
+    linear_before_reset = kind == "GRU" and bool(node.attr_int("linear_before_reset", 0))
+    input_forget = kind == "LSTM" and bool(node.attr_int("input_forget", 0))
+
+    ys, hs, cs = [], [], []
+    for d in range(directions):
+        w_bias = _columns(_row(bias, d), 0, gates * hidden)
+        r_bias = _columns(_row(bias, d), gates * hidden, 2 * gates * hidden)
+        r_bias_h = None
+        if linear_before_reset:
+            # Rbh stays inside r * (H Rh^T + Rbh); only Rbz and Rbr join the input projection.
+            r_bias_h = _columns(r_bias, 2 * hidden, 3 * hidden)
+            r_bias = stablehlo.ConcatenateOp(
+                [_columns(r_bias, 0, 2 * hidden), emit.splat(0, compute, (hidden,))], 0
+            ).result
+        x_gates = _matmul_t(x, _row(w, d))
+        x_gates = _add(x_gates, emit.broadcast_to(_add(w_bias, r_bias), emit.static_shape_of(x_gates)))
+        layer = _Layer(
+            kind=kind,
+            hidden=hidden,
+            acts=acts[d],
+            clip=None if clip is None else float(clip),
+            r=_row(r, d),
+            r_bias_h=r_bias_h,
+            peephole=_row(peepholes, d) if peepholes is not None else None,
+            linear_before_reset=linear_before_reset,
+            input_forget=input_forget,
+        )
+        reverse = direction == "reverse" or d == 1
+        y, h, c = _direction_loop(
+            layer, x_gates, _row(h_init, d), _row(c_init, d) if c_init is not None else None, lengths, reverse
+        )
+        ys.append(y)
+        hs.append(h)
+        cs.append(c)
+
+    y = _stack(ys, 1)  # [S, D, B, H]
+    y_h = _stack(hs, 0)  # [D, B, H]
+    y_c = _stack(cs, 0) if kind == "LSTM" else None
+    if layout == 1:
+        y = emit.transpose(y, [2, 0, 1, 3])
+        y_h = emit.transpose(y_h, [1, 0, 2])
+        y_c = emit.transpose(y_c, [1, 0, 2]) if y_c is not None else None
+    outputs = [y, y_h] + ([y_c] if kind == "LSTM" else [])
+    return [emit.convert(v, dtype) if v is not None else None for v in outputs]
+
+
+def _sequence_lengths(ctx: LoweringContext, steps: int) -> ir.Value | None:
+    """``sequence_lens`` as an int32 [B] value, or None when every entry runs all steps."""
+    if not ctx.has_input(4):
+        return None
+    if ctx.is_constant_input(4):
+        known = np.asarray(ctx.constant_input(4)).reshape(-1)
+        if np.any(known < 0) or np.any(known > steps):
+            raise ctx.error(f"sequence_lens {known.tolist()} must lie in [0, {steps}]", ShapeError)
+        if np.all(known == steps):
+            return None
+    return ctx.input(4)
+
+
+@lowering("RNN", since=7)
+@lowering("RNN", since=14)  # 14: layout (batch-first)
+@lowering("RNN", since=22)  # 22: bfloat16
+def lower_rnn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers RNN to one stablehlo.while per direction (see the module docstring).
+
+    Spec: RNN-7/14/22.
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, H, I]; R [D, H, H];
+        B [D, 2H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Deviations: activation alpha/beta defaults follow the ONNX operators of the same name
+        (onnxruntime uses 0 for Affine, ThresholdedRelu and ScaledTanh).
+    Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
+        ShapeError for weights that do not fit hidden_size and direction.
+    """
+    return _lower_recurrent(ctx, node, "RNN")
+
+
+@lowering("GRU", since=7)
+@lowering("GRU", since=14)  # 14: layout (batch-first)
+@lowering("GRU", since=22)  # 22: bfloat16
+def lower_gru(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers GRU (gates z, r, h; ``linear_before_reset``) to one stablehlo.while per direction.
+
+    Spec: GRU-7/14/22.
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, 3H, I]; R [D, 3H, H];
+        B [D, 6H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Deviations: activation alpha/beta defaults as for RNN.
+    Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
+        ShapeError for weights that do not fit hidden_size and direction.
+    """
+    return _lower_recurrent(ctx, node, "GRU")
+
+
+@lowering("LSTM", since=7)
+@lowering("LSTM", since=14)  # 14: layout (batch-first)
+@lowering("LSTM", since=22)  # 22: bfloat16
+def lower_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers LSTM (gates i, o, f, c; peepholes, ``input_forget``) to one stablehlo.while per direction.
+
+    Spec: LSTM-7/14/22.
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, 4H, I]; R [D, 4H, H];
+        B [D, 8H]; sequence_lens [B] int32; initial_h, initial_c [D, B, H] (layout 1:
+        [B, D, H]); P [D, 3H].
+    Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Deviations: activation alpha/beta defaults as for RNN.
+    Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
+        ShapeError for weights that do not fit hidden_size and direction.
+    """
+    return _lower_recurrent(ctx, node, "LSTM")
