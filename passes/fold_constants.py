@@ -193,8 +193,8 @@ class FoldBinary(_FoldPattern):
     """f(c1, c2) -> c for elementwise binary ops on constants (add, multiply, maximum, ...).
 
     Integer division and remainder are not folded when a divisor is 0 (or MIN / -1);
-    float maximum/minimum not when both operands hold zeros at one position (the sign of the
-    result is not pinned down by numpy); integer power is not folded.
+    float maximum/minimum not where -0.0 meets +0.0 (numpy does not pin down the sign of the
+    result); integer power is not folded.
     """
 
     root = tuple(_BINARY)
@@ -227,8 +227,8 @@ class FoldBinary(_FoldPattern):
             if dtype.kind == "i" and np.any((a == np.iinfo(dtype).min) & (b == -1)):
                 return rw.fail(op, "integer MIN / -1 overflows")
         if kind == "f" and op.name in ("stablehlo.maximum", "stablehlo.minimum"):
-            if np.any((a == 0) & (b == 0)):
-                return rw.fail(op, "zeros in both operands: the sign of the result is not pinned down")
+            if np.any((a == 0) & (b == 0) & (np.signbit(a) != np.signbit(b))):
+                return rw.fail(op, "-0.0 against +0.0: numpy does not pin down the sign of the result")
         with np.errstate(all="ignore"):
             value = np.asarray(function(a, b)).astype(dtype, copy=False)
         return self._replace(op, value, rw, splat=splat)
@@ -381,8 +381,10 @@ class FoldReduce(_FoldPattern):
         dims = tuple(read_i64_array(op, "dimensions"))
         if data.size == 0:
             return rw.fail(op, "empty input")
-        if data.dtype.kind == "f" and reducer in (np.maximum, np.minimum) and np.any(data == 0):
-            return rw.fail(op, "zeros in a float max/min reduction: the sign is not pinned down")
+        if data.dtype.kind == "f" and reducer in (np.maximum, np.minimum):
+            zeros = np.concatenate([data[data == 0].reshape(-1), init[init == 0].reshape(-1)])
+            if np.any(np.signbit(zeros)) and not np.all(np.signbit(zeros)):
+                return rw.fail(op, "-0.0 and +0.0 in a max/min reduction: numpy does not pin down the sign")
         with np.errstate(all="ignore"):
             value = reducer(reducer.reduce(data, axis=dims), init)
         return self._replace(op, value, rw)
@@ -454,8 +456,8 @@ class FoldConstantsPass(PatternRewritePass, ModulePass):
 
     Constraints: every operand is a ``stablehlo.constant`` whose element type numpy holds
     exactly (f16, f32, f64, bool, i8-i64, ui8-ui64); the result shape is static; integer
-    division/remainder by 0 and MIN / -1 stay; float max/min of two zeros stay (the sign of
-    the result is not pinned down). Operands and results may have at most ``max-elements``
+    division/remainder by 0 and MIN / -1 stay; float max/min where -0.0 meets +0.0 stay
+    (numpy does not pin down the sign of the result). Operands and results may have at most ``max-elements``
     elements unless every operand is a splat and the result is a splat, which folds at any
     size (computed on one element).
     """

@@ -28,6 +28,9 @@ RULE_MODULES = (
     "control_flow",
     "recurrent",
     "sequence",
+    "signal",
+    "sorting",
+    "misc",
 )
 
 

@@ -44,6 +44,8 @@ _COORDINATE_MODES = {
     13: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
     19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
 }
+# Coordinate modes whose formula uses length_resized = in * scale.
+_USES_WIDTH = ("half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "tf_crop_and_resize")
 # Kernel support radius in (scaled) input pixels.
 _SUPPORT = {"linear": 1.0, "cubic": 2.0}
 
@@ -215,6 +217,10 @@ class _Vec:
     def const(self, value: float | np.ndarray, shape: Sequence[int]) -> ir.Value:
         return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
 
+    def scalar(self, value: float) -> ir.Value:
+        """A rank-0 constant (``emit.splat`` of rank 0 comes out as ``tensor<1x...>`` today)."""
+        return emit.reshape(self.const(value, [1]), ())
+
     def scalar_to(self, scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
         """A rank-0 value broadcast to ``shape``."""
         return emit.broadcast_to(scalar, shape, dims=[])
@@ -252,37 +258,38 @@ def _runtime_coordinates(
 ) -> tuple[ir.Value, ir.Value | None]:
     """The in-graph twin of :func:`_source_coordinates` (``scale`` and ``roi`` are rank 0)."""
     shape = [out_size]
-    y = vec.const(np.arange(out_size), shape)
-    half = vec.const(0.5, shape)
-    one = vec.const(1.0, shape)
-    zero = vec.const(0.0, shape)
+
+    def c(value: float | np.ndarray) -> ir.Value:
+        return vec.const(value, shape)
+
+    y = c(np.arange(out_size))
     s = vec.scalar_to(scale, shape)
-    width = vec.mul(s, vec.const(in_size, shape))
     mode = spec.coordinate_mode
+    width = vec.mul(s, c(in_size)) if mode in _USES_WIDTH else None
     if mode in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric"):
-        source = vec.div(vec.add(y, half), s)
+        source = vec.div(vec.add(y, c(0.5)), s)
         if mode == "half_pixel_symmetric":
-            offset = vec.mul(vec.const(in_size / 2, shape), vec.sub(one, vec.div(vec.const(out_size, shape), width)))
+            offset = vec.mul(c(in_size / 2), vec.sub(c(1.0), vec.div(c(out_size), width)))
             source = vec.add(offset, source)
-        x = vec.sub(source, half)
+        x = vec.sub(source, c(0.5))
         if mode == "pytorch_half_pixel":
-            x = vec.select(emit.compare(width, one, "GT"), x, zero)
+            x = vec.select(emit.compare(width, c(1.0), "GT"), x, c(0.0))
         return x, None
     if mode == "align_corners":
-        x = vec.div(vec.mul(y, vec.const(in_size - 1, shape)), vec.sub(width, one))
-        return vec.select(emit.compare(width, one, "EQ"), zero, x), None
+        x = vec.div(vec.mul(y, c(in_size - 1)), vec.sub(width, c(1.0)))
+        return vec.select(emit.compare(width, c(1.0), "EQ"), c(0.0), x), None
     if mode == "asymmetric":
         return vec.div(y, s), None
     if mode == "tf_half_pixel_for_nn":
-        return vec.div(vec.add(y, half), s), None
+        return vec.div(vec.add(y, c(0.5)), s), None
     assert mode == "tf_crop_and_resize" and roi is not None
     start, end = (vec.scalar_to(r, shape) for r in roi)
-    last = vec.const(in_size - 1, shape)
+    last = c(in_size - 1)
     extent = vec.sub(end, start)
-    x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, one))
-    x = vec.select(emit.compare(width, one, "EQ"), vec.div(vec.mul(extent, last), vec.const(2.0, shape)), x)
+    x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, c(1.0)))
+    x = vec.select(emit.compare(width, c(1.0), "EQ"), vec.div(vec.mul(extent, last), c(2.0)), x)
     x = vec.add(x, vec.mul(start, last))
-    outside = stablehlo.OrOp(emit.compare(x, zero, "LT"), emit.compare(x, last, "GT")).result
+    outside = stablehlo.OrOp(emit.compare(x, c(0.0), "LT"), emit.compare(x, last, "GT")).result
     return x, outside
 
 
@@ -339,7 +346,7 @@ def _runtime_matrix(
     taps = vec.add(emit.broadcast_to(base, grid, dims=[0]), offsets)
     distance = vec.sub(taps, emit.broadcast_to(x, grid, dims=[0]))
     if spec.antialias:
-        kernel_scale = stablehlo.MinOp(scale, emit.reshape(vec.const(1.0, [1]), ())).result
+        kernel_scale = stablehlo.MinOp(scale, vec.scalar(1.0)).result
         distance = vec.mul(distance, vec.scalar_to(kernel_scale, grid))
     weights = _runtime_kernel(spec, vec, distance)
     low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
@@ -605,25 +612,27 @@ def _resize(
     if any(out_shape[a] == 0 for a in axes):
         return np.zeros(out_shape, dtype=dtypes.numpy_dtype(dtype))
 
-    vec = None
-    runtime_scale: dict[int, ir.Value] = {}
-    scale_dtype = DataType.DOUBLE
-    if use_scales and scales_np is None:
-        scales_value = ctx.input(scales_index)
-        for i, a in enumerate(axes):
-            runtime_scale[a] = _element(scales_value, i, scale_dtype)
-    elif use_sizes and sizes_np is None and policy != "stretch":
-        sizes_value = ctx.input(sizes_index)
-        ratios_v = [
-            stablehlo.DivOp(_element(sizes_value, i, scale_dtype), emit.reshape(emit.splat(float(shape[a]), scale_dtype, (1,)), ())).result
-            for i, a in enumerate(axes)
-        ]
-        combined = ratios_v[0]
-        for r in ratios_v[1:]:
-            combined = (stablehlo.MinOp if policy == "not_larger" else stablehlo.MaxOp)(combined, r).result
-        runtime_scale = {a: combined for a in axes}
-    if runtime:
-        vec = _Vec()
+    vec = _Vec()
+    runtime_scales: dict[int, ir.Value] = {}
+
+    def runtime_scale(index: int, axis: int) -> ir.Value:
+        """The scale of ``axes[index]`` as a rank-0 float64 value, emitted on first use."""
+        if axis in runtime_scales:
+            return runtime_scales[axis]
+        if axis in axis_scales:
+            value = vec.scalar(axis_scales[axis])
+        elif use_scales:
+            value = _element(ctx.input(scales_index), index, vec.dtype)
+        else:  # run-time sizes with not_larger / not_smaller: one scale for every axis
+            sizes_value = ctx.input(sizes_index)
+            pick = stablehlo.MinOp if policy == "not_larger" else stablehlo.MaxOp
+            value = None
+            for i, a in enumerate(axes):
+                ratio = vec.div(_element(sizes_value, i, vec.dtype), vec.scalar(float(shape[a])))
+                value = ratio if value is None else pick(value, ratio).result
+            runtime_scales.update({a: value for a in axes})
+        runtime_scales[axis] = value
+        return value
 
     plans = []
     for i, a in enumerate(axes):
@@ -641,17 +650,16 @@ def _resize(
             if not identity:
                 plans.append(_plan_constant(spec, a, in_size, out_size, scale, roi_pair))
             continue
-        assert vec is not None
-        scale_v = runtime_scale.get(a)
-        if scale_v is None:
-            scale_v = emit.reshape(emit.splat(axis_scales[a], vec.dtype, (1,)), ())
+        if in_size == out_size == 1 and not needs_roi:
+            continue  # every mode maps a length-1 axis onto itself
+        scale_v = runtime_scale(i, a)
         roi_v = None
         if needs_roi:
             if roi_runtime:
                 roi_value = ctx.input(roi_index)
                 roi_v = (_element(roi_value, i, vec.dtype), _element(roi_value, i + len(axes), vec.dtype))
             else:
-                roi_v = tuple(emit.reshape(emit.splat(r, vec.dtype, (1,)), ()) for r in roi_pair)
+                roi_v = (vec.scalar(roi_pair[0]), vec.scalar(roi_pair[1]))
         coords, outside = _runtime_coordinates(spec, vec, out_size, in_size, scale_v, roi_v)
         plan = _AxisPlan(a, extrapolated=outside)
         if spec.mode == "nearest":

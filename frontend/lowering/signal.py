@@ -1,1 +1,496 @@
-"""Lowering rules: signal (being written)."""
+"""Lowering rules: signal processing (Fourier transforms, window functions, mel filterbanks).
+
+Complex values are real tensors whose last dim holds ``[re]`` (size 1) or ``[re, im]`` (size 2),
+as ONNX represents them.
+
+    DFT(x)                           -> stablehlo.dot_general of x with a compile-time DFT matrix
+                                        (real [n, c_in, k, c_out]); stablehlo.fft on complex
+                                        values when that matrix would be too large
+    STFT(signal, step, window)       -> stablehlo.gather of the frames (constant indices),
+                                        * window, then the DFT above along the frame axis
+    Hann/Hamming/BlackmanWindow(n)   -> a0 - a1 cos(2 pi i / N) + a2 cos(4 pi i / N) over an iota
+    MelWeightMatrix(bins, len, ...)  -> triangular filters from iota comparisons; the band edges
+                                        may be computed at run time
+
+Transform lengths (``dft_length``, the axis, frame sizes, window sizes, mel bin counts) set
+output shapes, so they must be known at compile time; the data may not.
+
+Spec: onnx.ai/onnx/operators (DFT, STFT, HannWindow, HammingWindow, BlackmanWindow,
+MelWeightMatrix).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.registry import lowering
+
+_MATRIX_MAX_ELEMENTS = 1 << 22
+"""DFT matrices up to this many elements (32 MiB in float64) are used; larger transforms use
+stablehlo.fft, whose cost grows as n log n rather than n**2."""
+
+_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
+_COMPUTE = DataType.DOUBLE
+"""Transforms run in float64 and round to the signal's dtype once: entries that are exactly
+zero (imaginary parts of a real signal's spectrum, say) stay within float32 rounding of zero,
+which float32 accumulation over long rows does not achieve."""
+_SIGNAL_DTYPES = "float16, bfloat16, float32, float64"
+
+
+def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
+    """A constant one-element input as a Python int."""
+    array = np.asarray(ctx.constant_input(index))
+    if array.size != 1:
+        raise ctx.error(f"{what} must be a scalar, got shape {list(array.shape)}", ShapeError)
+    return int(array.reshape(-1)[0])
+
+
+def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
+    dtype = ctx.input_dtype(index)
+    if not dtypes.is_float(dtype) or dtype not in (DataType.FLOAT, DataType.DOUBLE, *_NARROW_FLOATS):
+        raise ctx.unsupported_dtype(dtype, _SIGNAL_DTYPES)
+    return dtype
+
+
+# The transform -----------------------------------------------------------------------------
+
+
+def _dft_matrix(n_in: int, c_in: int, length: int, inverse: bool, onesided: bool) -> np.ndarray:
+    """The real DFT matrix ``M[n, c_in, k, c_out]`` (float64) with ``y[k, :] = sum x[n, :] M[n, :, k, :]``.
+
+    Rows ``n < n_in`` of the input (``n_in <= length``; missing rows are the zero padding),
+    complex parts ``c_in`` (1: real input). Forward and inverse transforms give ``[re, im]``
+    (``c_out = 2``), with ``k < length // 2 + 1`` when one-sided. The inverse one-sided case
+    (IRFFT) reads ``n_in`` Hermitian half-spectrum bins and gives ``length`` real samples.
+    Angles are reduced exactly (``k * n mod length``) before the cosine.
+    """
+    if inverse and onesided:
+        bins = np.arange(n_in)
+        samples = np.arange(length)
+        angle = 2 * np.pi * ((bins[:, None] * samples[None, :]) % length) / length
+        # Bins 1 .. ceil(length/2) - 1 stand for themselves and their conjugate mirror image.
+        weight = np.where((bins == 0) | (2 * bins == length), 1.0, 2.0)[:, None] / length
+        matrix = np.zeros((n_in, 2, length, 1))
+        matrix[:, 0, :, 0] = weight * np.cos(angle)
+        # The imaginary parts of bin 0 and of the Nyquist bin do not contribute (numpy irfft).
+        sine = np.where(((bins == 0) | (2 * bins == length))[:, None], 0.0, np.sin(angle))
+        matrix[:, 1, :, 0] = -weight * sine
+        return matrix[:, :c_in]
+    out_bins = length // 2 + 1 if onesided else length
+    rows = np.arange(n_in)
+    bins = np.arange(out_bins)
+    angle = 2 * np.pi * ((rows[:, None] * bins[None, :]) % length) / length
+    sign = 1.0 if inverse else -1.0
+    scale = 1.0 / length if inverse else 1.0
+    cos, sin = scale * np.cos(angle), scale * sign * np.sin(angle)
+    # (a + ib)(cos + i sin) = (a cos - b sin) + i (a sin + b cos)
+    matrix = np.empty((n_in, 2, out_bins, 2))
+    matrix[:, 0, :, 0], matrix[:, 0, :, 1] = cos, sin
+    matrix[:, 1, :, 0], matrix[:, 1, :, 1] = -sin, cos
+    return matrix[:, :c_in]
+
+
+def _slice_axis(value: ir.Value, axis: int, size: int) -> ir.Value:
+    """The first ``size`` entries of ``value`` along ``axis``."""
+    shape = emit.static_shape_of(value)
+    if shape[axis] == size:
+        return value
+    limits = list(shape)
+    limits[axis] = size
+    return stablehlo.SliceOp(value, [0] * len(shape), limits, [1] * len(shape)).result
+
+
+def _fit_axis(value: ir.Value, axis: int, size: int) -> ir.Value:
+    """``value`` truncated or zero-padded at the end of ``axis`` to ``size`` entries."""
+    shape = emit.static_shape_of(value)
+    if shape[axis] >= size:
+        return _slice_axis(value, axis, size)
+    rank = len(shape)
+    high = [0] * rank
+    high[axis] = size - shape[axis]
+    zero = emit.splat(0, emit.dtype_of(value))
+    return stablehlo.PadOp(value, zero, [0] * rank, high, [0] * rank).result
+
+
+def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
+    """The DFT of ``x`` (``[..., c]``, c = 1 or 2) along ``axis`` (not the last dim).
+
+    Returns ``[..., k, ..., 2]`` (``k = length`` or ``length // 2 + 1`` when one-sided), or
+    ``[..., length, ..., 1]`` real samples for the inverse one-sided transform (IRFFT).
+    """
+    shape = emit.static_shape_of(x)
+    c_in = shape[-1]
+    irfft = inverse and onesided
+    n_in = min(shape[axis], length // 2 + 1 if irfft else length)
+    out_bins = length if irfft or not onesided else length // 2 + 1
+    c_out = 1 if irfft else 2
+    if n_in * c_in * out_bins * c_out > _MATRIX_MAX_ELEMENTS:
+        return _dft_by_fft(x, axis, length, inverse, onesided)
+    dtype = emit.dtype_of(x)
+    compute = _COMPUTE
+    x = emit.convert(_slice_axis(x, axis, n_in), compute)
+    matrix = emit.constant(_dft_matrix(n_in, c_in, length, inverse, onesided), compute)
+    rank = len(shape)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[],
+        rhs_batching_dimensions=[],
+        lhs_contracting_dimensions=[axis, rank - 1],
+        rhs_contracting_dimensions=[0, 1],
+    )
+    others = [d for i, d in enumerate(shape[:-1]) if i != axis]
+    result_type = emit.tensor_type([*others, out_bins, c_out], compute)
+    highest = stablehlo.PrecisionAttr.get("HIGHEST")
+    product = stablehlo.DotGeneralOp(
+        result_type, x, matrix, numbers, precision_config=ir.ArrayAttr.get([highest, highest])
+    ).result
+    # dot_general puts the free dims of x first: move the bins back to `axis`.
+    permutation = list(range(axis)) + [rank - 2] + list(range(axis, rank - 2)) + [rank - 1]
+    return emit.convert(emit.transpose(product, permutation), dtype)
+
+
+def _complex_type(shape: tuple[int, ...], dtype: DataType) -> ir.RankedTensorType:
+    complex_dtype = DataType.COMPLEX128 if dtype == DataType.DOUBLE else DataType.COMPLEX64
+    return emit.tensor_type(shape, complex_dtype)
+
+
+def _dft_by_fft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
+    """:func:`_dft` with stablehlo.fft: the axis moves last, ``[re, im]`` become complex values."""
+    dtype = emit.dtype_of(x)
+    compute = _COMPUTE
+    shape = emit.static_shape_of(x)
+    rank = len(shape)
+    to_last = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
+    x = emit.convert(emit.transpose(x, to_last), compute)
+    moved = emit.static_shape_of(x)
+    parts = [
+        emit.reshape(stablehlo.SliceOp(x, [0] * (rank - 1) + [p], [*moved[:-1], p + 1], [1] * rank).result, moved[:-1])
+        for p in range(moved[-1])
+    ]
+    irfft = inverse and onesided
+    real_only = len(parts) == 1 and not inverse
+    if real_only and onesided:
+        signal = _fit_axis(parts[0], rank - 2, length)
+        fft_type, out_len = "RFFT", length // 2 + 1
+    else:
+        imag = parts[1] if len(parts) == 2 else emit.splat(0, compute, moved[:-1])
+        signal = stablehlo.ComplexOp(parts[0], imag).result
+        signal = _fit_axis(signal, rank - 2, length // 2 + 1 if irfft else length)
+        fft_type = "IRFFT" if irfft else ("IFFT" if inverse else "FFT")
+        out_len = length
+    lead = list(emit.static_shape_of(signal)[:-1])
+    if fft_type == "IRFFT":
+        result_type = emit.tensor_type([*lead, out_len], compute)
+    else:
+        result_type = _complex_type((*lead, out_len), compute)
+    spectrum = stablehlo.FftOp(
+        signal, stablehlo.FftTypeAttr.get(fft_type), [length], results=[result_type]
+    ).result
+    if fft_type == "IRFFT":
+        result = emit.reshape(spectrum, [*lead, out_len, 1])
+    else:
+        if onesided and not inverse and fft_type == "FFT":
+            spectrum = _slice_axis(spectrum, rank - 2, length // 2 + 1)
+        bins = emit.static_shape_of(spectrum)
+        real = stablehlo.RealOp(spectrum).result
+        imag = stablehlo.ImagOp(spectrum).result
+        result = stablehlo.ConcatenateOp(
+            [emit.reshape(real, [*bins, 1]), emit.reshape(imag, [*bins, 1])], rank - 1
+        ).result
+    back = [0] * rank
+    for position, dim in enumerate(to_last):
+        back[dim] = position
+    return emit.convert(emit.transpose(result, back), dtype)
+
+
+def _check_complex_dim(ctx: LoweringContext, shape: tuple[int, ...], what: str) -> None:
+    if not shape or shape[-1] not in (1, 2):
+        raise ctx.error(
+            f"{what} must end in a dim of 1 (real) or 2 (real, imaginary), got shape {list(shape)}",
+            ShapeError,
+        )
+
+
+def _check_flag(ctx: LoweringContext, node: OnnxNode, name: str) -> bool:
+    value = node.attr_int(name)
+    if value not in (0, 1):
+        raise ctx.unsupported_attribute(name, value, "0, 1")
+    return bool(value)
+
+
+@lowering("DFT", since=17)  # axis is an attribute (default 1)
+@lowering("DFT", since=20)  # 20 moved axis to an optional input (default -2)
+def lower_dft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers DFT to a dot_general with a compile-time DFT matrix (stablehlo.fft when large).
+
+    Covers the full transform and its inverse (``1/n`` scaled), the one-sided forward
+    transform (RFFT: bins ``0 .. n // 2``) and the one-sided inverse (IRFFT: a Hermitian
+    half spectrum to ``n`` real samples, last dim 1).
+
+    Spec: DFT-17 (axis attribute), DFT-20 (axis input).
+    Shapes: input static ``[..., c]`` with c = 1 (real) or 2 (complex); dft_length and axis
+        int scalars known at compile time; the axis may not be the last dim. The input is
+        truncated or zero-padded to dft_length.
+    Dtypes: float16, bfloat16 (computed in float32), float32, float64.
+    Raises: NonConstantInputError if dft_length or axis is computed at run time;
+        ShapeError for a bad axis or last dim; UnsupportedAttributeError for flags not 0/1.
+    """
+    _check_signal_dtype(ctx, 0)
+    shape = ctx.input_static_shape(0)
+    _check_complex_dim(ctx, shape, "input")
+    rank = len(shape)
+    if node.since_version >= 20:
+        axis = _scalar_int(ctx, 2, "axis") if ctx.has_input(2) else -2
+    else:
+        axis = node.attr_int("axis")
+    if not (-rank <= axis <= -2 or 0 <= axis <= rank - 2):
+        raise ctx.error(f"axis {axis} is out of range [-{rank}, -2] U [0, {rank - 2}]", ShapeError)
+    axis = axis + rank if axis < 0 else axis
+    inverse = _check_flag(ctx, node, "inverse")
+    onesided = _check_flag(ctx, node, "onesided")
+    if ctx.has_input(1):
+        length = _scalar_int(ctx, 1, "dft_length")
+    elif inverse and onesided:
+        length = 2 * (shape[axis] - 1)
+    else:
+        length = shape[axis]
+    if length < 1:
+        raise ctx.error(f"dft_length must be positive, got {length}", ShapeError)
+    return [_dft(ctx.input(0), axis, length, inverse, onesided)]
+
+
+def _frames(signal: ir.Value, count: int, length: int, step: int) -> ir.Value:
+    """``frames[b, f, n, c] = signal[b, f * step + n, c]`` as one gather with constant indices."""
+    batch, _, parts = emit.static_shape_of(signal)
+    starts = (np.arange(count)[:, None] * step + np.arange(length)[None, :]).astype(np.int64)
+    indices = emit.constant(starts.reshape(count, length, 1))
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[0, 3],
+        collapsed_slice_dims=[1],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[1],
+        index_vector_dim=2,
+    )
+    result_type = emit.tensor_type([batch, count, length, parts], emit.dtype_of(signal))
+    return stablehlo.GatherOp(
+        signal, indices, numbers, [batch, 1, parts], indices_are_sorted=True, results=[result_type]
+    ).result
+
+
+@lowering("STFT", since=17)
+def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers STFT to a gather of the frames, a window multiply and the DFT of :func:`lower_dft`.
+
+    Spec: STFT-17.
+    Shapes: signal static ``[batch, length, c]`` (c = 1 real, 2 complex); frame_step and
+        frame_length int scalars known at compile time; window ``[frame_length]`` may be
+        computed at run time. Result ``[batch, frames, bins, 2]`` with
+        ``frames = (length - frame_length) // frame_step + 1``.
+    Dtypes: float16, bfloat16, float32, float64.
+    Raises: NonConstantInputError if frame_step or frame_length is computed at run time;
+        ShapeError for a window whose length differs from frame_length, a frame longer than
+        the signal, or a non-positive step.
+    """
+    dtype = _check_signal_dtype(ctx, 0)
+    shape = ctx.input_static_shape(0)
+    if len(shape) != 3:
+        raise ctx.error(f"signal must have rank 3 [batch, length, c], got shape {list(shape)}", ShapeError)
+    _check_complex_dim(ctx, shape, "signal")
+    onesided = _check_flag(ctx, node, "onesided")
+    step = _scalar_int(ctx, 1, "frame_step")
+    window = ctx.optional_input(2)
+    window_shape = emit.static_shape_of(window) if window is not None else None
+    if window_shape is not None and len(window_shape) != 1:
+        raise ctx.error(f"window must be 1-D, got shape {list(window_shape)}", ShapeError)
+    if ctx.has_input(3):
+        length = _scalar_int(ctx, 3, "frame_length")
+        if window_shape is not None and window_shape[0] != length:
+            raise ctx.error(f"window has {window_shape[0]} entries, frame_length is {length}", ShapeError)
+    else:
+        length = window_shape[0] if window_shape is not None else shape[1]
+    if step < 1:
+        raise ctx.error(f"frame_step must be positive, got {step}", ShapeError)
+    if not 1 <= length <= shape[1]:
+        raise ctx.error(f"frame_length {length} must be in [1, {shape[1]}] (the signal length)", ShapeError)
+    count = (shape[1] - length) // step + 1
+    frames = _frames(ctx.input(0), count, length, step)
+    if window is not None:
+        window = emit.broadcast_to(emit.convert(window, dtype), emit.static_shape_of(frames), dims=[2])
+        frames = stablehlo.MulOp(frames, window).result
+    return [_dft(frames, 2, length, inverse=False, onesided=onesided)]
+
+
+# Window functions --------------------------------------------------------------------------
+
+_TWO_PI = 2 * np.pi
+
+
+def _cosine_window(ctx: LoweringContext, node: OnnxNode, a0: float, a1: float, a2: float) -> ir.Value:
+    """``a0 - a1 cos(2 pi i / N) + a2 cos(4 pi i / N)`` for ``i < size``; ``N = size`` when
+    periodic, ``size - 1`` when symmetric. Computed in float64 for float64 and integer outputs,
+    else in float32."""
+    size = _scalar_int(ctx, 0, "size")
+    if size < 0:
+        raise ctx.error(f"size must be non-negative, got {size}", ShapeError)
+    periodic = _check_flag(ctx, node, "periodic")
+    out_dtype = _output_datatype(ctx, node)
+    compute = DataType.FLOAT if out_dtype in (DataType.FLOAT, *_NARROW_FLOATS) else DataType.DOUBLE
+    period = size if periodic else size - 1
+    index = stablehlo.IotaOp(emit.tensor_type([size], compute), 0).result
+    # period 0 (a symmetric window of size 1) divides by zero, as the spec's formula does.
+    step = _TWO_PI / period if period else np.inf
+
+    def term(coefficient: float, multiple: int) -> ir.Value:
+        angle = stablehlo.MulOp(index, emit.splat(multiple * step, compute, [size])).result
+        return stablehlo.MulOp(emit.splat(coefficient, compute, [size]), stablehlo.CosineOp(angle).result).result
+
+    window = stablehlo.SubtractOp(emit.splat(a0, compute, [size]), term(a1, 1)).result
+    if a2:
+        window = stablehlo.AddOp(window, term(a2, 2)).result
+    return emit.convert(window, out_dtype)
+
+
+_OUTPUT_DTYPES = (
+    DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16,
+    DataType.INT8, DataType.INT16, DataType.INT32, DataType.INT64,
+    DataType.UINT8, DataType.UINT16, DataType.UINT32, DataType.UINT64,
+)
+
+
+def _output_datatype(ctx: LoweringContext, node: OnnxNode) -> DataType:
+    code = node.attr_int("output_datatype")
+    try:
+        dtype = DataType(code)
+    except ValueError:
+        dtype = None
+    if dtype not in _OUTPUT_DTYPES:
+        accepted = ", ".join(f"{int(d)} ({d.name})" for d in _OUTPUT_DTYPES)
+        raise ctx.error(
+            f"attribute output_datatype={code} is not supported (accepted: {accepted})",
+            UnsupportedAttributeError,
+        )
+    return dtype
+
+
+@lowering("HannWindow", since=17)
+def lower_hann_window(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers HannWindow to ``0.5 - 0.5 cos(2 pi i / N)`` over an iota.
+
+    A window whose size is known is usually computed at compile time by the importer; this
+    rule emits the ops for windows too large to fold.
+
+    Spec: HannWindow-17.
+    Shapes: size an int scalar known at compile time; result ``[size]``.
+    Dtypes: result output_datatype (any real numeric type).
+    Raises: NonConstantInputError if size is computed at run time; UnsupportedAttributeError
+        for an unknown output_datatype or periodic not 0/1.
+    """
+    return [_cosine_window(ctx, node, 0.5, 0.5, 0.0)]
+
+
+@lowering("HammingWindow", since=17)
+def lower_hamming_window(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers HammingWindow to ``25/46 - 21/46 cos(2 pi i / N)`` over an iota.
+
+    Spec: HammingWindow-17.
+    Shapes: size an int scalar known at compile time; result ``[size]``.
+    Dtypes: result output_datatype (any real numeric type).
+    Raises: as :func:`lower_hann_window`.
+    """
+    return [_cosine_window(ctx, node, 25.0 / 46.0, 21.0 / 46.0, 0.0)]
+
+
+@lowering("BlackmanWindow", since=17)
+def lower_blackman_window(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers BlackmanWindow to ``0.42 - 0.5 cos(2 pi i / N) + 0.08 cos(4 pi i / N)``.
+
+    Spec: BlackmanWindow-17.
+    Shapes: size an int scalar known at compile time; result ``[size]``.
+    Dtypes: result output_datatype (any real numeric type).
+    Raises: as :func:`lower_hann_window`.
+    """
+    return [_cosine_window(ctx, node, 0.42, 0.5, 0.08)]
+
+
+# Mel filterbank ----------------------------------------------------------------------------
+
+
+def _scalar_f64(ctx: LoweringContext, index: int, what: str) -> ir.Value:
+    """A (run-time) one-element input as a float64 scalar tensor."""
+    if ctx.input_rank(index) and int(np.prod(ctx.input_static_shape(index))) != 1:
+        raise ctx.error(f"{what} must be a scalar, got shape {list(ctx.input_static_shape(index))}", ShapeError)
+    return emit.reshape(emit.convert(ctx.input(index), DataType.DOUBLE), [])
+
+
+@lowering("MelWeightMatrix", since=17)
+def lower_mel_weight_matrix(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MelWeightMatrix to triangular filters built from iota comparisons.
+
+    The ``num_mel_bins + 2`` band edges are spaced evenly on the mel scale
+    (``2595 log10(1 + f / 700)``) and mapped to spectrogram bins
+    ``floor((dft_length + 1) f / sample_rate)``; filter ``i`` rises from edge ``i`` to 1 at edge
+    ``i + 1`` and falls to 0 at edge ``i + 2``. Edges are computed in float64.
+
+    Spec: MelWeightMatrix-17.
+    Shapes: num_mel_bins and dft_length int scalars known at compile time; sample_rate,
+        lower_edge_hertz and upper_edge_hertz scalars, may be computed at run time. Result
+        ``[dft_length // 2 + 1, num_mel_bins]``.
+    Dtypes: result output_datatype (any real numeric type).
+    Raises: NonConstantInputError if num_mel_bins or dft_length is computed at run time;
+        UnsupportedAttributeError for an unknown output_datatype.
+    """
+    mel_bins = _scalar_int(ctx, 0, "num_mel_bins")
+    dft_length = _scalar_int(ctx, 1, "dft_length")
+    if mel_bins < 1 or dft_length < 1:
+        raise ctx.error(f"num_mel_bins ({mel_bins}) and dft_length ({dft_length}) must be positive", ShapeError)
+    out_dtype = _output_datatype(ctx, node)
+    f64 = DataType.DOUBLE
+    sample_rate = _scalar_f64(ctx, 2, "sample_rate")
+    lower, upper = _scalar_f64(ctx, 3, "lower_edge_hertz"), _scalar_f64(ctx, 4, "upper_edge_hertz")
+    ln10 = float(np.log(10.0))
+
+    def scalar(value: float) -> ir.Value:
+        return emit.splat(value, f64)
+
+    def to_mel(hertz: ir.Value) -> ir.Value:
+        ratio = stablehlo.DivOp(hertz, scalar(700.0)).result
+        return stablehlo.MulOp(stablehlo.Log1pOp(ratio).result, scalar(2595.0 / ln10)).result
+
+    low_mel, high_mel = to_mel(lower), to_mel(upper)
+    edges = mel_bins + 2
+    mel_step = stablehlo.DivOp(stablehlo.SubtractOp(high_mel, low_mel).result, scalar(float(edges))).result
+    index = stablehlo.IotaOp(emit.tensor_type([edges], f64), 0).result
+    mel = stablehlo.AddOp(
+        stablehlo.MulOp(index, emit.broadcast_to(mel_step, [edges])).result, emit.broadcast_to(low_mel, [edges])
+    ).result
+    hertz = stablehlo.MulOp(
+        emit.splat(700.0, f64, [edges]),
+        stablehlo.Expm1Op(stablehlo.MulOp(mel, emit.splat(ln10 / 2595.0, f64, [edges])).result).result,
+    ).result
+    scaled = stablehlo.MulOp(emit.splat(float(dft_length + 1), f64, [edges]), hertz).result
+    edge_bins = stablehlo.FloorOp(stablehlo.DivOp(scaled, emit.broadcast_to(sample_rate, [edges])).result).result
+
+    spectrum_bins = dft_length // 2 + 1
+    grid = (spectrum_bins, mel_bins)
+
+    def edge(offset: int) -> ir.Value:
+        picked = stablehlo.SliceOp(edge_bins, [offset], [offset + mel_bins], [1]).result
+        return emit.broadcast_to(picked, grid, dims=[1])
+
+    left, center, right = edge(0), edge(1), edge(2)
+    j = stablehlo.IotaOp(emit.tensor_type(grid, f64), 0).result
+    rising = stablehlo.DivOp(stablehlo.SubtractOp(j, left).result, stablehlo.SubtractOp(center, left).result).result
+    falling = stablehlo.DivOp(stablehlo.SubtractOp(right, j).result, stablehlo.SubtractOp(right, center).result).result
+    zero, one = emit.splat(0.0, f64, grid), emit.splat(1.0, f64, grid)
+    on_rise = stablehlo.AndOp(emit.compare(left, j, "LE"), emit.compare(j, center, "LT")).result
+    on_fall = stablehlo.AndOp(emit.compare(center, j, "LT"), emit.compare(j, right, "LT")).result
+    weights = stablehlo.SelectOp(on_fall, falling, zero).result
+    weights = stablehlo.SelectOp(on_rise, rising, weights).result
+    weights = stablehlo.SelectOp(emit.compare(j, center, "EQ"), one, weights).result
+    return [emit.convert(weights, out_dtype)]

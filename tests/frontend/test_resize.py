@@ -86,6 +86,9 @@ def _feeds(x, scales=None, sizes=None, roi=None, runtime=False) -> dict:
 
 
 def _input(rng, shape, dtype):
+    if np.dtype(dtype) == np.int64:
+        # onnx.reference (the int64 oracle) resizes through float64: keep values exact there.
+        return rng.integers(-(2**40), 2**40, size=shape).astype(dtype)
     if np.dtype(dtype).kind in "iu":
         info = np.iinfo(dtype)
         return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
@@ -164,7 +167,7 @@ def test_resize_antialias_matches_onnxruntime(sizes, mode, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
-@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int32], ids=["u8", "i8", "i32"])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8], ids=["u8", "i8"])
 def test_resize_linear_of_integers_truncates_like_onnxruntime(dtype, rng):
     model = parse(_resize_model((1, 1, 4, 5), (1, 1, 7, 8), dtype=dtype, sizes=[1, 1, 7, 8], mode="linear"))
     feeds = _feeds(_input(rng, (1, 1, 4, 5), dtype))
@@ -183,10 +186,13 @@ def test_resize_other_floats_match_reference(mode, dtype, rng):
 
 
 def test_resize_negative_axes_match_reference(rng):
-    model = parse(_resize_model((1, 2, 4, 6), (1, 2, 5, 8), sizes=[5, 7], mode="linear",
-                                axes=[-2, -1], keep_aspect_ratio_policy="not_smaller"))
+    def model(axes):
+        return parse(_resize_model((1, 2, 4, 6), (1, 2, 5, 8), sizes=[5, 7], mode="linear",
+                                   axes=axes, keep_aspect_ratio_policy="not_smaller"))
+
     feeds = _feeds(_input(rng, (1, 2, 4, 6), np.float32))
-    assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
+    # onnx.reference rejects negative axes: its result for the positive ones is the oracle.
+    assert_allclose_for_dtype(compile_and_run(model([-2, -1]), feeds), reference_run(model([2, 3]), feeds))
 
 
 # Run-time scales/sizes/roi (the declared output shape gives the result shape) -----------------
