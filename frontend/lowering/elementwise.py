@@ -26,9 +26,11 @@ from onnx_stablehlo.frontend.registry import lowering
 _Build = Callable[[ir.Value], ir.Value]
 
 
-def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -> Callable:
+def _define(op_type: str, since: tuple[int, ...], body: Callable[[LoweringContext], ir.Value], doc: str) -> Callable:
+    """Defines ``lower_<op>`` from ``body(ctx) -> value``, tagged for each revision in ``since``."""
+
     def rule(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-        return [build(ctx.input(0))]
+        return [body(ctx)]
 
     rule.__name__ = f"lower_{op_type.lower()}"
     rule.__qualname__ = rule.__name__
@@ -37,6 +39,10 @@ def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -
         rule = lowering(op_type, since=version)(rule)
     globals()[rule.__name__] = rule
     return rule
+
+
+def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -> Callable:
+    return _define(op_type, since, lambda ctx: build(ctx.input(0)), doc)
 
 
 def _one_like(x: ir.Value) -> ir.Value:
@@ -96,20 +102,10 @@ for _op_type, _since, _build, _doc in _UNARY:
 
 
 def _make_binary(op_type: str, since: tuple[int, ...], op_class: type, doc: str) -> Callable:
-    def rule(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-        lhs, rhs = emit.broadcast_values(ctx.input(0), ctx.input(1))
-        return [op_class(lhs, rhs).result]
+    def body(ctx: LoweringContext) -> ir.Value:
+        return op_class(*emit.broadcast_values(ctx.input(0), ctx.input(1))).result
 
-    rule.__name__ = f"lower_{op_type.lower()}"
-    rule.__qualname__ = rule.__name__
-    rule.__doc__ = (
-        f"Lowers {op_type} to {doc} after numpy broadcasting.\n\n"
-        f"Spec: {op_type}, revisions {', '.join(map(str, since))}."
-    )
-    for version in since:
-        rule = lowering(op_type, since=version)(rule)
-    globals()[rule.__name__] = rule
-    return rule
+    return _define(op_type, since, body, f"{doc} after numpy broadcasting")
 
 
 # Integer Div: stablehlo.divide rounds toward zero, as ONNX (C semantics) requires.
@@ -131,20 +127,10 @@ for _op_type, _since, _class, _doc in _BINARY:
 
 
 def _make_compare(op_type: str, since: tuple[int, ...], direction: str) -> Callable:
-    def rule(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-        lhs, rhs = emit.broadcast_values(ctx.input(0), ctx.input(1))
-        return [emit.compare(lhs, rhs, direction)]
+    def body(ctx: LoweringContext) -> ir.Value:
+        return emit.compare(*emit.broadcast_values(ctx.input(0), ctx.input(1)), direction)
 
-    rule.__name__ = f"lower_{op_type.lower()}"
-    rule.__qualname__ = rule.__name__
-    rule.__doc__ = (
-        f"Lowers {op_type} to stablehlo.compare {direction} (bool result).\n\n"
-        f"Spec: {op_type}, revisions {', '.join(map(str, since))}."
-    )
-    for version in since:
-        rule = lowering(op_type, since=version)(rule)
-    globals()[rule.__name__] = rule
-    return rule
+    return _define(op_type, since, body, f"stablehlo.compare {direction} (bool result)")
 
 
 for _op_type, _since, _direction in [

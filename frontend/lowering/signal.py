@@ -32,14 +32,17 @@ from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 
 _MATRIX_MAX_ELEMENTS = 1 << 22
-"""DFT matrices up to this many elements (32 MiB in float64) are used; larger transforms use
+"""DFT matrices up to this many elements (16 MiB in float32) are used; larger transforms use
 stablehlo.fft, whose cost grows as n log n rather than n**2."""
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
-_COMPUTE = DataType.DOUBLE
-"""Transforms run in float64 and round to the signal's dtype once: entries that are exactly
-zero (imaginary parts of a real signal's spectrum, say) stay within float32 rounding of zero,
-which float32 accumulation over long rows does not achieve."""
+
+
+def _compute_dtype(dtype: DataType) -> DataType:
+    """Transforms of float16/bfloat16 signals run in float32 (as JAX's FFTs do), float32 and
+    float64 in their own precision (dot_general at HIGHEST precision, so no TF32 passes)."""
+    return DataType.FLOAT if dtype in _NARROW_FLOATS else dtype
+
 _SIGNAL_DTYPES = "float16, bfloat16, float32, float64"
 
 
@@ -133,7 +136,7 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
     if n_in * c_in * out_bins * c_out > _MATRIX_MAX_ELEMENTS:
         return _dft_by_fft(x, axis, length, inverse, onesided)
     dtype = emit.dtype_of(x)
-    compute = _COMPUTE
+    compute = _compute_dtype(dtype)
     x = emit.convert(_slice_axis(x, axis, n_in), compute)
     matrix = emit.constant(_dft_matrix(n_in, c_in, length, inverse, onesided), compute)
     rank = len(shape)
@@ -162,7 +165,7 @@ def _complex_type(shape: tuple[int, ...], dtype: DataType) -> ir.RankedTensorTyp
 def _dft_by_fft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
     """:func:`_dft` with stablehlo.fft: the axis moves last, ``[re, im]`` become complex values."""
     dtype = emit.dtype_of(x)
-    compute = _COMPUTE
+    compute = _compute_dtype(dtype)
     shape = emit.static_shape_of(x)
     rank = len(shape)
     to_last = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
