@@ -143,7 +143,7 @@ def _dims_of(value: onnx_ir.Value) -> list[int | str | None] | None:
     dims: list[int | str | None] = []
     for dim in value.shape:
         if isinstance(dim, int):
-            dims.append(dim)
+            dims.append(dim if dim >= 0 else None)  # some exporters write -1 for "unknown"
         else:
             dims.append(dim.value)  # onnx_ir.SymbolicDim: a name or None
     return dims

@@ -326,7 +326,7 @@ def _hashable(spec: Any) -> Any:
 def _declared_dims(value: onnx_ir.Value) -> tuple[int | str | None, ...] | None:
     if value.shape is None:
         return None
-    return tuple(d if isinstance(d, int) else d.value for d in value.shape)
+    return tuple((d if d >= 0 else None) if isinstance(d, int) else d.value for d in value.shape)
 
 
 def _format_dims(dims: Sequence[int | str | None]) -> str:

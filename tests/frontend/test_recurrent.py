@@ -1,0 +1,180 @@
+"""Parity of the recurrent family (frontend/lowering/recurrent.py) against onnxruntime.
+
+Every input (X, weights, sequence_lens, initial states) is a graph input, so nothing folds.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, ort_run, parse
+
+_IR_VERSION = {7: 3, 14: 7, 22: 10}
+GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
+STEPS, BATCH, INPUT, HIDDEN = 5, 3, 4, 6
+
+# Tolerances for a 5-step recurrence (errors compound a little across steps).
+RTOL, ATOL = {np.float32: (1e-4, 1e-5), np.float64: (1e-10, 1e-12), np.float16: (1e-2, 1e-2)}[np.float32]
+
+
+def _layer_model(
+    kind: str,
+    *,
+    opset: int = 22,
+    direction: str = "forward",
+    layout: int = 0,
+    dtype=np.float32,
+    inputs: tuple[str, ...] = (),
+    attrs: str = "",
+) -> onnx.ModelProto:
+    """A one-node model; ``inputs`` names the optional inputs present (b, lens, h0, c0, p)."""
+    ty = onnx_type_name(dtype)
+    dirs = 2 if direction == "bidirectional" else 1
+    g = GATES[kind]
+    x_shape = (STEPS, BATCH, INPUT) if layout == 0 else (BATCH, STEPS, INPUT)
+    state = (dirs, BATCH, HIDDEN) if layout == 0 else (BATCH, dirs, HIDDEN)
+    shapes = {
+        "x": x_shape, "w": (dirs, g * HIDDEN, INPUT), "r": (dirs, g * HIDDEN, HIDDEN),
+        "b": (dirs, 2 * g * HIDDEN), "lens": (BATCH,), "h0": state, "c0": state, "p": (dirs, 3 * HIDDEN),
+    }
+    order = ["x", "w", "r", "b", "lens", "h0"] + (["c0", "p"] if kind == "LSTM" else [])
+    present = [n for n in order if n in ("x", "w", "r") or n in inputs]
+    last = max(order.index(n) for n in present)
+    args = [n if n in present else "" for n in order[: last + 1]]
+    decls = ", ".join(f"{'int32' if n == 'lens' else ty}[{', '.join(map(str, shapes[n]))}] {n}" for n in present)
+    outs = ["y", "y_h"] + (["y_c"] if kind == "LSTM" else [])
+    layout_attr = f", layout = {layout}" if layout else ""
+    text = f"""<ir_version: {_IR_VERSION[opset]}, opset_import: ["" : {opset}]>
+g ({decls}) => ({", ".join(f"{ty} {o}" for o in outs)}) {{
+  {", ".join(outs)} = {kind} <hidden_size = {HIDDEN}, direction = "{direction}"{layout_attr}{attrs}> ({", ".join(args)})
+}}"""
+    return parse(text)
+
+
+def _feeds(model: onnx.ModelProto, rng: np.random.Generator, dtype=np.float32, lens=(5, 2, 4)) -> dict:
+    feeds = {}
+    for value in model.graph.input:
+        shape = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
+        if value.name == "lens":
+            feeds["lens"] = np.array(lens, np.int32)
+        else:
+            feeds[value.name] = (0.5 * rng.standard_normal(shape)).astype(dtype)
+    return feeds
+
+
+def _check(model: onnx.ModelProto, feeds: dict, dtype=np.float32) -> None:
+    actual = compile_and_run(model, feeds)
+    expected = ort_run(model, feeds)
+    assert len(actual) == len(expected)
+    for got, want in zip(actual, expected):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+# (opset, direction, layout, optional inputs present, id)
+CONFIGS = [
+    (7, "forward", 0, (), "opset7-forward"),
+    (14, "reverse", 0, ("b", "h0", "c0"), "opset14-reverse-init"),
+    (14, "bidirectional", 0, ("b", "lens"), "opset14-bidirectional-lens"),
+    (14, "forward", 1, ("b", "h0", "c0"), "opset14-layout1-init"),
+    (22, "bidirectional", 1, ("b", "lens", "h0", "c0"), "opset22-bidirectional-layout1-lens-init"),
+    (22, "reverse", 0, ("lens",), "opset22-reverse-lens"),
+    (22, "forward", 0, ("b", "lens", "h0", "c0"), "opset22-forward-lens-init"),
+]
+
+
+@pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
+@pytest.mark.parametrize("opset,direction,layout,inputs", [c[:4] for c in CONFIGS], ids=[c[4] for c in CONFIGS])
+def test_recurrent_layer_matches_onnxruntime(kind, opset, direction, layout, inputs, rng):
+    if layout == 1 and opset < 14:
+        pytest.skip("layout exists from revision 14")
+    inputs = tuple(n for n in inputs if kind == "LSTM" or n != "c0")
+    model = _layer_model(kind, opset=opset, direction=direction, layout=layout, inputs=inputs)
+    _check(model, _feeds(model, rng))
+
+
+def test_lstm_is_one_while_per_direction_not_unrolled():
+    text = emitted_text(_layer_model("LSTM", direction="bidirectional", inputs=("b",)))
+    assert text.count("stablehlo.while") == 2
+    # One input projection per direction before the loop, one recurrent product per step inside.
+    assert text.count("stablehlo.dot_general") == 4
+
+
+@pytest.mark.parametrize("lens", [(5, 5, 5), (1, 3, 5), (2, 1, 1)], ids=["full", "mixed", "short"])
+@pytest.mark.parametrize("direction", ["forward", "reverse", "bidirectional"])
+def test_lstm_sequence_lens_mask_outputs_and_final_states(lens, direction, rng):
+    model = _layer_model("LSTM", direction=direction, inputs=("b", "lens", "h0", "c0"))
+    _check(model, _feeds(model, rng, lens=lens))
+
+
+@pytest.mark.parametrize(
+    "attrs,inputs",
+    [
+        ("", ("b", "p")),
+        (", input_forget = 1", ("b",)),
+        (", clip = 0.3", ("b", "h0", "c0")),
+        (', activations = ["HardSigmoid", "LeakyRelu", "Softsign"], activation_alpha = [0.3, 0.2], '
+         "activation_beta = [0.4]", ("b",)),
+        (', activations = ["Sigmoid", "Elu", "Softplus", "Sigmoid", "ScaledTanh", "Relu"], '
+         "activation_alpha = [0.7, 1.3], activation_beta = [0.6]", ("b",)),
+    ],
+    ids=["peepholes", "input-forget", "clip", "activations-alpha-beta", "activations-per-direction"],
+)
+def test_lstm_attributes_match_onnxruntime(attrs, inputs, rng):
+    direction = "bidirectional" if "per-direction" in attrs or "Relu\"]" in attrs else "forward"
+    model = _layer_model("LSTM", direction=direction, inputs=inputs, attrs=attrs)
+    _check(model, _feeds(model, rng))
+
+
+@pytest.mark.parametrize("linear_before_reset", [0, 1], ids=["lbr0", "lbr1"])
+@pytest.mark.parametrize("direction", ["forward", "bidirectional"])
+def test_gru_linear_before_reset_matches_onnxruntime(linear_before_reset, direction, rng):
+    model = _layer_model(
+        "GRU", direction=direction, inputs=("b", "lens", "h0"), attrs=f", linear_before_reset = {linear_before_reset}"
+    )
+    _check(model, _feeds(model, rng))
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [', activations = ["Relu"]', ', activations = ["Affine"], activation_alpha = [0.5], activation_beta = [0.1]',
+     ', activations = ["ThresholdedRelu"], activation_alpha = [0.1]', ", clip = 0.5"],
+    ids=["relu", "affine", "thresholded-relu", "clip"],
+)
+def test_rnn_activations_match_onnxruntime(attrs, rng):
+    model = _layer_model("RNN", inputs=("b", "h0"), attrs=attrs)
+    _check(model, _feeds(model, rng))
+
+
+@pytest.mark.parametrize("kind", ["GRU", "LSTM"])
+def test_recurrent_float16_matches_onnxruntime_in_float32(kind, rng):
+    # onnxruntime has no float16 kernels for these: compare with its float32 result.
+    model16 = _layer_model(kind, dtype=np.float16, inputs=("b", "lens"))
+    model32 = _layer_model(kind, dtype=np.float32, inputs=("b", "lens"))
+    feeds16 = _feeds(model16, rng, dtype=np.float16)
+    feeds32 = {k: v.astype(np.float32) if v.dtype == np.float16 else v for k, v in feeds16.items()}
+    expected = [e.astype(np.float16) for e in ort_run(model32, feeds32)]
+    assert_allclose_for_dtype(compile_and_run(model16, feeds16), expected, np.float16)
+
+
+def test_gru_float64_matches_onnxruntime(rng):
+    model = _layer_model("GRU", dtype=np.float64, direction="bidirectional", inputs=("b", "h0"))
+    feeds = _feeds(model, rng, dtype=np.float64)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+def test_unknown_activation_is_rejected():
+    model = _layer_model("RNN", attrs=', activations = ["Swish"]')
+    with pytest.raises(UnsupportedAttributeError, match="activations.*Swish.*accepted"):
+        onnx_stablehlo.lower(model)
+
+
+def test_weights_that_do_not_fit_hidden_size_are_rejected():
+    model = _layer_model("GRU")
+    model.graph.node[0].attribute[0].i = HIDDEN + 1  # hidden_size
+    with pytest.raises(ShapeError, match="hidden_size=7"):
+        onnx_stablehlo.lower(model)
