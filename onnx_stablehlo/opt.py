@@ -119,10 +119,12 @@ def _parse_module(text: str, name: str, line_offset: int, context):
         lines = []
         for line in format_diagnostics(exc):
             # Parser locations read loc("-":LINE:COL); make them FILE:LINE:COL of the whole input.
-            lines.append(
-                re.sub(r'loc\("-":(\d+):(\d+)\)', lambda m: f"{name}:{int(m.group(1)) + line_offset}:{m.group(2)}", line)
-            )
+            lines.append(re.sub(r'loc\("-":(\d+):(\d+)\)', lambda m: _file_position(m, name, line_offset), line))
         raise OptInputError(f"cannot parse {name}: " + "; ".join(lines)) from exc
+
+
+def _file_position(match: re.Match, name: str, line_offset: int) -> str:
+    return f"{name}:{int(match.group(1)) + line_offset}:{match.group(2)}"
 
 
 def _process(text: str, name: str, line_offset: int, args: argparse.Namespace, pipeline) -> str:

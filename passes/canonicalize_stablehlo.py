@@ -16,7 +16,6 @@ from jaxlib.mlir import ir
 
 from onnx_stablehlo.passes.base import ModulePass
 from onnx_stablehlo.passes.ir_utils import (
-    constant_attr,
     dense_attr,
     defining_op_named,
     element_type_of,

@@ -23,7 +23,6 @@ from onnx_stablehlo.passes.ir_utils import (
     constant_attr,
     dense_attr,
     element_type_of,
-    is_float,
     is_static,
     numpy_dtype,
     read_i64_array,
@@ -290,7 +289,10 @@ class FoldConvert(_FoldPattern):
             if not np.all(np.isfinite(array)) or np.any(array < info.min) or np.any(array >= float(info.max) + 1):
                 return rw.fail(op, "float -> int of NaN, inf or out-of-range values is implementation-defined")
         with np.errstate(all="ignore"):
-            value = np.trunc(array).astype(target) if array.dtype.kind == "f" and target.kind in "iu" else array.astype(target)
+            if array.dtype.kind == "f" and target.kind in "iu":
+                value = np.trunc(array).astype(target)  # toward zero, as StableHLO converts
+            else:
+                value = array.astype(target)
         return self._replace(op, value, rw, splat=splat)
 
 

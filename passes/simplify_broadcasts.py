@@ -204,7 +204,10 @@ class ElementwiseOfBroadcasts(RewritePattern):
         attributes = {name: op.attributes[name] for name in op.attributes}
         inner = rw.create(op.name, new_operands, [result_type], attributes)
         new = rw.create(
-            "stablehlo.broadcast_in_dim", [inner.result], [op.results[0].type], {"broadcast_dimensions": i64_array(dims)}
+            "stablehlo.broadcast_in_dim",
+            [inner.result],
+            [op.results[0].type],
+            {"broadcast_dimensions": i64_array(dims)},
         )
         rw.replace_op(op, [new.result])
         return True
@@ -232,16 +235,21 @@ class UnaryOfBroadcast(RewritePattern):
         inner = rw.create(op.name, [small], [result_type], attributes)
         dims = read_i64_array(broadcast, "broadcast_dimensions")
         new = rw.create(
-            "stablehlo.broadcast_in_dim", [inner.result], [op.results[0].type], {"broadcast_dimensions": i64_array(dims)}
+            "stablehlo.broadcast_in_dim",
+            [inner.result],
+            [op.results[0].type],
+            {"broadcast_dimensions": i64_array(dims)},
         )
         rw.replace_op(op, [new.result])
         return True
 
 
 class ElementwiseOfReshapes(RewritePattern):
-    """f(reshape(a)) -> reshape(f(a)); f(reshape(a), reshape(b)) -> reshape(f(a, b)); f(reshape(a), splat c) -> reshape(f(a, splat c')).
+    """f(reshape(a), ...) -> reshape(f(a, ...)) for elementwise f: sinks reshapes toward broadcasts.
 
-    For unary and binary elementwise ops (and with a splat constant as either operand). Moves
+    Unary: ``f(reshape(a)) -> reshape(f(a))``; binary: ``f(reshape(a), reshape(b)) ->
+    reshape(f(a, b))`` and ``f(reshape(a), splat c) -> reshape(f(a, splat c'))`` (either
+    operand order). Moves
     reshapes down to where a broadcast can absorb them. Constraints: each reshape has no other
     use; a and b have the same type; static shapes.
     """

@@ -100,10 +100,13 @@ class SpecializeShapesPass(ModulePass):
                         new_shape[axis] = size
                 new_input_types.append(tensor_type(new_shape, element_type_of(argument)))
             if unused:
-                available = sorted(
-                    {f"arg{i}.{a}" for i, arg in enumerate(block.arguments) for a, d in enumerate(shape_of(arg) or ()) if d is None}
-                    | {name for name in named.values() if name}
-                )
+                positional = {
+                    f"arg{i}.{axis}"
+                    for i, arg in enumerate(block.arguments)
+                    for axis, size in enumerate(shape_of(arg) or ())
+                    if size is None
+                }
+                available = sorted(positional | {name for name in named.values() if name})
                 raise PassError(
                     f"dims names {', '.join(sorted(unused))}, which @{self.func} does not have; dynamic "
                     f"dims: {', '.join(available) or '(none)'}"

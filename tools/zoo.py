@@ -191,11 +191,18 @@ def compare_steps(
             if ref.size == 0:
                 continue
             a, e = out.astype(np.float64), ref.astype(np.float64)
-            if not np.all(np.isfinite(a) == np.isfinite(e)):
-                failures.append(f"{where}: non-finite values differ from onnxruntime's")
+            if not np.array_equal(np.isnan(a), np.isnan(e)) or not np.array_equal(np.isinf(a), np.isinf(e)):
+                failures.append(
+                    f"{where}: non-finite values differ: ours has {int(np.isnan(a).sum())} NaN and "
+                    f"{int(np.isinf(a).sum())} inf, onnxruntime {int(np.isnan(e).sum())} NaN and "
+                    f"{int(np.isinf(e).sum())} inf of {e.size}"
+                )
                 continue
             finite = np.isfinite(e)
-            diff = float(np.max(np.abs(a - e)[finite], initial=0.0))
+            if not np.array_equal(a[~finite], e[~finite]):  # inf of the wrong sign
+                failures.append(f"{where}: infinities differ in sign from onnxruntime's")
+                continue
+            diff = float(np.max(np.abs(a[finite] - e[finite]), initial=0.0))
             scale = float(np.max(np.abs(e[finite]), initial=0.0))
             rel = diff / scale if scale > 0 else (0.0 if diff == 0 else math.inf)
             max_abs, max_rel = max(max_abs, diff), max(max_rel, rel)

@@ -31,6 +31,7 @@ RULE_MODULES = (
     "signal",
     "sorting",
     "misc",
+    "image",
 )
 
 

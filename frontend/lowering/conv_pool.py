@@ -166,7 +166,8 @@ def _kernel_from_attr(ctx: LoweringContext, node: OnnxNode, rank: int) -> tuple[
 def _padding_attr(pads: Sequence[tuple[int, int]]) -> ir.DenseIntElementsAttr:
     """A ``dense<[[lo, hi], ...]> : tensor<Nx2xi64>`` padding attribute."""
     array = np.asarray(pads, dtype=np.int64).reshape(len(pads), 2)
-    return ir.DenseIntElementsAttr.get(array, type=ir.RankedTensorType.get(array.shape, ir.IntegerType.get_signless(64)))
+    ty = ir.RankedTensorType.get(array.shape, ir.IntegerType.get_signless(64))
+    return ir.DenseIntElementsAttr.get(array, type=ty)
 
 
 def _precision_config(dtype: DataType) -> ir.ArrayAttr | None:
@@ -246,7 +247,9 @@ def _check_conv_shapes(ctx: LoweringContext, x_shape: Sequence[int], w_shape: Se
     if len(x_shape) < 3 or len(w_shape) != len(x_shape):
         raise ctx.error(f"X {list(x_shape)} and W {list(w_shape)} need equal ranks >= 3", ShapeError)
     if groups < 1 or x_shape[1] % groups or w_shape[0] % groups:
-        raise ctx.error(f"group={groups} must divide the channels of X {list(x_shape)} and W {list(w_shape)}", ShapeError)
+        raise ctx.error(
+            f"group={groups} must divide the channels of X {list(x_shape)} and W {list(w_shape)}", ShapeError
+        )
     if w_shape[1] * groups != x_shape[1]:
         raise ctx.error(
             f"W {list(w_shape)} needs C/group = {x_shape[1] // groups} input channels for X {list(x_shape)}",
@@ -351,8 +354,10 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     Shapes: X [N, C, D1 ... Dn], W [C, M/group, k1 ... kn], B [M]; all static.
     Dtypes: float16, bfloat16, float32, float64.
     Deviations: with ``output_shape`` (or SAME_*), the split of an odd total padding follows
-        onnxruntime (and the ConvTranspose-11 text) for every revision: the extra element goes
-        to the end for SAME_UPPER, to the start otherwise.
+        the ConvTranspose-11 text (and onnxruntime) for every revision: the extra element goes
+        to the end for SAME_UPPER, to the start otherwise. SAME_* always gives ``in * stride``
+        outputs as the spec says; onnxruntime clamps the total padding at zero, so its output is
+        shorter when the kernel is smaller than the stride.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
         ShapeError: inconsistent shapes, group, kernel_shape or output_shape.
@@ -505,7 +510,8 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             return emit.broadcast_to(emit.reshape(value, []), shape)
         if per_channel and size == shape[1]:
             return emit.broadcast_to(emit.reshape(value, [size]), shape, dims=[1])
-        raise ctx.error(f"scale '{node.input_names[index]}' must be a scalar" + (f" or have {shape[1]} values" if per_channel else ""), ShapeError)
+        accepted = f"a scalar or {shape[1]} values" if per_channel else "a scalar"
+        raise ctx.error(f"scale '{node.input_names[index]}' must be {accepted}", ShapeError)
 
     multiplier = stablehlo.DivOp(stablehlo.MulOp(scale(1, False), scale(4, True)).result, scale(6, False)).result
     y = stablehlo.MulOp(emit.convert(acc, f32), multiplier).result
@@ -516,21 +522,12 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if ctx.has_input(7):
         y = stablehlo.AddOp(y, emit.broadcast_to(emit.reshape(emit.convert(ctx.input(7), f32), []), shape)).result
     info = np.iinfo(dtypes.numpy_dtype(out_dtype))
-    y = stablehlo.ClampOp(_scalar(info.min, f32), y, _scalar(info.max, f32)).result
+    y = stablehlo.ClampOp(emit.splat(info.min, f32), y, emit.splat(info.max, f32)).result
     return [emit.convert(y, out_dtype)]
 
 
 # --------------------------------------------------------------------------------------------
 # Pooling
-
-
-def _scalar(value: float | int, dtype: DataType) -> ir.Value:
-    """A rank-0 constant.
-
-    ``emit.splat(value, dtype)`` returns ``tensor<1x...>`` today (``np.ascontiguousarray``
-    promotes 0-d arrays to 1-d), so this reshapes a one-element splat to rank 0.
-    """
-    return emit.reshape(emit.splat(value, dtype, (1,)), ())
 
 
 def _lowest(dtype: DataType) -> float | int:
@@ -579,7 +576,7 @@ def _reduce_window(
     op = stablehlo.ReduceWindowOp(
         [emit.tensor_type(out_shape, d) for d in element_dtypes],
         list(operands),
-        [_scalar(init, d) for init, d in zip(inits, element_dtypes)],
+        [emit.splat(init, d) for init, d in zip(inits, element_dtypes)],
         emit.i64_array([1, 1, *window.kernel]),
         window_strides=emit.i64_array([1, 1, *window.strides]),
         window_dilations=emit.i64_array([1, 1, *window.dilations]),
@@ -594,7 +591,9 @@ def _reduce_window(
     return list(op.results)
 
 
-def _pool_input(ctx: LoweringContext, accepted: Sequence[DataType], accepted_text: str) -> tuple[ir.Value, tuple[int, ...]]:
+def _pool_input(
+    ctx: LoweringContext, accepted: Sequence[DataType], accepted_text: str
+) -> tuple[ir.Value, tuple[int, ...]]:
     x = ctx.input(0)
     shape = ctx.input_static_shape(0)
     if len(shape) < 3:
@@ -626,7 +625,9 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: X [N, C, D1 ... Dn] static; kernel_shape required.
     Dtypes: float16, bfloat16, float32, float64, int8, uint8; Indices int64.
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
-        revision (MaxPool-22 wrote this down; onnxruntime always did it).
+        revision (MaxPool-22 wrote this down; onnxruntime always did it). SAME_* pads for the
+        dilated window, as the spec's formula says; onnxruntime pads for the undilated one (a
+        different output size when dilations > 1).
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or storage_order, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -715,7 +716,8 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: float16, bfloat16, float32, float64.
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
         revision (AveragePool-22 wrote this down); the ``ceil_mode`` tail is never counted,
-        even with ``count_include_pad=1`` (as onnxruntime and PyTorch do).
+        even with ``count_include_pad=1`` (as onnxruntime and PyTorch do). SAME_* pads for the
+        dilated window, as the spec's formula says; onnxruntime pads for the undilated one.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -767,6 +769,7 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: LpPool-2/11/18/22.
     Shapes: X [N, C, D1 ... Dn] static; kernel_shape required.
     Dtypes: float16, bfloat16, float32, float64.
+    Deviations: SAME_* pads for the dilated window, as for MaxPool.
     Raises:
         UnsupportedAttributeError: p < 1, an unknown auto_pad, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -780,20 +783,8 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 
 def _global_reduce(x: ir.Value, body_op: type, init: float | int) -> ir.Value:
-    """``stablehlo.reduce`` over the spatial dims of ``[N, C, *S]``, kept as size-1 dims.
-
-    (Not ``emit.reduce``: its rank-0 init comes out as ``tensor<1x...>``, see :func:`_scalar`.)
-    """
-    shape = emit.static_shape_of(x)
-    dtype = emit.dtype_of(x)
-    scalar_type = emit.tensor_type((), dtype)
-    op = stablehlo.ReduceOp(
-        [emit.tensor_type(shape[:2], dtype)], [x], [_scalar(init, dtype)], emit.i64_array(range(2, len(shape)))
-    )
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    return emit.reshape(op.result, [*shape[:2], *([1] * (len(shape) - 2))])
+    """``stablehlo.reduce`` over the spatial dims of ``[N, C, *S]``, kept as size-1 dims."""
+    return emit.reduce(x, range(2, emit.rank_of(x)), body_op, init, keepdims=True)
 
 
 @lowering("GlobalAveragePool", since=1)
@@ -838,3 +829,4 @@ def lower_global_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     x, _ = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
     p = _lp_order(ctx, node)
     return [_lp_root(_global_reduce(_lp_power(x, p), stablehlo.AddOp, 0), p)]
+

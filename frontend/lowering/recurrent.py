@@ -69,6 +69,8 @@ class _Layer:
     clip: float | None
     r: ir.Value  # [G*H, H]
     r_bias_h: ir.Value | None  # GRU with linear_before_reset: Rbh, kept inside r * (...)
+    r_zr: ir.Value | None  # GRU: the z and r rows of R, [2H, H]
+    r_h: ir.Value | None  # GRU: the h rows of R, [H, H]
     peephole: ir.Value | None  # LSTM: [3*H] (i, o, f)
     linear_before_reset: bool = False
     input_forget: bool = False
@@ -185,6 +187,8 @@ def _matmul_t(x: ir.Value, w: ir.Value) -> ir.Value:
 def _row(value: ir.Value, index: int) -> ir.Value:
     """``value[index]`` along axis 0 (static), axis dropped."""
     shape = emit.static_shape_of(value)
+    if shape[0] == 1:
+        return emit.reshape(value, shape[1:])
     row = stablehlo.SliceOp(
         value,
         emit.i64_array([index] + [0] * (len(shape) - 1)),
@@ -227,9 +231,9 @@ def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None)
     f, g = layer.acts
     hidden = layer.hidden
     x_zr, x_h = _columns(x_gates, 0, 2 * hidden), _columns(x_gates, 2 * hidden, 3 * hidden)
-    r_zr = _row_block(layer.r, 0, 2 * hidden)  # [2H, H]: the z and r rows of R
-    r_h = _row_block(layer.r, 2 * hidden, 3 * hidden)  # [H, H]: the h rows
-    zr = _add(x_zr, _matmul_t(h, r_zr))
+    assert layer.r_zr is not None and layer.r_h is not None
+    r_h = layer.r_h
+    zr = _add(x_zr, _matmul_t(h, layer.r_zr))
     z = f(_clip(_columns(zr, 0, hidden), layer.clip))
     r = f(_clip(_columns(zr, hidden, 2 * hidden), layer.clip))
     if layer.linear_before_reset:
@@ -350,15 +354,20 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
             f"hidden_size={hidden} and {gates} gates",
             ShapeError,
         )
-    bias = value(3) if ctx.has_input(3) else emit.splat(0, compute, (directions, 2 * gates * hidden))
+    bias = value(3) if ctx.has_input(3) else None
     lengths = _sequence_lengths(ctx, steps)
     state_shape = (directions, batch, hidden)
 
-    def initial(index: int) -> ir.Value:
+    def initial(index: int) -> ir.Value | None:
         if not ctx.has_input(index):
-            return emit.splat(0, compute, state_shape)
+            return None
         state = value(index)
+        if emit.static_shape_of(state) != (state_shape if layout == 0 else (batch, directions, hidden)):
+            raise ctx.error(f"{node.input_names[index]} has shape {list(emit.static_shape_of(state))}", ShapeError)
         return emit.transpose(state, [1, 0, 2]) if layout == 1 else state
+
+    def initial_row(state: ir.Value | None, d: int) -> ir.Value:
+        return emit.splat(0, compute, (batch, hidden)) if state is None else _row(state, d)
 
     h_init = initial(5)
     c_init = initial(6) if kind == "LSTM" else None
@@ -370,31 +379,38 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
 
     ys, hs, cs = [], [], []
     for d in range(directions):
-        w_bias = _columns(_row(bias, d), 0, gates * hidden)
-        r_bias = _columns(_row(bias, d), gates * hidden, 2 * gates * hidden)
-        r_bias_h = None
-        if linear_before_reset:
-            # Rbh stays inside r * (H Rh^T + Rbh); only Rbz and Rbr join the input projection.
-            r_bias_h = _columns(r_bias, 2 * hidden, 3 * hidden)
-            r_bias = stablehlo.ConcatenateOp(
-                [_columns(r_bias, 0, 2 * hidden), emit.splat(0, compute, (hidden,))], 0
-            ).result
         x_gates = _matmul_t(x, _row(w, d))
-        x_gates = _add(x_gates, emit.broadcast_to(_add(w_bias, r_bias), emit.static_shape_of(x_gates)))
+        r_d = _row(r, d)
+        r_bias_h = None
+        if bias is not None:
+            biases = _row(bias, d)
+            w_bias = _columns(biases, 0, gates * hidden)
+            r_bias = _columns(biases, gates * hidden, 2 * gates * hidden)
+            if linear_before_reset:
+                # Rbh stays inside r * (H Rh^T + Rbh); only Rbz and Rbr join the input projection.
+                r_bias_h = _columns(r_bias, 2 * hidden, 3 * hidden)
+                w_bias = _add(w_bias, stablehlo.ConcatenateOp(
+                    [_columns(r_bias, 0, 2 * hidden), emit.splat(0, compute, (hidden,))], 0
+                ).result)
+            else:
+                w_bias = _add(w_bias, r_bias)
+            x_gates = _add(x_gates, emit.broadcast_to(w_bias, emit.static_shape_of(x_gates)))
         layer = _Layer(
             kind=kind,
             hidden=hidden,
             acts=acts[d],
             clip=None if clip is None else float(clip),
-            r=_row(r, d),
+            r=r_d,
             r_bias_h=r_bias_h,
+            r_zr=_row_block(r_d, 0, 2 * hidden) if kind == "GRU" else None,
+            r_h=_row_block(r_d, 2 * hidden, 3 * hidden) if kind == "GRU" else None,
             peephole=_row(peepholes, d) if peepholes is not None else None,
             linear_before_reset=linear_before_reset,
             input_forget=input_forget,
         )
         reverse = direction == "reverse" or d == 1
         y, h, c = _direction_loop(
-            layer, x_gates, _row(h_init, d), _row(c_init, d) if c_init is not None else None, lengths, reverse
+            layer, x_gates, initial_row(h_init, d), initial_row(c_init, d) if kind == "LSTM" else None, lengths, reverse
         )
         ys.append(y)
         hs.append(h)

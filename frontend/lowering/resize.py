@@ -4,7 +4,7 @@ Resizing is separable, so each resized axis is handled on its own, one after the
 
 - ``nearest``: a ``stablehlo.gather`` along the axis with an index table ``[out]``;
 - ``linear`` / ``cubic``: a ``stablehlo.dot_general`` contracting the axis with an
-  interpolation matrix ``[in, out]`` (edge clamping, ``exclude_outside``, ``antialias`` and
+  interpolation matrix ``[out, in]`` (edge clamping, ``exclude_outside``, ``antialias`` and
   ``cubic_coeff_a`` are all folded into its entries);
 - ``tf_crop_and_resize`` positions whose source lies outside the input get
   ``extrapolation_value`` through one final ``stablehlo.select``.
@@ -40,9 +40,11 @@ _MODES = ("nearest", "linear", "cubic")
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
 _POLICIES = ("stretch", "not_larger", "not_smaller")
 _COORDINATE_MODES = {
-    11: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"),
+    11: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
+         "tf_crop_and_resize"),
     13: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
-    19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_crop_and_resize"),
+    19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
+         "tf_crop_and_resize"),
 }
 # Coordinate modes whose formula uses length_resized = in * scale.
 _USES_WIDTH = ("half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "tf_crop_and_resize")
@@ -98,16 +100,16 @@ class _AxisPlan:
 
 
 def _source_coordinates(
-    spec: _Interpolation, out_size: int, in_size: int, scale: float, roi: tuple[float, float]
+    spec: _Interpolation, out_size: int, in_size: int, scale: float, roi: tuple[float, float], width: float
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Maps output positions to (fractional) input positions; also the extrapolation mask.
 
-    ``length_resized`` of the spec's formulas is ``in_size * scale``, fractional when scales
-    are given (the spec defines ``scale = length_resized / length_original``; onnx.reference
-    and the backend tests read it so; onnxruntime uses the integer output length).
+    ``width`` is the ``length_resized`` of the spec's formulas: the output size when sizes are
+    given, ``in_size * scale`` (fractional) otherwise. The spec defines ``scale =
+    length_resized / length_original``; onnx.reference and the backend tests read it so, and
+    onnxruntime uses the integer output length.
     """
     y = np.arange(out_size, dtype=np.float64)
-    width = scale * in_size
     mode = spec.coordinate_mode
     if mode == "half_pixel":
         return (y + 0.5) / scale - 0.5, None
@@ -188,9 +190,15 @@ def _interpolation_matrix(spec: _Interpolation, x: np.ndarray, scale: float, in_
 
 
 def _plan_constant(
-    spec: _Interpolation, axis: int, in_size: int, out_size: int, scale: float, roi: tuple[float, float]
+    spec: _Interpolation,
+    axis: int,
+    in_size: int,
+    out_size: int,
+    scale: float,
+    roi: tuple[float, float],
+    width: float,
 ) -> _AxisPlan:
-    x, extrapolated = _source_coordinates(spec, out_size, in_size, scale, roi)
+    x, extrapolated = _source_coordinates(spec, out_size, in_size, scale, roi, width)
     plan = _AxisPlan(axis, extrapolated=extrapolated if extrapolated is not None and extrapolated.any() else None)
     if spec.mode == "nearest":
         plan.indices = _nearest_indices(spec, x, scale, in_size)
@@ -218,8 +226,8 @@ class _Vec:
         return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
 
     def scalar(self, value: float) -> ir.Value:
-        """A rank-0 constant (``emit.splat`` of rank 0 comes out as ``tensor<1x...>`` today)."""
-        return emit.reshape(self.const(value, [1]), ())
+        """A rank-0 constant."""
+        return emit.splat(value, self.dtype)
 
     def scalar_to(self, scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
         """A rank-0 value broadcast to ``shape``."""
@@ -354,7 +362,7 @@ def _runtime_matrix(
         outside = stablehlo.OrOp(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT")).result
         weights = vec.select(outside, vec.const(0.0, grid), weights)
     if spec.antialias or spec.exclude_outside:
-        total = _sum_last(weights)
+        total = emit.reduce(weights, [1], stablehlo.AddOp, 0)
         total = vec.select(emit.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
         weights = vec.div(weights, emit.broadcast_to(total, grid, dims=[0]))
     clamped = stablehlo.ClampOp(low, taps, high).result
@@ -363,24 +371,7 @@ def _runtime_matrix(
     columns = vec.const(np.arange(in_size)[None, None, :], cube)
     hit = emit.compare(emit.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
     spread = vec.select(hit, emit.broadcast_to(weights, cube, dims=[0, 1]), vec.const(0.0, cube))
-    return _sum_axis(spread, 1)
-
-
-def _sum_axis(value: ir.Value, axis: int) -> ir.Value:
-    shape = emit.static_shape_of(value)
-    dtype = emit.dtype_of(value)
-    scalar_type = emit.tensor_type((), dtype)
-    out_shape = [d for i, d in enumerate(shape) if i != axis]
-    init = emit.reshape(emit.splat(0, dtype, (1,)), ())
-    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [value], [init], emit.i64_array([axis]))
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    return op.result
-
-
-def _sum_last(value: ir.Value) -> ir.Value:
-    return _sum_axis(value, emit.rank_of(value) - 1)
+    return emit.reduce(spread, [1], stablehlo.AddOp, 0)
 
 
 # --------------------------------------------------------------------------------------------
@@ -462,7 +453,10 @@ def _apply_plans(x: ir.Value, plans: Sequence[_AxisPlan], spec: _Interpolation) 
             result = _gather_axis(result, indices, plan.axis)
         else:
             weights = plan.weights
-            weights = emit.constant(weights, compute) if isinstance(weights, np.ndarray) else emit.convert(weights, compute)
+            if isinstance(weights, np.ndarray):
+                weights = emit.constant(weights, compute)
+            else:
+                weights = emit.convert(weights, compute)
             result = _contract_axis(result, weights, plan.axis)
     if compute != dtype:
         result = _convert_back(result, dtype)
@@ -602,7 +596,9 @@ def _resize(
     if runtime:
         declared = _declared_output_shape(ctx, node, runtime[0])
         if len(declared) != rank or any(declared[d] != shape[d] for d in range(rank) if d not in axes):
-            raise ctx.error(f"declared output shape {list(declared)} does not fit X {list(shape)} and axes {list(axes)}", ShapeError)
+            raise ctx.error(
+                f"declared output shape {list(declared)} does not fit X {list(shape)} and axes {list(axes)}", ShapeError
+            )
         if scales_np is None and sizes_np is None:
             out_shape = list(declared)
             if use_sizes and policy == "stretch":
@@ -648,7 +644,9 @@ def _resize(
                 not needs_roi or (math.isclose(roi_pair[0], 0.0) and math.isclose(roi_pair[1], 1.0))
             )
             if not identity:
-                plans.append(_plan_constant(spec, a, in_size, out_size, scale, roi_pair))
+                # length_resized: the requested size with sizes (stretch), else in * scale.
+                width = float(out_size) if use_sizes and policy == "stretch" else scale * in_size
+                plans.append(_plan_constant(spec, a, in_size, out_size, scale, roi_pair, width))
             continue
         if in_size == out_size == 1 and not needs_roi:
             continue  # every mode maps a length-1 axis onto itself
@@ -727,9 +725,14 @@ def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Resize-11/13.
     Shapes: X static, any rank; roi [2 * rank]; scales [rank] or sizes [rank] (one non-empty).
     Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
-    Deviations: pytorch_half_pixel maps a length-1 output to 0 as the spec and onnxruntime say
-        (onnx.reference uses -0.5); integer results of linear/cubic truncate toward zero, as
-        onnxruntime does (onnx.reference rounds).
+    Deviations: with ``scales``, the ``length_resized`` of align_corners, tf_crop_and_resize and
+        pytorch_half_pixel is the fractional ``in * scale`` (the spec's ``scale =
+        length_resized / length_original``; onnx.reference and the backend tests agree), where
+        onnxruntime uses the integer output length. pytorch_half_pixel maps a length-1 output
+        to 0 as the spec and onnxruntime say (onnx.reference uses -0.5). Output sizes are
+        ``floor(in * scale)`` in exact arithmetic (onnxruntime multiplies in float32, which can
+        round up: 5 * 1.8f gives 9 there, 8 here). Integer results of linear/cubic truncate
+        toward zero, as onnxruntime does (onnx.reference rounds).
     Raises:
         UnsupportedAttributeError: an unknown mode, coordinate_transformation_mode or nearest_mode.
         NonConstantInputError: scales/sizes/roi computed at run time and no declared static output shape.

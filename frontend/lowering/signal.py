@@ -64,6 +64,19 @@ def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
 # The transform -----------------------------------------------------------------------------
 
 
+def _unit_circle(turns: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """``cos`` and ``sin`` of ``2 pi turns / length`` (float64), with the angle reduced
+    exactly (``turns mod length``) and quarter turns exact (``cos(pi / 2)`` is 0, not 6e-17)."""
+    turns = np.asarray(turns, dtype=np.int64) % length
+    angle = 2 * np.pi * turns / length
+    cos, sin = np.cos(angle), np.sin(angle)
+    quarter = (4 * turns) % length == 0
+    which = (4 * turns // length) % 4
+    cos = np.where(quarter, np.array([1.0, 0.0, -1.0, 0.0])[which], cos)
+    sin = np.where(quarter, np.array([0.0, 1.0, 0.0, -1.0])[which], sin)
+    return cos, sin
+
+
 def _dft_matrix(n_in: int, c_in: int, length: int, inverse: bool, onesided: bool) -> np.ndarray:
     """The real DFT matrix ``M[n, c_in, k, c_out]`` (float64) with ``y[k, :] = sum x[n, :] M[n, :, k, :]``.
 
@@ -75,23 +88,20 @@ def _dft_matrix(n_in: int, c_in: int, length: int, inverse: bool, onesided: bool
     """
     if inverse and onesided:
         bins = np.arange(n_in)
-        samples = np.arange(length)
-        angle = 2 * np.pi * ((bins[:, None] * samples[None, :]) % length) / length
+        cos, sin = _unit_circle(bins[:, None] * np.arange(length)[None, :], length)
         # Bins 1 .. ceil(length/2) - 1 stand for themselves and their conjugate mirror image.
         weight = np.where((bins == 0) | (2 * bins == length), 1.0, 2.0)[:, None] / length
         matrix = np.zeros((n_in, 2, length, 1))
-        matrix[:, 0, :, 0] = weight * np.cos(angle)
-        # The imaginary parts of bin 0 and of the Nyquist bin do not contribute (numpy irfft).
-        sine = np.where(((bins == 0) | (2 * bins == length))[:, None], 0.0, np.sin(angle))
-        matrix[:, 1, :, 0] = -weight * sine
+        matrix[:, 0, :, 0] = weight * cos
+        # The imaginary parts of bin 0 and of the Nyquist bin do not contribute (numpy irfft);
+        # their sines are exactly zero.
+        matrix[:, 1, :, 0] = -weight * sin
         return matrix[:, :c_in]
     out_bins = length // 2 + 1 if onesided else length
-    rows = np.arange(n_in)
-    bins = np.arange(out_bins)
-    angle = 2 * np.pi * ((rows[:, None] * bins[None, :]) % length) / length
+    cos, sin = _unit_circle(np.arange(n_in)[:, None] * np.arange(out_bins)[None, :], length)
     sign = 1.0 if inverse else -1.0
     scale = 1.0 / length if inverse else 1.0
-    cos, sin = scale * np.cos(angle), scale * sign * np.sin(angle)
+    cos, sin = scale * cos, scale * sign * sin
     # (a + ib)(cos + i sin) = (a cos - b sin) + i (a sin + b cos)
     matrix = np.empty((n_in, 2, out_bins, 2))
     matrix[:, 0, :, 0], matrix[:, 0, :, 1] = cos, sin

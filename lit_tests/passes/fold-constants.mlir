@@ -201,3 +201,17 @@ func.func @argument_operand_kept(%x: tensor<2xf32>) -> tensor<2xf32> {
   %s = stablehlo.add %x, %a : tensor<2xf32>
   return %s : tensor<2xf32>
 }
+
+// -----
+
+// Zeros of one sign pin the result: folded.
+// CHECK-LABEL: func.func @maximum_of_same_sign_zeros
+// CHECK-NOT:     stablehlo.maximum
+// CHECK:         %[[C:.*]] = stablehlo.constant dense<[0.000000e+00, 2.000000e+00]> : tensor<2xf32>
+// CHECK:         return %[[C]]
+func.func @maximum_of_same_sign_zeros() -> tensor<2xf32> {
+  %a = stablehlo.constant dense<[0.0, 1.0]> : tensor<2xf32>
+  %b = stablehlo.constant dense<[0.0, 2.0]> : tensor<2xf32>
+  %m = stablehlo.maximum %a, %b : tensor<2xf32>
+  return %m : tensor<2xf32>
+}

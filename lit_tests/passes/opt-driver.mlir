@@ -9,6 +9,7 @@
 // RUN: not onnx-stablehlo-opt %s -p cse --print-ir-after=fold-constants 2>&1 | filecheck %s --check-prefix=ABSENT
 // RUN: not onnx-stablehlo-opt %S/does-not-exist.mlir -p cse 2>&1 | filecheck %s --check-prefix=MISSING
 // RUN: onnx-stablehlo-opt --list-passes | filecheck %s --check-prefix=LIST
+// RUN: onnx-stablehlo-opt %s -p canonicalize-stablehlo -o %t && filecheck %s --check-prefix=OUTFILE < %t
 
 // AFTER:       // -----// IR Dump After canonicalize-stablehlo //----- //
 // AFTER:       func.func @main
@@ -32,6 +33,10 @@
 // BRACE:       error: missing '}' in pipeline 'fold-constants{max-elements=4'
 // ABSENT:      error: --print-ir-after names 'fold-constants', which the pipeline 'cse' does not run
 // MISSING:     error: cannot read {{.*}}does-not-exist.mlir
+// OUTFILE-LABEL: func.func @main
+// OUTFILE-SAME:    (%[[X:.*]]: tensor<4xf32>)
+// OUTFILE-NOT:     stablehlo.multiply
+// OUTFILE:         return %[[X]]
 // LIST:        canonicalize-stablehlo
 // LIST:        fold-constants
 // LIST-NEXT:     Replaces ops whose operands are all constants

@@ -144,18 +144,82 @@ def test_if_branch_shapes_differing_runs_with_cond_specialized(cond, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
-def test_if_sequence_output_is_rejected():
+# The else branch cannot lower for these shapes (ONNX evaluates only the taken branch).
+IF_BRANCH_INVALID = """<ir_version: 8, opset_import: ["" : 16]>
+g (bool c, float[2, 3] x) => (float[2, 3] out) {
+  out = If (c) <
+    then_branch: graph = t () => (float[2, 3] a) { a = Neg(x) },
+    else_branch: graph = e () => (float[2, 3] b) {
+      shape = Constant <value = int64[2] {4, 5}> ()
+      b = Reshape(x, shape)
+    }
+  >
+}"""
+
+
+def test_if_branch_that_does_not_lower_with_runtime_cond_needs_a_constant():
+    with pytest.raises(ShapeError, match="else_branch does not lower for these inputs") as info:
+        onnx_stablehlo.lower(parse(IF_BRANCH_INVALID))
+    assert isinstance(info.value, NonConstantInputError)
+
+
+def test_if_branch_that_does_not_lower_runs_with_cond_specialized(rng):
+    # silero-vad's sample-rate If: the 8 kHz branch does not fit a 16 kHz window.
+    model = parse(IF_BRANCH_INVALID)
+    feeds = {"c": np.array(True), "x": _values((2, 3), np.float32, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+# Each branch runs a recurrent layer on outer-scope values (silero-vad runs LSTMs in If branches).
+@pytest.mark.parametrize("cond", [True, False], ids=["then-gru", "else-lstm"])
+def test_if_branches_running_recurrent_layers_on_outer_values(cond, rng):
     model = parse("""<ir_version: 8, opset_import: ["" : 16]>
-g (bool c, float[2] x) => (float[2] out) {
+g (bool c, float[4, 1, 3] x, float[1, 6, 3] wg, float[1, 6, 2] rg, float[1, 8, 3] wl, float[1, 8, 2] rl, float[1, 1, 2] h0) => (float[1, 1, 2] h) {
+  h = If (c) <
+    then_branch: graph = t () => (float[1, 1, 2] a) {
+      ya, a = GRU <hidden_size = 2, linear_before_reset = 1> (x, wg, rg, , , h0)
+    },
+    else_branch: graph = e () => (float[1, 1, 2] b) {
+      yb, b = LSTM <hidden_size = 2, direction = "reverse"> (x, wl, rl, , , h0)
+    }
+  >
+}""")
+    shapes = {"x": (4, 1, 3), "wg": (1, 6, 3), "rg": (1, 6, 2), "wl": (1, 8, 3), "rl": (1, 8, 2), "h0": (1, 1, 2)}
+    feeds = {"c": np.array(cond)} | {name: _values(shape, np.float32, rng) for name, shape in shapes.items()}
+    text = emitted_text(model)
+    assert "stablehlo.if" in text and text.count("stablehlo.while") == 2
+    expected = ort_run(model, feeds)
+    actual = compile_and_run(model, feeds)
+    np.testing.assert_allclose(actual[0], expected[0], rtol=1e-4, atol=1e-5)
+
+
+# The branches build sequences of different lengths; SequenceAt and SequenceLength read them.
+IF_SEQUENCE = """<ir_version: 8, opset_import: ["" : 16]>
+g (bool c, float[2] x) => (float[2] out, int64 n) {
   s = If (c) <
     then_branch: graph = t () => (seq(float[2]) a) { a = SequenceConstruct(x) },
-    else_branch: graph = e () => (seq(float[2]) b) { b = SequenceConstruct(x, x) }
+    else_branch: graph = e () => (seq(float[2]) b) {
+      y = Neg(x)
+      b = SequenceConstruct(x, y)
+    }
   >
-  zero = Constant <value = int64 {0}> ()
-  out = SequenceAt(s, zero)
-}""")
-    with pytest.raises(UnsupportedDtypeError, match="sequence"):
-        onnx_stablehlo.lower(model)
+  last = Constant <value = int64 {-1}> ()
+  out = SequenceAt(s, last)
+  n = SequenceLength(s)
+}"""
+
+
+def test_if_sequence_output_with_runtime_cond_needs_a_constant():
+    with pytest.raises(UnsupportedDtypeError, match="sequences and optionals need cond known at compile time") as info:
+        onnx_stablehlo.lower(parse(IF_SEQUENCE))
+    assert isinstance(info.value, NonConstantInputError)  # the runtime may specialize cond
+
+
+@pytest.mark.parametrize("cond", [True, False], ids=["then", "else"])
+def test_if_sequence_output_runs_with_cond_specialized(cond, rng):
+    model = parse(IF_SEQUENCE)
+    feeds = {"c": np.array(cond), "x": _values((2,), np.float32, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
 def test_if_inside_loop_body_matches_onnxruntime(rng):
@@ -237,6 +301,25 @@ def test_loop_runtime_trip_count_with_scan_output_needs_a_constant():
 def test_loop_runtime_trip_count_with_scan_output_runs_specialized(trips, rng):
     model = parse(LOOP_FOR.format(header=_header(13), ty="float", to=1, m_decl="int64 m, ", m_node=""))
     feeds = {"m": np.array(trips, np.int64), "x": _values((2,), np.float32, rng), "a0": _values((2,), np.float32, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+@pytest.mark.parametrize("start", [True, False], ids=["cond-true", "cond-false"])
+def test_loop_body_returning_constant_true_keeps_scan_outputs(start, rng):
+    # cond is given but the body returns a constant true: the iteration count is still M.
+    model = parse(f"""<ir_version: 8, opset_import: ["" : 16]>
+g (float[2] x, float[2] a0) => (float[2] acc, float[N, 2] rows) {{{{
+  m = Constant <value = int64 {{{{3}}}}> ()
+  go = Constant <value = bool {{{{{int(start)}}}}}> ()
+  acc, rows = Loop (m, go, a0) <
+    body: graph = body (int64 i, bool c, float[2] a) => (bool c_out, float[2] next, float[2] row) {{{{
+      next = Add(a, x)
+      row = Identity(next)
+      c_out = Constant <value = bool {{{{1}}}}> ()
+    }}}}
+  >
+}}}}""".format())
+    feeds = {"x": _values((2,), np.float32, rng), "a0": _values((2,), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
@@ -339,6 +422,39 @@ def test_loop_carried_value_that_grows_with_runtime_trip_count_is_a_shape_error(
 def test_loop_carried_value_that_grows_runs_with_trip_count_specialized(rng):
     model = parse(LOOP_GROWING.format(m_decl="int64 m, ", m_node="", piece=PIECE_FIXED))
     feeds = {"m": np.array(4, np.int64), "x": _values((5,), np.float32, rng), "a0": _values((1,), np.float32, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+# Each iteration inserts a row into a carried sequence: a loop over sequences is unrolled.
+LOOP_SEQUENCE = """<ir_version: 8, opset_import: ["" : 16]>
+g ({m_decl}float[3] x) => (float[N, 3] rows) {{
+  {m_node}
+  empty = SequenceEmpty <dtype = 1> ()
+  seq = Loop (m, , empty) <
+    body: graph = body (int64 i, bool c, seq(float[3]) s) => (bool c_out, seq(float[3]) s_out) {{
+      fi = Cast <to = 1> (i)
+      row = Mul(x, fi)
+      s_out = SequenceInsert(s, row)
+      c_out = Identity(c)
+    }}
+  >
+  rows = ConcatFromSequence <axis = 0, new_axis = 1> (seq)
+}}"""
+
+
+def test_loop_carrying_a_sequence_is_unrolled(rng):
+    model = parse(LOOP_SEQUENCE.format(m_decl="", m_node="m = Constant <value = int64 {3}> ()"))
+    feeds = {"x": _values((3,), np.float32, rng)}
+    assert "stablehlo.while" not in emitted_text(model)
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+def test_loop_carrying_a_sequence_with_runtime_trip_count_needs_a_constant(rng):
+    model = parse(LOOP_SEQUENCE.format(m_decl="int64 m, ", m_node=""))
+    with pytest.raises(UnsupportedDtypeError, match="stablehlo.while carries tensors only") as info:
+        onnx_stablehlo.lower(model)
+    assert isinstance(info.value, NonConstantInputError)
+    feeds = {"m": np.array(2, np.int64), "x": _values((3,), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 

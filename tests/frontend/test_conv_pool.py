@@ -45,7 +45,10 @@ def _typed(name: str, ty: str, shape: tuple) -> str:
     return f"{ty}[{', '.join(str(d) for d in shape)}] {name}" if len(shape) else f"{ty} {name}"
 
 
-def _model(op: str, opset: int, inputs: list[tuple[str, str, tuple]], outputs: list[tuple[str, str, tuple]], attributes: dict) -> str:
+Spec = list[tuple[str, str, tuple]]  # (name, ONNX type name, shape) per graph input or output
+
+
+def _model(op: str, opset: int, inputs: Spec, outputs: Spec, attributes: dict) -> str:
     ins = ", ".join(_typed(name, ty, shape) for name, ty, shape in inputs)
     outs = ", ".join(_typed(name, ty, shape) for name, ty, shape in outputs)
     return f"""<ir_version: 9, opset_import: ["" : {opset}]>

@@ -55,7 +55,8 @@ def _resize_model(
     inputs = [f"{ty}[{_ints(x_shape)}] x"]
     initializers = []
     names = ["x", "", "", ""]
-    for slot, name, values, elem in ((1, "roi", roi, "float"), (2, "scales", scales, "float"), (3, "sizes", sizes, "int64")):
+    slots = ((1, "roi", roi, "float"), (2, "scales", scales, "float"), (3, "sizes", sizes, "int64"))
+    for slot, name, values, elem in slots:
         if values is None:
             continue
         names[slot] = name
@@ -101,7 +102,8 @@ NEAREST_CASES = {
     "downsample-scales": ((1, 1, 6, 9), (1, 1, 3, 5), [1, 1, 0.5, 0.6], None, None, {}),
     "sizes": ((1, 2, 4, 4), (1, 2, 7, 3), None, [1, 2, 7, 3], None, {}),
     "round-prefer-ceil-asymmetric": ((1, 1, 4, 4), (1, 1, 8, 6), None, [1, 1, 8, 6], None,
-                                     {"nearest_mode": "round_prefer_ceil", "coordinate_transformation_mode": "asymmetric"}),
+                                     {"nearest_mode": "round_prefer_ceil",
+                                      "coordinate_transformation_mode": "asymmetric"}),
     "floor-align-corners": ((1, 1, 4, 5), (1, 1, 7, 9), None, [1, 1, 7, 9], None,
                             {"nearest_mode": "floor", "coordinate_transformation_mode": "align_corners"}),
     "ceil-half-pixel": ((1, 1, 4, 4), (1, 1, 8, 5), None, [1, 1, 8, 5], None, {"nearest_mode": "ceil"}),
@@ -111,8 +113,10 @@ NEAREST_CASES = {
                            {"coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 9.0}),
     "axes": ((2, 3, 4, 5), (2, 3, 8, 5), [2.0], None, None, {"axes": [2]}),
     "axes-reversed": ((1, 2, 4, 5), (1, 2, 6, 10), None, [10, 6], None, {"axes": [3, 2]}),
-    "not-larger": ((1, 1, 4, 6), (1, 1, 6, 9), None, [7, 9], None, {"axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}),
-    "not-smaller": ((1, 1, 4, 6), (1, 1, 5, 8), None, [5, 7], None, {"axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"}),
+    "not-larger": ((1, 1, 4, 6), (1, 1, 6, 9), None, [7, 9], None,
+                   {"axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}),
+    "not-smaller": ((1, 1, 4, 6), (1, 1, 5, 8), None, [5, 7], None,
+                    {"axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"}),
 }
 
 
@@ -132,9 +136,15 @@ INTERPOLATION_CASES = {
     "upsample-scales": ((1, 2, 3, 4), (1, 2, 6, 10), [1, 1, 2, 2.5], None, None, {}),
     "downsample-scales": ((1, 1, 6, 9), (1, 1, 3, 5), [1, 1, 0.5, 0.6], None, None, {}),
     "sizes": ((1, 2, 4, 4), (1, 2, 7, 3), None, [1, 2, 7, 3], None, {}),
-    "asymmetric": ((1, 1, 4, 5), (1, 1, 7, 8), [1, 1, 1.75, 1.6], None, None, {"coordinate_transformation_mode": "asymmetric"}),
-    "align-corners-sizes": ((1, 1, 4, 5), (1, 1, 7, 3), None, [1, 1, 7, 3], None, {"coordinate_transformation_mode": "align_corners"}),
-    "pytorch-half-pixel": ((1, 1, 5, 4), (1, 1, 3, 7), None, [1, 1, 3, 7], None, {"coordinate_transformation_mode": "pytorch_half_pixel"}),
+    "asymmetric": ((1, 1, 4, 5), (1, 1, 7, 8), [1, 1, 1.75, 1.6], None, None,
+                   {"coordinate_transformation_mode": "asymmetric"}),
+    "align-corners-sizes": ((1, 1, 4, 5), (1, 1, 7, 3), None, [1, 1, 7, 3], None,
+                            {"coordinate_transformation_mode": "align_corners"}),
+    "pytorch-half-pixel": ((1, 1, 5, 4), (1, 1, 3, 7), None, [1, 1, 3, 7], None,
+                           {"coordinate_transformation_mode": "pytorch_half_pixel"}),
+    # 1/49 * 49 != 1 in floating point: the requested size, not in * scale, is length_resized.
+    "align-corners-to-one": ((1, 1, 49, 3), (1, 1, 1, 5), None, [1, 1, 1, 5], None,
+                             {"coordinate_transformation_mode": "align_corners"}),
     "half-pixel-symmetric": ((1, 1, 4, 5), (1, 1, 9, 2), [1, 1, 2.3, 0.5], None, None,
                              {"coordinate_transformation_mode": "half_pixel_symmetric"}),
     "tf-crop-and-resize": ((1, 1, 5, 5), (1, 1, 4, 3), None, [1, 1, 4, 3], [0, 0, 0.2, -0.1, 1, 1, 0.9, 1.3],
@@ -200,7 +210,8 @@ def test_resize_negative_axes_match_reference(rng):
 RUNTIME_CASES = {
     "nearest-scales": ((1, 1, 4, 6), (1, 1, 6, 3), dict(scales=[1, 1, 1.5, 0.6]), {"mode": "nearest"}),
     "nearest-ties": ((1, 1, 6, 6), (1, 1, 4, 3), dict(scales=[1, 1, 0.75, 0.5]),
-                     {"mode": "nearest", "nearest_mode": "round_prefer_ceil", "coordinate_transformation_mode": "half_pixel_symmetric"}),
+                     {"mode": "nearest", "nearest_mode": "round_prefer_ceil",
+                      "coordinate_transformation_mode": "half_pixel_symmetric"}),
     "linear-scales": ((1, 2, 4, 5), (1, 2, 9, 3), dict(scales=[1, 1, 2.3, 0.6]), {"mode": "linear"}),
     "linear-align-corners-fractional": ((1, 1, 4, 4), (1, 1, 2, 2), dict(scales=[1, 1, 0.6, 0.6]),
                                         {"mode": "linear", "coordinate_transformation_mode": "align_corners"}),
@@ -210,7 +221,8 @@ RUNTIME_CASES = {
     "sizes-not-smaller": ((1, 1, 3, 5), (1, 1, 4, 7), dict(sizes=[4, 6]),
                           {"mode": "linear", "axes": [2, 3], "keep_aspect_ratio_policy": "not_smaller"}),
     "tf-crop-roi": ((1, 1, 5, 5), (1, 1, 4, 3), dict(sizes=[1, 1, 4, 3], roi=[0, 0, 0.2, -0.1, 1, 1, 0.9, 1.3]),
-                    {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize", "extrapolation_value": 2.0}),
+                    {"mode": "linear", "coordinate_transformation_mode": "tf_crop_and_resize",
+                     "extrapolation_value": 2.0}),
 }
 
 

@@ -111,3 +111,13 @@ def test_generated_inputs_are_seeded_and_realistic():
     assert speech.shape == (32000,) and np.abs(speech).max() <= 0.51
     frames = np.abs(speech[: 32000 // 320 * 320].reshape(-1, 320)).max(axis=1)
     assert (frames < 0.01).mean() > 0.1 and (frames > 0.1).mean() > 0.3  # pauses and voice
+
+
+def test_compare_steps_names_the_side_with_nan():
+    expected = [[np.ones(4, np.float32)]]
+    actual = [[np.array([1, np.nan, np.nan, 1], np.float32)]]
+    failure = zoo.compare_steps(actual, expected, zoo.F32).failures[0]
+    assert "ours has 2 NaN" in failure and "onnxruntime 0 NaN" in failure
+    same_inf = [[np.array([1, np.inf], np.float32)]]
+    assert zoo.compare_steps(same_inf, same_inf, zoo.F32).ok
+    assert not zoo.compare_steps([[np.array([1, -np.inf], np.float32)]], same_inf, zoo.F32).ok

@@ -172,7 +172,8 @@ def test_replacing_with_another_type_is_a_pattern_error():
         }
         """
     )
-    with pytest.raises(PatternError, match="ReplaceWithWrongType: replaces a stablehlo.convert result of type tensor<4xf16>"):
+    expected = "ReplaceWithWrongType: replaces a stablehlo.convert result of type tensor<4xf16>"
+    with pytest.raises(PatternError, match=expected):
         apply_patterns_greedily(module, [ReplaceWithWrongType()])
     module.operation.verify()  # nothing was half-rewritten
 

@@ -1,0 +1,159 @@
+"""VJP rules of ``reduce`` (add, max, min bodies) and ``reduce_window`` (sum and max/min pools).
+
+* ``reduce`` with an ``add`` body is linear in the operand: its cotangent is the result's
+  cotangent broadcast back over the reduced dims. The init value, which is added once per
+  result element, gets the sum of the result's cotangent.
+* ``reduce`` with a ``maximum``/``minimum`` body: the cotangent goes to the elements equal to
+  the result, split equally among ties (JAX's ``_reduce_chooser_jvp_rule``). The init value
+  (usually the identity constant) gets none.
+* ``reduce_window`` with an ``add`` body (average and Lp pools): the transpose is a
+  ``reduce_window`` sum over the cotangent padded and dilated by the strides
+  (JAX's ``_reduce_window_sum_transpose_rule``).
+* ``reduce_window`` with a ``maximum``/``minimum`` body (max pools): ``select_and_scatter``
+  sends each window's cotangent to the first element equal to the window's result (XLA's and
+  JAX's choice for pools; ties are not split). Window dilation is not supported, as in JAX.
+
+Bodies are recognized when the region is one binary op on its two block arguments; other
+bodies (``multiply``, variadic arg-max reductions, ...) raise ``MissingVjpRuleError``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.passes.autodiff import emit
+from onnx_stablehlo.passes.autodiff.context import VjpContext
+from onnx_stablehlo.passes.autodiff.registry import vjp_rule
+
+_BODY_KINDS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min", "stablehlo.multiply": "mul"}
+
+
+def body_kind(op: ir.Operation) -> str | None:
+    """``add``/``max``/``min``/``mul`` when ``op``'s single region is one such binary op on its
+    two block arguments, else ``None``."""
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(block.arguments) != 2 or len(ops) != 2:
+        return None
+    body, ret = ops
+    if ret.name != "stablehlo.return" or len(ret.operands) != 1 or ret.operands[0] != body.results[0]:
+        return None
+    arguments = set(block.arguments)
+    if len(body.operands) != 2 or set(body.operands) != arguments:
+        return None
+    return _BODY_KINDS.get(body.name)
+
+
+def _describe_body(op: ir.Operation) -> str:
+    names = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
+    return "body " + ", ".join(names)
+
+
+@vjp_rule("stablehlo.reduce")
+def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
+    if len(ctx.results) != 1:
+        raise ctx.missing(f"variadic reduce with {len(ctx.results)} results")
+    kind = body_kind(ctx.op)
+    if kind not in ("add", "max", "min"):
+        raise ctx.missing(f"reduce {_describe_body(ctx.op)}")
+    (ct,) = cts
+    x, init = ctx.operands
+    dims = ctx.i64s("dimensions")
+    shape = emit.shape(x)
+    kept = [d for d in range(len(shape)) if d not in dims]
+    if kind == "add":
+        ct_x = emit.broadcast_in_dim(ct, shape, kept) if ctx.need(0) else None
+        ct_init = emit.reduce_sum(ct, range(emit.rank(ct))) if ctx.need(1) else None
+        return [ct_x, ct_init]
+    if ctx.need(1):
+        raise ctx.missing(f"reduce {kind} whose init value needs a cotangent")
+    result = emit.broadcast_in_dim(ctx.results[0], shape, kept)
+    hits = emit.convert(emit.compare(x, result, "EQ"), emit.element_type(x))
+    counts = emit.reduce_sum(hits, dims)
+    share = emit.broadcast_in_dim(emit.div(ct, counts), shape, kept)
+    return [emit.mul(share, hits), None]
+
+
+def _window(ctx: VjpContext, rank: int) -> tuple[list[int], list[int], list[tuple[int, int]], list[int], list[int]]:
+    dims = ctx.i64s("window_dimensions")
+    strides = ctx.i64s("window_strides", [1] * rank)
+    base = ctx.i64s("base_dilations", [1] * rank)
+    window_dilation = ctx.i64s("window_dilations", [1] * rank)
+    flat = ctx.i64s("padding", [0] * (2 * rank))
+    padding = [(flat[2 * i], flat[2 * i + 1]) for i in range(rank)]
+    return dims, strides, padding, base, window_dilation
+
+
+def _dilate(shape, dilation):
+    return [0 if d == 0 else 1 + r * (d - 1) for d, r in zip(shape, dilation)]
+
+
+@vjp_rule("stablehlo.reduce_window")
+def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
+    if len(ctx.results) != 1:
+        raise ctx.missing(f"variadic reduce_window with {len(ctx.results)} results")
+    kind = body_kind(ctx.op)
+    if kind not in ("add", "max", "min"):
+        raise ctx.missing(f"reduce_window {_describe_body(ctx.op)}")
+    (ct,) = cts
+    x, init = ctx.operands
+    if ctx.need(1):
+        raise ctx.missing("reduce_window whose init value needs a cotangent")
+    shape = emit.shape(x)
+    rank = len(shape)
+    dims, strides, padding, base, window_dilation = _window(ctx, rank)
+    if kind == "add":
+        # JAX's _reduce_window_sum_transpose_rule
+        lhs_dilated = _dilate(shape, base)
+        rhs_dilated = _dilate(dims, window_dilation)
+        out_dilated = _dilate(emit.shape(ct), strides)
+        before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
+        after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+        padded = emit.pad(ct, emit.scalar_like(ct, 0), before, after, [s - 1 for s in strides])
+        op = stablehlo.ReduceWindowOp(
+            [emit.tensor_type(shape, emit.element_type(ct))],
+            [padded],
+            [emit.scalar_like(ct, 0)],
+            emit.i64_attr(dims),
+            window_strides=emit.i64_attr(base),
+            base_dilations=emit.i64_attr([1] * rank),
+            window_dilations=emit.i64_attr(window_dilation),
+            padding=ir.DenseIntElementsAttr.get(np.zeros((rank, 2), dtype=np.int64)),
+        )
+        scalar = emit.tensor_type((), emit.element_type(ct))
+        block = op.body.blocks.append(scalar, scalar)
+        with ir.InsertionPoint(block):
+            stablehlo.ReturnOp([emit.add(block.arguments[0], block.arguments[1])])
+        return [op.result, None]
+    # max/min pools: JAX's _select_and_gather_add_transpose
+    if any(d != 1 for d in window_dilation):
+        raise ctx.missing(f"reduce_window {kind} with window dilations {window_dilation}")
+    operand = x
+    has_base_dilation = any(d != 1 for d in base)
+    if has_base_dilation:
+        operand = emit.pad(operand, init, [0] * rank, [0] * rank, [d - 1 for d in base])
+    element = emit.element_type(ct)
+    op = stablehlo.SelectAndScatterOp(
+        operand.type,
+        operand,
+        ct,
+        emit.scalar_like(ct, 0),
+        window_dimensions=emit.i64_attr(dims),
+        window_strides=emit.i64_attr(strides),
+        padding=ir.DenseIntElementsAttr.get(np.array(padding, dtype=np.int64).reshape(rank, 2)),
+    )
+    scalar = emit.tensor_type((), element)
+    select_block = op.select.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(select_block):
+        stablehlo.ReturnOp([emit.compare(select_block.arguments[0], select_block.arguments[1], "GE" if kind == "max" else "LE")])
+    scatter_block = op.scatter.blocks.append(scalar, scalar)
+    with ir.InsertionPoint(scatter_block):
+        stablehlo.ReturnOp([emit.add(scatter_block.arguments[0], scatter_block.arguments[1])])
+    result = op.result
+    if has_base_dilation:
+        result = emit.slice_(result, [0] * rank, emit.shape(result), base)
+    return [result, None]

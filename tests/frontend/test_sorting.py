@@ -1,0 +1,222 @@
+"""Parity of the sorting family (frontend/lowering/sorting.py) against onnxruntime.
+
+TopK data flows through graph inputs (with many ties, which the spec orders by index); K is a
+Constant node. NonMaxSuppression runs at compile time, so its inputs are Constant nodes and the
+importer's own folding is switched off (``fold_max_elements=0``) to reach the rule; onnxruntime
+is the oracle (onnx.reference fails on omitted optional inputs).
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import NonConstantInputError, ShapeError
+from onnx_stablehlo.frontend.importer import import_model
+from onnx_stablehlo.frontend.loader import load
+from tests.util import (
+    assert_allclose_for_dtype,
+    compile_and_run,
+    emitted_text,
+    onnx_type_name,
+    oracle_run,
+    parse,
+    reference_run,
+)
+
+
+def _dims(shape) -> str:
+    return ", ".join(str(d) for d in shape)
+
+
+def _ir_version(opset: int) -> int:
+    return 9 if opset <= 20 else 10 if opset <= 23 else 11
+
+
+def _tied(shape, dtype, rng: np.random.Generator) -> np.ndarray:
+    """Values from a small range, so most rows hold ties."""
+    if np.issubdtype(dtype, np.unsignedinteger):
+        return rng.integers(0, 6, shape).astype(dtype)
+    return rng.integers(-3, 3, shape).astype(dtype)
+
+
+# TopK ----------------------------------------------------------------------------------------
+
+
+def top_k_model(opset, dtype, shape, k, axis, largest=None, sort=None):
+    ty = onnx_type_name(dtype)
+    out = list(shape)
+    out[axis] = k
+    attrs = [f"axis = {axis}"]
+    if largest is not None:
+        attrs.append(f"largest = {largest}")
+    if sort is not None:
+        attrs.append(f"sorted = {sort}")
+    if opset < 10:
+        body = f"v, i = TopK <{', '.join(attrs + [f'k = {k}'])}> (x)"
+    else:
+        body = f"k = Constant <value = int64[1] {{{k}}}> ()\n  v, i = TopK <{', '.join(attrs)}> (x, k)"
+    return parse(f"""<ir_version: {_ir_version(opset)}, opset_import: ["" : {opset}]>
+g ({ty}[{_dims(shape)}] x) => ({ty}[{_dims(out)}] v, int64[{_dims(out)}] i) {{
+  {body}
+}}""")
+
+
+# (shape, k, axis)
+TOP_K_SHAPES = [((3, 7), 3, 1), ((3, 7), 7, -1), ((5, 4, 6), 2, 0), ((2, 9, 3), 1, 1), ((4, 5), 0, 1)]
+TOP_K_SHAPE_IDS = ["last-axis", "whole-axis", "axis0", "k1", "k0"]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.float64], ids=["f32", "f16", "f64"])
+@pytest.mark.parametrize("opset", [1, 10], ids=lambda v: f"opset{v}")
+@pytest.mark.parametrize("case", TOP_K_SHAPES, ids=TOP_K_SHAPE_IDS)
+def test_top_k_largest_matches_onnxruntime(case, opset, dtype, rng):
+    shape, k, axis = case
+    if opset == 1 and k == 0:
+        pytest.skip("onnxruntime rejects k=0 in TopK-1's shape inference")
+    model = top_k_model(opset, dtype, shape, k, axis)
+    feeds = {"x": _tied(shape, dtype, rng)}
+    # onnxruntime cannot load TopK-1 on float16 (its inserted Cast uses a newer attribute type).
+    oracle = reference_run if opset == 1 and dtype == np.float16 else oracle_run
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle(model, feeds))
+
+
+TOP_K_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint64]
+
+
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+@pytest.mark.parametrize("dtype", TOP_K_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("opset", [11, 24], ids=lambda v: f"opset{v}")
+@pytest.mark.parametrize("case", TOP_K_SHAPES[:4], ids=TOP_K_SHAPE_IDS[:4])
+def test_top_k_matches_onnxruntime(case, opset, dtype, largest, rng):
+    shape, k, axis = case
+    model = top_k_model(opset, dtype, shape, k, axis, largest=largest, sort=1)
+    feeds = {"x": _tied(shape, dtype, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_top_k_bfloat16_matches_reference(rng):
+    model = top_k_model(24, ml_dtypes.bfloat16, (4, 9), 4, 1, largest=1)
+    feeds = {"x": _tied((4, 9), ml_dtypes.bfloat16, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
+
+
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+def test_top_k_orders_nan_as_numpy_sort_does(largest):
+    """NaN ranks above every number (first when largest, last when smallest); NaNs tie."""
+    model = top_k_model(11, np.float32, (1, 6), 6, 1, largest=largest)
+    x = np.array([[1.0, np.nan, -2.0, np.nan, 1.0, np.inf]], np.float32)
+    values, indices = compile_and_run(model, {"x": x})
+    order = [1, 3, 5, 0, 4, 2] if largest else [2, 0, 4, 5, 1, 3]
+    np.testing.assert_array_equal(indices, [order])
+    np.testing.assert_array_equal(values, x[:, order])
+
+
+def test_top_k_is_a_sort_with_an_index_operand():
+    text = emitted_text(top_k_model(11, np.float32, (3, 7), 3, 1))
+    assert '"stablehlo.sort"' in text and "stablehlo.iota" in text
+    assert "stablehlo.slice" in text
+
+
+def test_top_k_rejects_k_beyond_the_axis():
+    with pytest.raises(ShapeError, match=r"k=8 is out of range \[0, 7\]"):
+        emitted_text(top_k_model(11, np.float32, (3, 7), 8, 1))
+
+
+def test_top_k_k_fed_at_run_time_is_value_specialized(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 11]>
+g (float[3, 7] x, int64[1] k) => (float[3, ?] v, int64[3, ?] i) {
+  v, i = TopK (x, k)
+}""")
+    feeds = {"x": _tied((3, 7), np.float32, rng), "k": np.array([4], np.int64)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+# NonMaxSuppression ---------------------------------------------------------------------------
+
+
+def _floats(values: np.ndarray) -> str:
+    return ", ".join(repr(float(v)) for v in values.reshape(-1))
+
+
+def nms_model(boxes, scores, max_out=None, iou=None, score=None, center=0, opset=11):
+    lines = [
+        f"b = Constant <value = float[{_dims(boxes.shape)}] {{{_floats(boxes)}}}> ()",
+        f"s = Constant <value = float[{_dims(scores.shape)}] {{{_floats(scores)}}}> ()",
+    ]
+    args = ["b", "s"]
+    for name, value, ty in (("m", max_out, "int64"), ("t", iou, "float"), ("c", score, "float")):
+        if value is None:
+            args.append("")
+            continue
+        text = str(int(value)) if ty == "int64" else repr(float(value))
+        lines.append(f"{name} = Constant <value = {ty}[1] {{{text}}}> ()")
+        args.append(name)
+    while args and args[-1] == "":
+        args.pop()
+    body = "\n  ".join([*lines, f"y = NonMaxSuppression <center_point_box = {center}> ({', '.join(args)})"])
+    return parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
+g (float[1] unused) => (int64[?, 3] y) {{
+  {body}
+}}""")
+
+
+def _compile_time_outputs(model) -> list[np.ndarray]:
+    """The constants @main returns when the rule (not the importer's folding) computes them."""
+    lowered = import_model(load(model), fold_max_elements=0)
+    with lowered.context:
+        main = lowered.module.body.operations[0]
+        ret = main.regions[0].blocks[0].operations[-1]
+        return [np.array(v.owner.attributes["value"]) for v in ret.operands]
+
+
+def _random_boxes(rng, batches, count, center):
+    if center:
+        xy = rng.uniform(0, 10, (batches, count, 2))
+        wh = rng.uniform(0.5, 4, (batches, count, 2))
+        return np.concatenate([xy, wh], axis=-1).astype(np.float32)
+    corners = rng.uniform(0, 10, (batches, count, 4))
+    return corners.astype(np.float32)  # unordered corners (flipped boxes) included
+
+
+# (batches, classes, boxes, max_out, iou, score, center)
+NMS_CASES = [
+    (1, 1, 12, 5, 0.5, None, 0),
+    (2, 3, 10, 4, 0.3, 0.4, 0),
+    (1, 2, 15, 100, 0.0, 0.2, 1),
+    (2, 1, 8, 3, 0.7, None, 1),
+    (1, 1, 6, None, None, None, 0),
+]
+
+
+@pytest.mark.parametrize("opset", [10, 11], ids=lambda v: f"opset{v}")
+@pytest.mark.parametrize("case", NMS_CASES, ids=["single-class", "score-threshold", "center-boxes", "batches", "defaults"])
+def test_non_max_suppression_of_constants_matches_onnxruntime(case, opset, rng):
+    batches, classes, count, max_out, iou, score, center = case
+    boxes = _random_boxes(rng, batches, count, center)
+    scores = rng.random((batches, classes, count)).astype(np.float32)
+    scores[..., 1] = scores[..., 0]  # a tie, ordered by box index
+    model = nms_model(boxes, scores, max_out, iou, score, center, opset)
+    (actual,) = _compile_time_outputs(model)
+    (expected,) = oracle_run(model, {"unused": np.zeros(1, np.float32)})
+    assert actual.dtype == np.int64
+    np.testing.assert_array_equal(actual, np.asarray(expected).reshape(-1, 3))
+
+
+def test_non_max_suppression_of_identical_boxes_keeps_one():
+    boxes = np.tile(np.array([0, 0, 1, 1], np.float32), (1, 5, 1))
+    scores = np.full((1, 1, 5), 0.9, np.float32)
+    (actual,) = _compile_time_outputs(nms_model(boxes, scores, 3, 0.5))
+    np.testing.assert_array_equal(actual, [[0, 0, 0]])
+
+
+def test_non_max_suppression_of_run_time_boxes_is_rejected():
+    model = parse("""<ir_version: 9, opset_import: ["" : 11]>
+g (float[1, 6, 4] boxes, float[1, 1, 6] scores) => (int64[?, 3] y) {
+  m = Constant <value = int64[1] {3}> ()
+  y = NonMaxSuppression (boxes, scores, m)
+}""")
+    with pytest.raises(NonConstantInputError, match=r"output size depends on the values of input 0 \('boxes'\)"):
+        onnx_stablehlo.lower(model)
