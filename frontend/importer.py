@@ -365,7 +365,9 @@ class _Importer:
         except Exception as exc:  # the rule lowers it at run time instead
             _log.debug("not folding %s: %s", onnx_node, exc)
             return None
-        if sum(np.size(r) for r in results if r is not None) > self.fold_max_elements:
+        if any(r is None or isinstance(r, (list, tuple)) for r in results):
+            return None  # sequences and optionals are built by their rules
+        if sum(np.size(r) for r in results) > self.fold_max_elements:
             return None  # an Expand or Tile of a small constant: keep the op, not a huge constant
         return results
 
@@ -475,15 +477,23 @@ def _evaluate_with_reference(
 ) -> list[np.ndarray]:
     from onnx.reference import ReferenceEvaluator
 
+    # A one-node model, so the evaluator uses the revision in force at the node's opset (a
+    # bare NodeProto would be evaluated at the latest opset).
     proto = onnx_ir.serde.serialize_node(node)
-    evaluator = ReferenceEvaluator(proto, opsets={"": onnx_node.opset})
     feeds = {
         name: value.const()  # type: ignore[union-attr]
         for name, value in zip(onnx_node.input_names, inputs)
         if value is not None and name
     }
-    results = evaluator.run(None, feeds)
-    return [np.asarray(r) if r is not None else None for r in results]
+    graph = onnx.helper.make_graph(
+        [proto],
+        "fold",
+        [onnx.helper.make_empty_tensor_value_info(name) for name in feeds],
+        [onnx.helper.make_empty_tensor_value_info(name) for name in proto.output if name],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", onnx_node.opset)])
+    results = ReferenceEvaluator(model).run(None, feeds)
+    return [r if r is None or isinstance(r, list) else np.asarray(r) for r in results]
 
 
 def import_model(

@@ -489,5 +489,6 @@ def _print_failures(step: PipelineStep, result: PassResult, out: TextIO) -> None
     counts = collections.Counter((f.pattern, f.op, f.reason) for f in result.failures)
     for (pattern, op_name, reason), count in sorted(counts.items()):
         print(f"debug: {step.label}: {pattern} on {op_name}: {reason} (x{count})", file=out)
-    for pattern, count in sorted(result.statistics.items()):
-        print(f"debug: {step.label}: applied {pattern} x{count}", file=out)
+    for name, count in sorted(result.statistics.items()):
+        verb = "" if " " in name else "applied "  # pattern names have no spaces; counters do
+        print(f"debug: {step.label}: {verb}{name} x{count}", file=out)

@@ -16,6 +16,7 @@ __all__ = ["pass_names", "get_pass_class", "all_pass_classes"]
 
 # name -> "module:Class" under onnx_stablehlo.passes; sorted by name.
 _PASSES: dict[str, str] = {
+    "build-vjp": "autodiff.build_vjp:BuildVjpPass",
     "canonicalize-stablehlo": "canonicalize_stablehlo:CanonicalizeStableHLOPass",
     "convert-precision": "convert_precision:ConvertPrecisionPass",
     "fold-constants": "fold_constants:FoldConstantsPass",

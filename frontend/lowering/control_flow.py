@@ -450,7 +450,8 @@ def _loop_while(
             buffers = []
             for element in elements:
                 shape = (iterations, *emit.static_shape_of(element))
-                buffers.append(block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown()))
+                buffer_type = emit.tensor_type(shape, emit.dtype_of(element))
+                buffers.append(block.add_argument(buffer_type, ir.Location.unknown()))
             written = [write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
             next_cond = [cond_out] if cond_init else []
             stablehlo.ReturnOp([_increment(counter), *next_cond, *next_state, *written])
@@ -682,7 +683,9 @@ def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | 
     (batch,) = batches
     lengths = {emit.static_shape_of(v)[1] if emit.rank_of(v) > 1 else None for v in values[num_states:]}
     if len(lengths) != 1 or None in lengths:
-        raise ctx.error(f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError)
+        raise ctx.error(
+            f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError
+        )
     (length,) = lengths
     if ctx.has_input(0):
         sequence_lens = [int(v) for v in np.asarray(ctx.constant_input(0)).reshape(-1)]

@@ -148,11 +148,43 @@ def _stack(values: Sequence[ir.Value]) -> ir.Value:
 def _component(value: ir.Value, index: int) -> ir.Value:
     """``value[..., index]`` (the last axis dropped)."""
     shape = emit.static_shape_of(value)
+    return emit.reshape(_axis_slice(value, len(shape) - 1, index), shape[:-1])
+
+
+def _expect_rank(ctx: LoweringContext, index: int, rank: int) -> tuple[int, ...]:
+    """Input ``index``'s static shape, which must have ``rank`` dims (ShapeError otherwise)."""
+    shape = ctx.input_static_shape(index)
+    if len(shape) != rank:
+        name = ctx.node.input_names[index]
+        raise ctx.error(f"input {index} ('{name}') must be {rank}-D, got {list(shape)}", ShapeError)
+    return shape
+
+
+def _axis_slice(value: ir.Value, axis: int, index: int) -> ir.Value:
+    """``value`` sliced to ``index`` along ``axis`` (kept as size 1)."""
+    shape = emit.static_shape_of(value)
     starts = [0] * len(shape)
     limits = list(shape)
-    starts[-1], limits[-1] = index, index + 1
-    sliced = stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
-    return emit.reshape(sliced, shape[:-1])
+    starts[axis], limits[axis] = index, index + 1
+    return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
+
+
+def _take_rows(value: ir.Value, indices: ir.Value) -> ir.Value:
+    """``value[indices]`` along axis 0 (``indices`` [R] in range): ``[R, *value.shape[1:]]``."""
+    shape = emit.static_shape_of(value)
+    count = emit.static_shape_of(indices)[0]
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=list(range(1, len(shape))),
+        collapsed_slice_dims=[0],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[0],
+        index_vector_dim=1,
+    )
+    result_type = emit.tensor_type([count, *shape[1:]], emit.dtype_of(value))
+    return stablehlo.GatherOp(
+        value, indices, numbers, emit.i64_array([1, *shape[1:]]), indices_are_sorted=False, results=[result_type]
+    ).result
 
 
 def _gather_vectors(table: ir.Value, indices: ir.Value, batch: int) -> ir.Value:
@@ -232,6 +264,11 @@ def _while(
 
 def _scalar(value: float | int, dtype: DataType) -> ir.Value:
     return emit.splat(value, dtype)
+
+
+def _clamp_index(index: ir.Value, size: int) -> ir.Value:
+    """int64 ``index`` clamped into ``[0, size)``."""
+    return stablehlo.ClampOp(_scalar(0, DataType.INT64), index, _scalar(size - 1, DataType.INT64)).result
 
 
 def _increment(counter: ir.Value) -> ir.Value:
@@ -366,7 +403,8 @@ def _grid_sample(x: ir.Value, grid: ir.Value, mode: str, padding: str, align: bo
     if weights is None:
         result = emit.reshape(values, [batch, points, channels])
     else:
-        weighted = stablehlo.MulOp(emit.convert(values, compute), emit.broadcast_to(weights, full, dims=[0, 1, 2])).result
+        spread = emit.broadcast_to(weights, full, dims=[0, 1, 2])
+        weighted = stablehlo.MulOp(emit.convert(values, compute), spread).result
         result = emit.convert(emit.reduce(weighted, [2], stablehlo.AddOp, 0), x_dtype)
     return emit.reshape(emit.transpose(result, [0, 2, 1]), [batch, channels, *out_dims])
 
@@ -509,7 +547,9 @@ def lower_col2im(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     pads = _ints_attr(node, "pads", [0] * (2 * rank))
     strides = _ints_attr(node, "strides", [1] * rank)
     if len(dilations) != rank or len(strides) != rank or len(pads) != 2 * rank:
-        raise ctx.error(f"dilations {dilations}, strides {strides} and pads {pads} must match {rank} image dims", ShapeError)
+        raise ctx.error(
+            f"dilations {dilations}, strides {strides} and pads {pads} must match {rank} image dims", ShapeError
+        )
     kernel = math.prod(block)
     columns = [
         (image[i] + pads[i] + pads[rank + i] - (dilations[i] * (block[i] - 1) + 1)) // strides[i] + 1
@@ -537,13 +577,6 @@ def lower_col2im(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         placed = stablehlo.PadOp(slab, zero, [0, 0, *low], [0, 0, *high], [0, 0, *interior]).result
         image_value = placed if image_value is None else combine(image_value, placed).result
     return [image_value]
-
-
-def _expect_rank(ctx: LoweringContext, index: int, rank: int) -> tuple[int, ...]:
-    shape = ctx.input_static_shape(index)
-    if len(shape) != rank:
-        raise ctx.error(f"input {index} ('{ctx.node.input_names[index]}') must be {rank}-D, got {list(shape)}", ShapeError)
-    return shape
 
 
 # --------------------------------------------------------------------------------------------
@@ -580,14 +613,18 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     strides = _ints_attr(node, "strides", [1] * rank)
     dilations = _ints_attr(node, "dilations", [1] * rank)
     pads = _ints_attr(node, "pads", [0] * (2 * rank))
+    if rank < 1 or len(w_shape) != rank + 2 or list(w_shape[2:]) != kernel:
+        raise ctx.error(f"X {list(x_shape)} and W {list(w_shape)} must be [N, C, *spatial] and "
+                        f"[M, C/group, *kernel_shape] with kernel_shape {kernel}", ShapeError)
+    if len(strides) != rank or len(dilations) != rank or len(pads) != 2 * rank:
+        raise ctx.error(f"strides {strides}, dilations {dilations} and pads {pads} must match {rank} spatial dims",
+                        ShapeError)
     taps = math.prod(kernel)
     out_dims = [
         (dims[i] + pads[i] + pads[rank + i] - (dilations[i] * (kernel[i] - 1) + 1)) // strides[i] + 1
         for i in range(rank)
     ]
     problems = []
-    if rank < 1 or len(w_shape) != rank + 2 or list(w_shape[2:]) != kernel:
-        problems.append(f"W {list(w_shape)} must be [M, C/group, *kernel_shape {kernel}]")
     if group < 1 or channels != w_shape[1] * group or out_channels % group:
         problems.append(f"C={channels} and M={out_channels} must split into group={group}")
     if offset_group < 1 or channels % offset_group:
@@ -652,15 +689,6 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         bias = emit.convert(ctx.input(3), compute)
         y = stablehlo.AddOp(y, emit.broadcast_to(bias, [batch, out_channels, points], dims=[1])).result
     return [emit.convert(emit.reshape(y, [batch, out_channels, *out_dims]), dtype)]
-
-
-def _axis_slice(value: ir.Value, axis: int, index: int) -> ir.Value:
-    """``value`` sliced to ``index`` along ``axis`` (kept as size 1)."""
-    shape = emit.static_shape_of(value)
-    starts = [0] * len(shape)
-    limits = list(shape)
-    starts[axis], limits[axis] = index, index + 1
-    return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
 
 
 # --------------------------------------------------------------------------------------------
@@ -737,7 +765,8 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.unsupported_attribute("mode", mode, ", ".join(_ROI_ALIGN_MODES))
     coordinate_mode = node.attr_str("coordinate_transformation_mode", "output_half_pixel")
     if coordinate_mode not in _ROI_COORDINATE_MODES:
-        raise ctx.unsupported_attribute("coordinate_transformation_mode", coordinate_mode, ", ".join(_ROI_COORDINATE_MODES))
+        accepted = ", ".join(_ROI_COORDINATE_MODES)
+        raise ctx.unsupported_attribute("coordinate_transformation_mode", coordinate_mode, accepted)
     batch, channels, height, width = _expect_rank(ctx, 0, 4)
     rois_shape = ctx.input_static_shape(1)
     count = rois_shape[0] if rois_shape else 0
@@ -765,9 +794,7 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         grid_h, grid_w = fr.max(fr.ceil(bin_h), 0.0), fr.max(fr.ceil(bin_w), 0.0)
     samples = fr.max(fr.mul(grid_h, grid_w), 1.0)
 
-    batch_index = stablehlo.ClampOp(
-        _scalar(0, DataType.INT64), emit.convert(ctx.input(2), DataType.INT64), _scalar(batch - 1, DataType.INT64)
-    ).result
+    batch_index = _clamp_index(emit.convert(ctx.input(2), DataType.INT64), batch)
     table = emit.transpose(ctx.input(0), [0, 2, 3, 1])  # [N, H, W, C]
     bins = [count, pooled_h, pooled_w]
     out = [*bins, channels]
@@ -890,9 +917,7 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     compute = _compute_dtype(dtype)
     rois = emit.convert(ctx.input(1), compute)
     fr = _Arith([count], compute)
-    batch_index = stablehlo.ClampOp(
-        _scalar(0, DataType.INT64), emit.convert(_component(rois, 0), DataType.INT64), _scalar(batch - 1, DataType.INT64)
-    ).result
+    batch_index = _clamp_index(emit.convert(_component(rois, 0), DataType.INT64), batch)
     x1, y1, x2, y2 = (stablehlo.RoundOp(fr.mul(_component(rois, j), scale)).result for j in range(1, 5))
 
     def bounds(start: ir.Value, end: ir.Value, bins: int, size: int) -> tuple[ir.Value, ir.Value]:
@@ -944,24 +969,6 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         emit.broadcast_to(empty, out, dims=[0, 2, 3]), emit.splat(0, compute, out), pooled_max
     ).result
     return [emit.convert(result, dtype)]
-
-
-def _take_rows(value: ir.Value, indices: ir.Value) -> ir.Value:
-    """``value[indices]`` along axis 0 (``indices`` [R] in range): ``[R, *value.shape[1:]]``."""
-    shape = emit.static_shape_of(value)
-    count = emit.static_shape_of(indices)[0]
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=list(range(1, len(shape))),
-        collapsed_slice_dims=[0],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[0],
-        index_vector_dim=1,
-    )
-    result_type = emit.tensor_type([count, *shape[1:]], emit.dtype_of(value))
-    return stablehlo.GatherOp(
-        value, indices, numbers, emit.i64_array([1, *shape[1:]]), indices_are_sorted=False, results=[result_type]
-    ).result
 
 
 # --------------------------------------------------------------------------------------------
@@ -1057,16 +1064,14 @@ def _det_step(a: ir.Value, det: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Val
     is_largest = f.cmp(candidates, emit.broadcast_to(largest, [b, n], dims=[0]), "EQ")
     first = stablehlo.SelectOp(is_largest, rows, emit.splat(n - 1, i64, [b, n])).result
     pivot_row = emit.reduce(first, [1], stablehlo.MinOp, n - 1)  # [B]
-    p3 = emit.broadcast_to(pivot_row, [b, n, n], dims=[0])
+    at_pivot = emit.compare(rows3, emit.broadcast_to(pivot_row, [b, n, n], dims=[0]), "EQ")
     zeros3 = emit.splat(0, dtype, [b, n, n])
-    row_p = emit.reduce(stablehlo.SelectOp(emit.compare(rows3, p3, "EQ"), a, zeros3).result, [1], stablehlo.AddOp, 0)
+    row_p = emit.reduce(stablehlo.SelectOp(at_pivot, a, zeros3).result, [1], stablehlo.AddOp, 0)
     row_k = emit.reshape(stablehlo.DynamicSliceOp(a, [zero, k, zero], emit.i64_array([b, 1, n])).result, [b, n])
     spread_p = emit.broadcast_to(row_p, [b, n, n], dims=[0, 2])
     spread_k = emit.broadcast_to(row_k, [b, n, n], dims=[0, 2])
     a = stablehlo.SelectOp(
-        emit.compare(rows3, k3, "EQ"),
-        spread_p,
-        stablehlo.SelectOp(emit.compare(rows3, p3, "EQ"), spread_k, a).result,
+        emit.compare(rows3, k3, "EQ"), spread_p, stablehlo.SelectOp(at_pivot, spread_k, a).result
     ).result
     fb = _Arith([b], dtype)
     pivot = emit.reshape(stablehlo.DynamicSliceOp(row_p, [zero, k], emit.i64_array([b, 1])).result, [b])

@@ -216,7 +216,7 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         )
     batch, length, max_length = shape[0], update_shape[axis], shape[axis]
     if ctx.has_input(2):
-        starts = emit.broadcast_to(ctx.input(2), (batch, length), dims=[0])
+        starts = emit.broadcast_to(emit.convert(ctx.input(2), DataType.INT64), (batch, length), dims=[0])
     else:
         starts = emit.splat(0, DataType.INT64, (batch, length))
     positions = stablehlo.AddOp(starts, stablehlo.IotaOp(emit.tensor_type((batch, length), DataType.INT64), 1).result).result

@@ -167,7 +167,10 @@ def _gate(gates: ir.Value, index: int, hidden: int) -> ir.Value:
     """Columns ``[index*H, (index+1)*H)`` of ``gates`` [B, G*H]."""
     batch = emit.static_shape_of(gates)[0]
     return stablehlo.SliceOp(
-        gates, emit.i64_array([0, index * hidden]), emit.i64_array([batch, (index + 1) * hidden]), emit.i64_array([1, 1])
+        gates,
+        emit.i64_array([0, index * hidden]),
+        emit.i64_array([batch, (index + 1) * hidden]),
+        emit.i64_array([1, 1]),
     ).result
 
 
@@ -223,11 +226,14 @@ def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
 
 
 def _rnn_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    """``H = f(X W^T + H R^T + Wb + Rb)``; ``x_gates`` holds the precomputed ``X W^T + Wb + Rb``."""
     (f,) = layer.acts
     return f(_clip(_add(x_gates, _matmul_t(h, layer.r)), layer.clip)), None
 
 
 def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    """``z, r = f(...)``; ``h~ = g(X Wh^T + (r * H) Rh^T + Rbh + Wbh)``, or with
+    ``linear_before_reset`` ``g(X Wh^T + r * (H Rh^T + Rbh) + Wbh)``; ``H = (1 - z) h~ + z H``."""
     f, g = layer.acts
     hidden = layer.hidden
     x_zr, x_h = _columns(x_gates, 0, 2 * hidden), _columns(x_gates, 2 * hidden, 3 * hidden)
@@ -257,6 +263,8 @@ def _row_block(value: ir.Value, start: int, stop: int) -> ir.Value:
 
 
 def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
+    """Gates i, o, f, c (peepholes add ``P * C``; ``input_forget`` makes ``f = 1 - i``);
+    ``C = f C + i g(c~)``, ``H = o h(C)``."""
     assert c is not None
     f, g, act_h = layer.acts
     hidden = layer.hidden
@@ -389,9 +397,9 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
             if linear_before_reset:
                 # Rbh stays inside r * (H Rh^T + Rbh); only Rbz and Rbr join the input projection.
                 r_bias_h = _columns(r_bias, 2 * hidden, 3 * hidden)
-                w_bias = _add(w_bias, stablehlo.ConcatenateOp(
-                    [_columns(r_bias, 0, 2 * hidden), emit.splat(0, compute, (hidden,))], 0
-                ).result)
+                r_bias_zr = _columns(r_bias, 0, 2 * hidden)
+                r_bias = stablehlo.ConcatenateOp([r_bias_zr, emit.splat(0, compute, (hidden,))], 0).result
+                w_bias = _add(w_bias, r_bias)
             else:
                 w_bias = _add(w_bias, r_bias)
             x_gates = _add(x_gates, emit.broadcast_to(w_bias, emit.static_shape_of(x_gates)))

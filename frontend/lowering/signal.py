@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -36,6 +36,7 @@ _MATRIX_MAX_ELEMENTS = 1 << 22
 stablehlo.fft, whose cost grows as n log n rather than n**2."""
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
+_SIGNAL_FLOATS = (DataType.FLOAT, DataType.DOUBLE, *_NARROW_FLOATS)
 
 
 def _compute_dtype(dtype: DataType) -> DataType:
@@ -56,7 +57,7 @@ def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
 
 def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
     dtype = ctx.input_dtype(index)
-    if not dtypes.is_float(dtype) or dtype not in (DataType.FLOAT, DataType.DOUBLE, *_NARROW_FLOATS):
+    if dtype not in _SIGNAL_FLOATS:
         raise ctx.unsupported_dtype(dtype, _SIGNAL_DTYPES)
     return dtype
 
@@ -298,7 +299,7 @@ def _frames(signal: ir.Value, count: int, length: int, step: int) -> ir.Value:
 
 @lowering("STFT", since=17)
 def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers STFT to a gather of the frames, a window multiply and the DFT of :func:`lower_dft`.
+    """Lowers STFT to a gather of the frames, a window multiply and DFT's matmul (or fft).
 
     Spec: STFT-17.
     Shapes: signal static ``[batch, length, c]`` (c = 1 real, 2 complex); frame_step and

@@ -304,21 +304,24 @@ def test_loop_runtime_trip_count_with_scan_output_runs_specialized(trips, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
-@pytest.mark.parametrize("start", [True, False], ids=["cond-true", "cond-false"])
-def test_loop_body_returning_constant_true_keeps_scan_outputs(start, rng):
-    # cond is given but the body returns a constant true: the iteration count is still M.
-    model = parse(f"""<ir_version: 8, opset_import: ["" : 16]>
-g (float[2] x, float[2] a0) => (float[2] acc, float[N, 2] rows) {{{{
-  m = Constant <value = int64 {{{{3}}}}> ()
-  go = Constant <value = bool {{{{{int(start)}}}}}> ()
+# cond is given but the body returns a constant true: the iteration count is still M.
+LOOP_CONSTANT_COND = """<ir_version: 8, opset_import: ["" : 16]>
+g (float[2] x, float[2] a0) => (float[2] acc, float[N, 2] rows) {{
+  m = Constant <value = int64 {{3}}> ()
+  go = Constant <value = bool {{{start}}}> ()
   acc, rows = Loop (m, go, a0) <
-    body: graph = body (int64 i, bool c, float[2] a) => (bool c_out, float[2] next, float[2] row) {{{{
+    body: graph = body (int64 i, bool c, float[2] a) => (bool c_out, float[2] next, float[2] row) {{
       next = Add(a, x)
       row = Identity(next)
-      c_out = Constant <value = bool {{{{1}}}}> ()
-    }}}}
+      c_out = Constant <value = bool {{1}}> ()
+    }}
   >
-}}}}""".format())
+}}"""
+
+
+@pytest.mark.parametrize("start", [1, 0], ids=["cond-true", "cond-false"])
+def test_loop_body_returning_constant_true_keeps_scan_outputs(start, rng):
+    model = parse(LOOP_CONSTANT_COND.format(start=start))
     feeds = {"x": _values((2,), np.float32, rng), "a0": _values((2,), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 

@@ -7,7 +7,6 @@ types onnxruntime cannot feed (complex, float8, int4, int2).
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import onnx
 import pytest
@@ -261,9 +260,11 @@ def test_optimizer_matches_reference(name, shapes, step, dtype, rng):
         for i, shape in enumerate(shapes):
             value = rng.standard_normal(shape).astype(dtype)
             feeds[f"{g}{i}"] = np.abs(value) if g == "H" else value  # H accumulates squares
-    # onnx.reference returns float64 for a single float32 tensor (it skips the final cast).
+    # onnx.reference returns float64 for a single float32 tensor (it skips the final cast), and
+    # its float64 Adam rounds through float32 (1e-8 off): float64 Adam gets float32 tolerances.
     expected = [np.asarray(e).astype(dtype) for e in reference_run(model, feeds)]
-    assert_allclose_for_dtype(compile_and_run(model, feeds), expected, dtype)
+    tolerance_dtype = np.float32 if name == "Adam" else dtype
+    assert_allclose_for_dtype(compile_and_run(model, feeds), expected, tolerance_dtype)
 
 
 def test_momentum_rejects_an_unknown_mode():

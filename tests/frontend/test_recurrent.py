@@ -87,7 +87,8 @@ def _batch_first_oracle(kind: str, model_args: dict, feeds: dict) -> list[np.nda
         if name in feeds:
             feeds0[name] = feeds[name].transpose(1, 0, 2)
     y, *states = ort_run(model0, feeds0)
-    return [np.ascontiguousarray(y.transpose(2, 0, 1, 3))] + [np.ascontiguousarray(s.transpose(1, 0, 2)) for s in states]
+    states = [np.ascontiguousarray(s.transpose(1, 0, 2)) for s in states]
+    return [np.ascontiguousarray(y.transpose(2, 0, 1, 3)), *states]
 
 
 def _check(model: onnx.ModelProto, feeds: dict, expected: list[np.ndarray] | None = None) -> None:

@@ -121,10 +121,15 @@ LONG_CASES = [
     ((1, 4096, 1), 1, 0, None),
     ((1, 1025, 2), 1, 1, None),
     ((1, 3000, 1), 0, 0, 2100),
+    ((1, 1500, 2), 0, 0, 3000),
+    ((1, 1000, 2), 1, 1, 3000),
+    ((1, 2048, 1), 0, 1, None),
 ]
 
 
-@pytest.mark.parametrize("case", LONG_CASES, ids=["fft", "ifft", "rfft", "irfft", "truncated"])
+@pytest.mark.parametrize(
+    "case", LONG_CASES, ids=["fft", "ifft", "rfft", "irfft", "truncated", "zero-padded", "irfft-padded", "ifft-real"]
+)
 def test_long_dft_uses_stablehlo_fft(case, rng):
     shape, onesided, inverse, length = case
     model = dft_model(20, np.float32, shape, 1, onesided, inverse, length)

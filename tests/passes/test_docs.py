@@ -25,5 +25,4 @@ def test_passes_doc_lists_every_pass_with_its_lit_file():
     text = (ROOT / "docs" / "passes.md").read_text()
     for name in pass_names():
         assert f"## `{name}`" in text
-        if name != "mlir-pipeline":
-            assert (ROOT / "lit_tests" / "passes" / f"{name}.mlir").exists(), name
+        assert (ROOT / "lit_tests" / "passes" / f"{name}.mlir").exists(), name
