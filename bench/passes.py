@@ -94,7 +94,8 @@ def _executable(text: str, device):
 
 
 def _interleaved_samples(executables: list, arguments: list, reps: int) -> list[list[float]]:
-    """Seconds per run of each executable, timed in alternation (one sample each per round)."""
+    """Seconds per run of each executable, timed in alternation (one sample each per round, the
+    order reversed every round)."""
     import time
 
     from onnx_stablehlo.runtime import pjrt
@@ -103,8 +104,11 @@ def _interleaved_samples(executables: list, arguments: list, reps: int) -> list[
     for executable in executables:  # warm-up
         for _ in range(3):
             pjrt.to_host(pjrt.execute(executable, arguments))
+    order = list(range(len(executables)))
     for _ in range(reps):
-        for index, executable in enumerate(executables):
+        order.reverse()  # alternate which one goes first: no positional bias
+        for index in order:
+            executable = executables[index]
             start = time.perf_counter()
             pjrt.to_host(pjrt.execute(executable, arguments))
             samples[index].append(time.perf_counter() - start)

@@ -164,72 +164,69 @@ def _seeded(factory: Callable[[], object]) -> object:
     return factory().eval()
 
 
-class _LogitsOnly:
-    """Namespace for the small wrappers that give each model a positional, tensor-only interface."""
+def _positional(model, input_names: Sequence[str], output: str):
+    """Wraps ``model`` so that it takes ``input_names`` positionally and returns one tensor field."""
+    import torch
 
-    @staticmethod
-    def wrap(model, input_names: Sequence[str], output: str):
-        import torch
+    class Positional(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
 
-        class Wrapper(torch.nn.Module):
-            def __init__(self, inner):
-                super().__init__()
-                self.inner = inner
+        def forward(self, *args):
+            result = self.inner(**dict(zip(input_names, args, strict=True)))
+            return getattr(result, output)
 
-            def forward(self, *args):
-                result = self.inner(**dict(zip(input_names, args, strict=True)))
-                return getattr(result, output)
-
-        return Wrapper(model).eval()
+    return Positional(model).eval()
 
 
 def _bert():
     from transformers import BertConfig, BertForSequenceClassification
 
     model = _seeded(lambda: BertForSequenceClassification(BertConfig()))
-    return _LogitsOnly.wrap(model, ("input_ids", "attention_mask", "token_type_ids"), "logits")
+    return _positional(model, ("input_ids", "attention_mask", "token_type_ids"), "logits")
 
 
 def _distilbert():
     from transformers import DistilBertConfig, DistilBertForSequenceClassification
 
     model = _seeded(lambda: DistilBertForSequenceClassification(DistilBertConfig()))
-    return _LogitsOnly.wrap(model, ("input_ids", "attention_mask"), "logits")
+    return _positional(model, ("input_ids", "attention_mask"), "logits")
 
 
 def _gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     model = _seeded(lambda: GPT2LMHeadModel(GPT2Config(use_cache=False)))
-    return _LogitsOnly.wrap(model, ("input_ids", "attention_mask"), "logits")
+    return _positional(model, ("input_ids", "attention_mask"), "logits")
 
 
 def _llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
     model = _seeded(lambda: LlamaForCausalLM(LlamaConfig(use_cache=False, **SMALL_LLAMA)))
-    return _LogitsOnly.wrap(model, ("input_ids", "attention_mask"), "logits")
+    return _positional(model, ("input_ids", "attention_mask"), "logits")
 
 
 def _vit():
     from transformers import ViTConfig, ViTForImageClassification
 
     model = _seeded(lambda: ViTForImageClassification(ViTConfig(num_labels=1000)))
-    return _LogitsOnly.wrap(model, ("pixel_values",), "logits")
+    return _positional(model, ("pixel_values",), "logits")
 
 
 def _resnet50():
     from transformers import ResNetConfig, ResNetForImageClassification
 
     model = _seeded(lambda: ResNetForImageClassification(ResNetConfig(num_labels=1000)))
-    return _LogitsOnly.wrap(model, ("pixel_values",), "logits")
+    return _positional(model, ("pixel_values",), "logits")
 
 
 def _mobilenetv2():
     from transformers import MobileNetV2Config, MobileNetV2ForImageClassification
 
     model = _seeded(lambda: MobileNetV2ForImageClassification(MobileNetV2Config(num_labels=1000)))
-    return _LogitsOnly.wrap(model, ("pixel_values",), "logits")
+    return _positional(model, ("pixel_values",), "logits")
 
 
 def _whisper():
@@ -239,7 +236,7 @@ def _whisper():
 
 
 def _whisper_encoder():
-    return _LogitsOnly.wrap(_whisper().model.encoder, ("input_features",), "last_hidden_state")
+    return _positional(_whisper().model.encoder, ("input_features",), "last_hidden_state")
 
 
 def _whisper_decoder():

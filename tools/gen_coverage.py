@@ -41,6 +41,63 @@ def _first_doc_line(rule) -> str:
     return doc[0].rstrip(".") if doc else ""
 
 
+def _doc_field(rule, field: str) -> str:
+    """The text of a ``Field:`` paragraph of a rule's docstring, on one line ('' if absent)."""
+    lines = (rule.__doc__ or "").splitlines()
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith(field + ":"):
+            text = [stripped[len(field) + 1:].strip()]
+            indent = len(line) - len(line.lstrip())
+            for follow in lines[index + 1:]:
+                if not follow.strip() or (len(follow) - len(follow.lstrip())) <= indent:
+                    break
+                text.append(follow.strip())
+            return " ".join(t for t in text if t).replace("|", "/")
+    return ""
+
+
+def _suite_counts() -> dict[tuple[str, str], tuple[int, int]]:
+    """``(domain, op_type) -> (passing, total)`` backend node-suite cases using the op.
+
+    A case passes unless tests/conformance/expected_failures.txt lists it (the conformance
+    test keeps that file exact).
+    """
+    import warnings
+
+    from onnx.backend.test.case.node import collect_testcases
+
+    failing = set()
+    listed = ROOT / "tests" / "conformance" / "expected_failures.txt"
+    for line in listed.read_text().splitlines():
+        name = line.split("#", 1)[0].strip()
+        if name:
+            failing.add(name)
+    counts: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cases = collect_testcases(None)
+    for case in cases:
+        ops = set()
+        stack = [case.model.graph]
+        while stack:
+            graph = stack.pop()
+            for node in graph.node:
+                ops.add(("" if node.domain in ("", "ai.onnx") else node.domain, node.op_type))
+                for attribute in node.attribute:
+                    stack.extend([attribute.g] if attribute.HasField("g") else list(attribute.graphs))
+        for op in ops:
+            counts[op][1] += 1
+            if case.name not in failing:
+                counts[op][0] += 1
+    return {op: (p, t) for op, (p, t) in counts.items()}
+
+
+def _has_function_body(name: str, opset: int) -> bool:
+    schema = onnx.defs.get_schema(name, opset)
+    return bool(schema.has_function or schema.has_context_dependent_function)
+
+
 def render() -> str:
     from onnx_stablehlo.frontend.lowering import default_registry
 
@@ -62,9 +119,22 @@ def render() -> str:
         "",
         f"Lowered: {len(by_op)} ops.",
         "",
-        "| op | domain | lowered revisions | missing revisions (opset 7+) | module | lowering |",
-        "|---|---|---|---|---|---|",
+        "Data-dependent output sizes (NonZero, Unique, Compress, NonMaxSuppression): the module is",
+        "static, so these are computed at compile time when their inputs are known there",
+        "(constants, shape computations, or small integer inputs specialized on their values by",
+        "`CompiledModel.run`); otherwise lowering raises `NonConstantInputError` naming the node.",
+        "Random ops (RandomNormal, Bernoulli, Dropout in training mode) draw from StableHLO's",
+        "`rng_bit_generator` seeded by the `seed` attribute: right shapes and distributions, not",
+        "numpy's stream.",
+        "",
+        "Columns: *suite* counts the ONNX backend node-suite cases whose graph uses the op",
+        "(passing/total; a case also counts when it fails for another op); *dtypes* and *limits*",
+        "come from the rule's docstring (`Dtypes:`, `Deviations:`).",
+        "",
+        "| op | domain | lowered revisions | missing revisions (opset 7+) | suite | module | lowering | dtypes | limits |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
+    suite = _suite_counts()
     for (domain, op_type), rules in sorted(by_op.items(), key=lambda kv: (kv[0][0], kv[0][1].lower())):
         sinces = sorted(s for s, _ in rules)
         revisions = history.get(op_type, []) if domain == "" else []
@@ -73,9 +143,12 @@ def render() -> str:
         missing = sorted(needed - set(sinces))
         rule = rules[-1][1]
         module = rule.__module__.rsplit(".", 1)[-1]
+        passing, total = suite.get((domain, op_type), (0, 0))
         lines.append(
             f"| {op_type} | {domain or 'ai.onnx'} | {', '.join(map(str, sinces))} | "
-            f"{', '.join(map(str, missing)) or '-'} | {module} | {_first_doc_line(rule)} |"
+            f"{', '.join(map(str, missing)) or '-'} | {passing}/{total} | {module} | "
+            f"{_first_doc_line(rule)} | {_doc_field(rule, 'Dtypes') or '-'} | "
+            f"{_doc_field(rule, 'Deviations') or '-'} |"
         )
     lowered_names = {op for (domain, op) in by_op if domain == ""}
     not_lowered = sorted(
@@ -89,12 +162,21 @@ def render() -> str:
         "",
         f"{len(not_lowered)} ops of the default domain at opset {latest}.",
         "",
-        "| op | latest revision | reason |",
-        "|---|---|---|",
+        "Ops with an ONNX function body are still compiled: a node without a rule is replaced by",
+        "its op's function body (`frontend/expand.py`) and those nodes are lowered.",
+        "",
+        "| op | latest revision | suite | how it is handled |",
+        "|---|---|---|---|",
     ]
     for name in not_lowered:
-        reason = NOT_LOWERED.get(name, "not lowered yet")
-        lines.append(f"| {name} | {history[name][-1]} | {reason} |")
+        if name in NOT_LOWERED:
+            reason = NOT_LOWERED[name]
+        elif _has_function_body(name, latest):
+            reason = "expanded from its ONNX function body"
+        else:
+            reason = "not lowered yet"
+        passing, total = suite.get(("", name), (0, 0))
+        lines.append(f"| {name} | {history[name][-1]} | {passing}/{total} | {reason} |")
     return "\n".join(lines) + "\n"
 
 

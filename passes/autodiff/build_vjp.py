@@ -25,7 +25,12 @@ __all__ = ["BuildVjpPass"]
 
 @dataclasses.dataclass(frozen=True)
 class BuildVjpPass(ModulePass):
-    """Adds @<func>_vjp (or @<func>_value_and_grad) built by reverse-mode differentiation."""
+    """Adds @<func>_vjp (or @<func>_value_and_grad) built by reverse-mode differentiation.
+
+    ``@f(args...) -> results`` gains ``@f_vjp(args..., cotangents of the float results...) ->
+    cotangents of wrt``, or with ``mode=value-and-grad`` ``@f_value_and_grad(args...) ->
+    (results..., gradients of wrt)``.
+    """
 
     name: ClassVar[str] = "build-vjp"
 

@@ -149,7 +149,7 @@ def vjp_multiply(ctx: VjpContext, ct: ir.Value) -> list:
 @vjp_rule("stablehlo.divide")
 def vjp_divide(ctx: VjpContext, ct: ir.Value) -> list:
     # z = x / y: dz/dx = 1/y, dz/dy = -z/y
-    (x, y), z = ctx.operands, ctx.results[0]
+    (_, y), z = ctx.operands, ctx.results[0]
     return [
         emit.div(ct, y) if ctx.need(0) else None,
         emit.neg(emit.div(emit.mul(ct, z), y)) if ctx.need(1) else None,

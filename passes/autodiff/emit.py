@@ -283,7 +283,9 @@ def i64_attr(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
     return ir.DenseI64ArrayAttr.get([int(v) for v in values])
 
 
-def clone_ops(ops: Sequence[ir.Operation], ip: ir.InsertionPoint, mapping: dict[ir.Value, ir.Value]) -> list[ir.Operation]:
+def clone_ops(
+    ops: Sequence[ir.Operation], ip: ir.InsertionPoint, mapping: dict[ir.Value, ir.Value]
+) -> list[ir.Operation]:
     """Clones ``ops`` (with their regions) at ``ip``, replacing uses of ``mapping``'s keys.
 
     ``mapping`` gains each old result -> its clone's result, so later ops (and ops nested in

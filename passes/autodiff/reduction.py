@@ -27,7 +27,12 @@ from onnx_stablehlo.passes.autodiff import emit
 from onnx_stablehlo.passes.autodiff.context import VjpContext
 from onnx_stablehlo.passes.autodiff.registry import vjp_rule
 
-_BODY_KINDS = {"stablehlo.add": "add", "stablehlo.maximum": "max", "stablehlo.minimum": "min", "stablehlo.multiply": "mul"}
+_BODY_KINDS = {
+    "stablehlo.add": "add",
+    "stablehlo.maximum": "max",
+    "stablehlo.minimum": "min",
+    "stablehlo.multiply": "mul",
+}
 
 
 def body_kind(op: ir.Operation) -> str | None:
@@ -149,7 +154,8 @@ def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     scalar = emit.tensor_type((), element)
     select_block = op.select.blocks.append(scalar, scalar)
     with ir.InsertionPoint(select_block):
-        stablehlo.ReturnOp([emit.compare(select_block.arguments[0], select_block.arguments[1], "GE" if kind == "max" else "LE")])
+        direction = "GE" if kind == "max" else "LE"
+        stablehlo.ReturnOp([emit.compare(select_block.arguments[0], select_block.arguments[1], direction)])
     scatter_block = op.scatter.blocks.append(scalar, scalar)
     with ir.InsertionPoint(scatter_block):
         stablehlo.ReturnOp([emit.add(scatter_block.arguments[0], scatter_block.arguments[1])])

@@ -10,6 +10,8 @@ All but ``sort`` are linear in their float operand and get transpose rules (JAX'
 * ``pad`` -> ``pad`` by the negated edges and ``slice`` with stride interior+1; the padding
   value gets ``sum(ct) - sum(ct of operand)``.
 * ``concatenate`` -> one ``slice`` per operand.
+* ``real_dynamic_slice``, ``dynamic_pad``, ``dynamic_gather`` with constant start/limit/
+  stride, padding or slice-size operands: as ``slice``, ``pad`` and ``gather``.
 * ``dynamic_slice`` -> ``dynamic_update_slice`` into zeros; ``dynamic_update_slice`` -> the
   operand gets ``ct`` with the window zeroed, the update gets the window.
 * ``gather`` -> ``scatter`` (add) into zeros with the matching dimension numbers. Gather clamps
@@ -35,6 +37,7 @@ from onnx_stablehlo.passes.autodiff import emit
 from onnx_stablehlo.passes.autodiff.context import VjpContext
 from onnx_stablehlo.passes.autodiff.reduction import body_kind
 from onnx_stablehlo.passes.autodiff.registry import vjp_rule
+from onnx_stablehlo.passes.ir_utils import constant_array
 
 
 def _unbroadcast(ct: ir.Value, operand_shape: tuple[int, ...], dims: list[int]) -> ir.Value:
@@ -85,20 +88,49 @@ def vjp_reverse(ctx: VjpContext, ct: ir.Value) -> list:
     return [stablehlo.ReverseOp(ct, emit.i64_attr(ctx.i64s("dimensions"))).result]
 
 
-@vjp_rule("stablehlo.slice")
-def vjp_slice(ctx: VjpContext, ct: ir.Value) -> list:
-    operand_shape = emit.shape(ctx.operands[0])
-    start, strides = ctx.i64s("start_indices"), ctx.i64s("strides")
+def _constant_ints(ctx: VjpContext, index: int, what: str) -> list[int]:
+    """Operand ``index`` of ``ctx.op`` as ints; it must be a ``stablehlo.constant``."""
+    array = constant_array(ctx.operands[index])
+    if array is None:
+        raise ctx.missing(f"its {what} operand is not a constant")
+    return [int(v) for v in array.reshape(-1)]
+
+
+def _transpose_slice(ct: ir.Value, operand_shape, start: list[int], strides: list[int]) -> ir.Value:
     out_shape = emit.shape(ct)
     real_limits = [s + (0 if n == 0 else 1 + (n - 1) * st) for s, n, st in zip(start, out_shape, strides)]
     high = [d - limit for d, limit in zip(operand_shape, real_limits)]
-    return [emit.pad(ct, emit.scalar_like(ct, 0), start, high, [s - 1 for s in strides])]
+    return emit.pad(ct, emit.scalar_like(ct, 0), start, high, [s - 1 for s in strides])
+
+
+@vjp_rule("stablehlo.slice")
+def vjp_slice(ctx: VjpContext, ct: ir.Value) -> list:
+    start, strides = ctx.i64s("start_indices"), ctx.i64s("strides")
+    return [_transpose_slice(ct, emit.shape(ctx.operands[0]), start, strides)]
+
+
+@vjp_rule("stablehlo.real_dynamic_slice")
+def vjp_real_dynamic_slice(ctx: VjpContext, ct: ir.Value) -> list:
+    start = _constant_ints(ctx, 1, "start_indices")
+    strides = _constant_ints(ctx, 3, "strides")
+    return [_transpose_slice(ct, emit.shape(ctx.operands[0]), start, strides), None, None, None]
 
 
 @vjp_rule("stablehlo.pad")
 def vjp_pad(ctx: VjpContext, ct: ir.Value) -> list:
     low, high = ctx.i64s("edge_padding_low"), ctx.i64s("edge_padding_high")
-    interior = ctx.i64s("interior_padding")
+    return _transpose_pad(ctx, ct, low, high, ctx.i64s("interior_padding"))
+
+
+@vjp_rule("stablehlo.dynamic_pad")
+def vjp_dynamic_pad(ctx: VjpContext, ct: ir.Value) -> list:
+    low = _constant_ints(ctx, 2, "edge_padding_low")
+    high = _constant_ints(ctx, 3, "edge_padding_high")
+    interior = _constant_ints(ctx, 4, "interior_padding")
+    return [*_transpose_pad(ctx, ct, low, high, interior), None, None, None]
+
+
+def _transpose_pad(ctx: VjpContext, ct: ir.Value, low: list[int], high: list[int], interior: list[int]) -> list:
     unpadded = emit.pad(ct, emit.scalar_like(ct, 0), [-v for v in low], [-v for v in high], [0] * len(low))
     ct_x = emit.slice_(unpadded, [0] * len(low), emit.shape(unpadded), [i + 1 for i in interior])
     ct_value = None
@@ -187,9 +219,17 @@ def _scatter(operand: ir.Value, indices: ir.Value, updates: ir.Value, numbers: i
 
 @vjp_rule("stablehlo.gather")
 def vjp_gather(ctx: VjpContext, ct: ir.Value) -> list:
-    x, indices = ctx.operands
+    return [_transpose_gather(ctx, ct, ctx.i64s("slice_sizes")), None]
+
+
+@vjp_rule("stablehlo.dynamic_gather")
+def vjp_dynamic_gather(ctx: VjpContext, ct: ir.Value) -> list:
+    return [_transpose_gather(ctx, ct, _constant_ints(ctx, 2, "slice_sizes")), None, None]
+
+
+def _transpose_gather(ctx: VjpContext, ct: ir.Value, slice_sizes: list[int]) -> ir.Value:
+    x, indices = ctx.operands[:2]
     numbers = stablehlo.GatherDimensionNumbers(ctx.attr("dimension_numbers"))
-    slice_sizes = ctx.i64s("slice_sizes")
     operand_shape = emit.shape(x)
     clamped = _clamped_gather_indices(
         indices, operand_shape, slice_sizes, list(numbers.start_index_map), numbers.index_vector_dim
@@ -202,7 +242,7 @@ def vjp_gather(ctx: VjpContext, ct: ir.Value) -> list:
         scattered_dims_to_operand_dims=list(numbers.start_index_map),
         index_vector_dim=numbers.index_vector_dim,
     )
-    return [_scatter(emit.zeros_like(x), clamped, ct, scatter_numbers, "add"), None]
+    return _scatter(emit.zeros_like(x), clamped, ct, scatter_numbers, "add")
 
 
 @vjp_rule("stablehlo.scatter")
@@ -222,7 +262,10 @@ def vjp_scatter(ctx: VjpContext, *cts: ir.Value | None) -> list:
     numbers = stablehlo.ScatterDimensionNumbers(ctx.attr("scatter_dimension_numbers"))
     ct_x = ct_updates = None
     if ctx.need(0):
-        ct_x = ct if kind == "add" else _scatter(ct, indices, emit.zeros_like(updates), ctx.attr("scatter_dimension_numbers"), "replace")
+        if kind == "add":
+            ct_x = ct
+        else:  # the scattered places were overwritten: zero them
+            ct_x = _scatter(ct, indices, emit.zeros_like(updates), ctx.attr("scatter_dimension_numbers"), "replace")
     if ctx.need(2):
         inserted = set(numbers.inserted_window_dims) | set(numbers.input_batching_dims)
         window_dims = list(numbers.update_window_dims)

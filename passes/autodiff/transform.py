@@ -319,8 +319,10 @@ def backprop_ops(
                 f"internal: the VJP rule of {op.name} returned {len(operand_cts)} cotangents "
                 f"for {expected} inputs at {location}"
             )
+        inputs = [*operands, *captured_needed]
+        input_needs = [*needs, *(True,) * len(captured_needed)]
         with op.location:
-            for value, need, ct in zip([*operands, *captured_needed], [*needs, *(True,) * len(captured_needed)], operand_cts):
+            for value, need, ct in zip(inputs, input_needs, operand_cts):
                 if need and ct is not None:
                     accumulate(value, ct)
     return [cts.get(v) for v in wanted]
@@ -336,7 +338,9 @@ def _find_func(module: ir.Module, name: str) -> ir.Operation:
                 raise AutodiffError(f"@{name} must have exactly one block")
             return op.operation
     names = [
-        ir.StringAttr(op.attributes["sym_name"]).value for op in module.body.operations if op.operation.name == "func.func"
+        ir.StringAttr(op.attributes["sym_name"]).value
+        for op in module.body.operations
+        if op.operation.name == "func.func"
     ]
     raise AutodiffError(f"module has no function @{name}; functions: {', '.join('@' + n for n in names) or 'none'}")
 

@@ -683,6 +683,40 @@ SHAPE_CASES = [
         [normal(3, 4), normal()],
     ),
     shape_case(
+        "real-dynamic-slice-constant-operands",
+        ["stablehlo.real_dynamic_slice"],
+        f"%x: {_ty((7, 6))}",
+        f"""  %start = stablehlo.constant dense<[1, 0]> : tensor<2xi64>
+  %limit = stablehlo.constant dense<[7, 5]> : tensor<2xi64>
+  %strides = stablehlo.constant dense<[2, 3]> : tensor<2xi64>
+  %y = stablehlo.real_dynamic_slice %x, %start, %limit, %strides : ({_ty((7, 6))}, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> {_ty((3, 2))}
+  return %y : {_ty((3, 2))}""",
+        _ty((3, 2)),
+        [normal(7, 6)],
+    ),
+    shape_case(
+        "dynamic-pad-constant-operands",
+        ["stablehlo.dynamic_pad"],
+        f"%x: {_ty((3, 4))}, %v: tensor<f64>",
+        f"""  %lo = stablehlo.constant dense<[1, -1]> : tensor<2xi64>
+  %hi = stablehlo.constant dense<[2, 1]> : tensor<2xi64>
+  %in = stablehlo.constant dense<[1, 0]> : tensor<2xi64>
+  %y = stablehlo.dynamic_pad %x, %v, %lo, %hi, %in : ({_ty((3, 4))}, tensor<f64>, tensor<2xi64>, tensor<2xi64>, tensor<2xi64>) -> {_ty((8, 4))}
+  return %y : {_ty((8, 4))}""",
+        _ty((8, 4)),
+        [normal(3, 4), normal()],
+    ),
+    shape_case(
+        "dynamic-gather-constant-slice-sizes",
+        ["stablehlo.dynamic_gather"],
+        f"%w: {_ty((6, 4))}, %ids: tensor<2x3xi64>",
+        f"""  %sizes = stablehlo.constant dense<[1, 4]> : tensor<2xi64>
+  %y = "stablehlo.dynamic_gather"(%w, %ids, %sizes) <{{dimension_numbers = #stablehlo.gather<offset_dims = [2], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 2>}}> : ({_ty((6, 4))}, tensor<2x3xi64>, tensor<2xi64>) -> {_ty((2, 3, 4))}
+  return %y : {_ty((2, 3, 4))}""",
+        _ty((2, 3, 4)),
+        [normal(6, 4), fixed(np.array([[1, 4, 1], [0, 9, 5]], dtype=np.int64))],
+    ),
+    shape_case(
         "concatenate",
         ["stablehlo.concatenate"],
         f"%a: {_ty((2, 3))}, %b: {_ty((2, 1))}, %c: {_ty((2, 2))}",

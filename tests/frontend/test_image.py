@@ -11,9 +11,9 @@ the rules run instead of being folded at compile time.
 from __future__ import annotations
 
 import numpy as np
-import onnx_stablehlo
 import pytest
 
+import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedAttributeError
 from tests.util import (
     assert_allclose_for_dtype,
@@ -46,11 +46,14 @@ def _typed(name: str, dtype, shape) -> str:
     return f"{onnx_type_name(dtype)}{dims} {name}"
 
 
-def _model(op: str, opset: int, inputs: list, output: tuple, attributes: dict, initializers: str = "") -> str:
-    """A one-node model: ``inputs`` are ``(name, dtype, shape)`` graph inputs (``""`` skips a slot)."""
-    ins = ", ".join(_typed(*spec) for spec in inputs if spec[0])
+def _model(op: str, opset: int, inputs: list, output: tuple, attributes: dict, constants: dict | None = None) -> str:
+    """A one-node model of ``(name, dtype, shape)`` inputs; those named in ``constants``
+    (name -> int64 values) are initializers, the others graph inputs."""
+    constants = constants or {}
+    ins = ", ".join(_typed(*spec) for spec in inputs if spec[0] not in constants)
     args = ", ".join(spec[0] for spec in inputs)
-    init = f"<{initializers}>" if initializers else ""
+    inits = ", ".join(f"int64[{len(v)}] {name} = {{{_ints(v)}}}" for name, v in constants.items())
+    init = f"<{inits}>" if inits else ""
     return f"""<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ins}) => ({_typed(*output)}) {init} {{
   [node] {output[0]} = {op} {_attrs(attributes)} ({args})
@@ -152,16 +155,14 @@ def test_grid_sample_rejects_unknown_mode_and_old_volumes():
 def test_affine_grid_matches_onnxruntime(size, align_corners, dtype, rng):
     rank = len(size) - 2
     theta_shape = (size[0], rank, rank + 1)
-    text = _model("AffineGrid", 20, [("theta", dtype, theta_shape), ("size", np.int64, (len(size),))],
-                  ("grid", dtype, (size[0], *size[2:], rank)), {"align_corners": align_corners},
-                  initializers=f"int64[{len(size)}] size = {{{_ints(size)}}}")
-    text = text.replace(f", int64[{len(size)}] size", "")
-    model = parse(text)
+    model = parse(_model("AffineGrid", 20, [("theta", dtype, theta_shape), ("size", np.int64, (len(size),))],
+                         ("grid", dtype, (size[0], *size[2:], rank)), {"align_corners": align_corners},
+                         constants={"size": size}))
     feeds = {"theta": rng.standard_normal(theta_shape).astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
-def test_affine_grid_unit_size_with_align_corners_is_the_center(rng):
+def test_affine_grid_unit_size_with_align_corners_is_the_center():
     """PyTorch's choice (0); onnxruntime answers 1 and onnx.reference -1 for this corner case."""
     text = """<ir_version: 9, opset_import: ["" : 20]>
 g (float[1, 2, 3] theta) => (float[1, 1, 3, 2] grid) <int64[4] size = {1, 1, 1, 3}> {
@@ -204,12 +205,9 @@ COL2IM_CASES = {
 def test_col2im_matches_onnxruntime(case, dtype, rng):
     shape, image, block, attributes = COL2IM_CASES[case]
     channels = shape[1] // int(np.prod(block))
-    init = f"int64[{len(image)}] image = {{{_ints(image)}}}, int64[{len(block)}] block = {{{_ints(block)}}}"
-    text = f"""<ir_version: 9, opset_import: ["" : 18]>
-g ({_typed("x", dtype, shape)}) => ({_typed("y", dtype, (shape[0], channels, *image))}) <{init}> {{
-  [node] y = Col2Im {_attrs(attributes)} (x, image, block)
-}}"""
-    model = parse(text)
+    inputs = [("x", dtype, shape), ("image", np.int64, (len(image),)), ("block", np.int64, (len(block),))]
+    model = parse(_model("Col2Im", 18, inputs, ("y", dtype, (shape[0], channels, *image)), attributes,
+                         constants={"image": image, "block": block}))
     values = rng.integers(-9, 9, shape) if dtype == np.int32 else rng.standard_normal(shape)
     feeds = {"x": values.astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
@@ -503,12 +501,8 @@ def test_center_crop_pad_matches_onnxruntime(x_shape, shape, axes, rng):
     for axis, size in zip(axes if axes is not None else range(len(x_shape)), shape):
         out[axis] = size
     attributes = {"axes": axes} if axes is not None else {}
-    init = f"int64[{len(shape)}] shape = {{{_ints(shape)}}}"
-    text = f"""<ir_version: 9, opset_import: ["" : 18]>
-g ({_typed("x", np.float32, x_shape)}) => ({_typed("y", np.float32, out)}) <{init}> {{
-  [crop] y = CenterCropPad {_attrs(attributes)} (x, shape)
-}}"""
-    model = parse(text)
+    inputs = [("x", np.float32, x_shape), ("shape", np.int64, (len(shape),))]
+    model = parse(_model("CenterCropPad", 18, inputs, ("y", np.float32, out), attributes, constants={"shape": shape}))
     feeds = {"x": rng.standard_normal(x_shape).astype(np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
