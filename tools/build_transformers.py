@@ -28,7 +28,9 @@ vit                ``ViTForImageClassification(ViTConfig())``          pixel_val
 resnet50           ``ResNetForImageClassification(ResNetConfig())``    pixel_values -> logits
                    (ResNet-50, 1000 labels)
 mobilenetv2        ``MobileNetV2ForImageClassification``               pixel_values -> logits
-                   (``MobileNetV2Config()``: 1.0 / 224, 1000 labels)
+                   (``MobileNetV2Config()``: 1.0 / 224, 1000 labels;
+                   BatchNorm statistics calibrated, see
+                   :func:`_calibrate_batch_norm`)
 whisper-encoder    ``WhisperModel(WhisperConfig()).encoder``           input_features ->
                    (``WhisperConfig()`` defaults are whisper-tiny)     last_hidden_state
 whisper-decoder    Whisper-tiny decoder + ``proj_out``                 decoder_input_ids,
@@ -222,10 +224,34 @@ def _resnet50():
     return _positional(model, ("pixel_values",), "logits")
 
 
+def _calibrate_batch_norm(model, batches: int = 4) -> None:
+    """Sets every BatchNorm's running statistics from forward passes on random images.
+
+    Fresh BatchNorm layers have mean 0 and variance 1; with MobileNetV2's N(0, 0.02) conv
+    initialization the activations then shrink layer after layer and the logits come out near
+    1e-21, which would make any comparison vacuous. Statistics gathered in training mode (a
+    cumulative average over ``batches`` seeded batches) normalize each layer as a trained
+    network's would, giving logits of order 1.
+    """
+    import torch
+
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
+    for norm in norms:
+        norm.reset_running_stats()
+        norm.momentum = None  # cumulative moving average
+    generator = torch.Generator().manual_seed(SEED + 1)
+    model.train()
+    with torch.no_grad():
+        for _ in range(batches):
+            model(pixel_values=torch.randn(8, 3, 224, 224, generator=generator))
+    model.eval()
+
+
 def _mobilenetv2():
     from transformers import MobileNetV2Config, MobileNetV2ForImageClassification
 
     model = _seeded(lambda: MobileNetV2ForImageClassification(MobileNetV2Config(num_labels=1000)))
+    _calibrate_batch_norm(model)
     return _positional(model, ("pixel_values",), "logits")
 
 

@@ -99,7 +99,7 @@ def build_vjp(
         wanted = [block.arguments[i] for i in indices]
         with ir.InsertionPoint(terminator):
             cts = backprop_ops(_body_ops(block), outputs, seeds, wanted, registry or default_registry())
-            grads = _materialize(cts, wanted, new_func.location)
+            grads = _materialize(cts, wanted)
         _replace_return(terminator, grads)
         _finish(new_func, block)
         return new_name
@@ -155,7 +155,7 @@ def build_value_and_grad(
             seeds: list[ir.Value | None] = [None] * len(outputs)
             seeds[loss_output] = emit.ones_like(outputs[loss_output])
             cts = backprop_ops(_body_ops(block), outputs, seeds, wanted, registry or default_registry())
-            grads = _materialize(cts, wanted, new_func.location)
+            grads = _materialize(cts, wanted)
         _replace_return(terminator, outputs + grads)
         _finish(new_func, block)
         return new_name
@@ -403,7 +403,7 @@ def _check_static(op: ir.Operation, location: str) -> None:
             raise AutodiffError(f"{op.name} at {location} has the unranked type {ty}")
 
 
-def _materialize(cts: list[ir.Value | None], wanted: list[ir.Value], location: ir.Location) -> list[ir.Value]:
+def _materialize(cts: list[ir.Value | None], wanted: list[ir.Value]) -> list[ir.Value]:
     grads = []
     for value, ct in zip(wanted, cts):
         if ct is None:
