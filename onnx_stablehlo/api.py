@@ -66,6 +66,7 @@ def compile(  # noqa: A001 - the field's verb
     registry: LoweringRegistry | None = None,
     cache_size: int = 16,
     check: bool = True,
+    pipeline: str = "default",
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -81,6 +82,9 @@ def compile(  # noqa: A001 - the field's verb
         cache_size: how many shape specializations stay compiled.
         check: run the onnx checker on the model first (it rejects some deprecated ops,
             such as GroupNormalization at opsets 18-20, that still lower fine).
+        pipeline: StableHLO passes run before PJRT compiles: ``"default"`` (exact rewrites,
+            see docs/passes.md), ``"none"``, or a pipeline string such as
+            ``"canonicalize-stablehlo,cse"``.
 
     Returns:
         A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
@@ -101,4 +105,5 @@ def compile(  # noqa: A001 - the field's verb
         weights=weights,
         registry=registry,
         cache_size=cache_size,
+        pipeline=pipeline,
     )

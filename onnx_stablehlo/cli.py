@@ -2,7 +2,11 @@
 
 Commands:
     compile [MODEL] [-o OUT.mlir] [--input-shape NAME=D0,D1,...] [--weights args|inline]
+            [-p PIPELINE|none] [--print-ir-after-all] [--print-ir-after NAME] [--pass-timing]
     run     [MODEL] [--input NAME=FILE.npy ...] [--input-shape ...] [-o OUT.npz] [--device D]
+    finetune MODEL --train FILE.npz [--eval FILE.npz] --loss NAME [--trainable PATTERN ...]
+            [--optimizer adamw --lr ...] [--steps N | --epochs N] [--batch-size N] -o OUT.onnx
+            (see onnx_stablehlo/_finetune.py)
 
 Without MODEL both use the small example model bundled in the package. Errors caused by the
 input print ``error: <message>`` to stderr and exit 1 (``--traceback`` shows the Python
@@ -55,8 +59,20 @@ def _model_arg(args: argparse.Namespace) -> str:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from onnx_stablehlo.api import lower
+    from onnx_stablehlo.passes import DEFAULT_PIPELINE, Pipeline, run_pipeline
 
+    pipeline = Pipeline.parse(args.pipeline or DEFAULT_PIPELINE)  # a bad -p fails before lowering
     lowered = lower(_model_arg(args), _shapes(args), weights=args.weights)
+    with lowered.context:
+        run_pipeline(
+            lowered.module,
+            pipeline,
+            verify=not args.no_verify,
+            print_ir_after_all=args.print_ir_after_all,
+            print_ir_after=args.print_ir_after,
+            pass_timing=args.pass_timing,
+            out=sys.stderr,
+        )
     text = lowered.text_with_locations() if args.debug_info else lowered.text
     if args.output and args.output != "-":
         _io.atomic_write_text(Path(args.output), text)
@@ -173,6 +189,16 @@ def _parser() -> argparse.ArgumentParser:
     compile_cmd.add_argument("-o", "--output", help="output .mlir file (default: stdout)")
     compile_cmd.add_argument("--debug-info", action="store_true",
                              help="print loc(...) annotations (ONNX node names)")
+    compile_cmd.add_argument(
+        "-p", "--pipeline", metavar="PIPELINE",
+        help="pass pipeline run on the module (default: the default pipeline, see docs/passes.md; "
+        "'none' runs nothing)",
+    )
+    compile_cmd.add_argument("--print-ir-after-all", action="store_true", help="print the module after every pass")
+    compile_cmd.add_argument("--print-ir-after", action="append", default=[], metavar="NAME",
+                             help="print the module after pass NAME; repeatable")
+    compile_cmd.add_argument("--pass-timing", action="store_true", help="print per-pass times")
+    compile_cmd.add_argument("--no-verify", action="store_true", help="skip verification after passes")
     compile_cmd.set_defaults(handler=_cmd_compile)
 
     run_cmd = commands.add_parser("run", help="compile and run a model, print its outputs")
@@ -183,6 +209,10 @@ def _parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--device", default="cpu", help="cpu, cuda, rocm, tpu or gpu (default cpu)")
     run_cmd.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     run_cmd.set_defaults(handler=_cmd_run)
+
+    from onnx_stablehlo._finetune import add_finetune_command
+
+    add_finetune_command(commands)
     return parser
 
 

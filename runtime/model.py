@@ -63,6 +63,8 @@ class CompiledModel:
         output_names: graph outputs, in the order ``run`` returns them.
         device: the :class:`~onnx_stablehlo.runtime.pjrt.Device` it runs on.
         weights: ``"args"`` or ``"inline"``.
+        pipeline: the pass pipeline run on each module before PJRT compiles it
+            (``"default"``: ``onnx_stablehlo.passes.DEFAULT_PIPELINE``; ``"none"``).
         cache_size: how many shape specializations stay compiled (least recently used go).
     """
 
@@ -75,8 +77,14 @@ class CompiledModel:
         weights: str = "args",
         registry: LoweringRegistry | None = None,
         cache_size: int = 16,
+        pipeline: str = "default",
     ) -> None:
         self.model = model
+        self.pipeline = pipeline
+        if pipeline not in ("default", "none"):
+            from onnx_stablehlo.passes import Pipeline
+
+            Pipeline.parse(pipeline)  # a bad pipeline string fails here, not at the first run
         self.device = device
         self.weights = weights
         self.cache_size = cache_size
@@ -158,12 +166,25 @@ class CompiledModel:
                 raise
             self._value_specialized |= candidates
             return self._specialization(shapes, feeds)
+        pass_seconds = 0.0
+        if self.pipeline != "none":
+            from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
+
+            pipeline = DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline
+            start = time.perf_counter()
+            with lowered.context:
+                run_pipeline(lowered.module, pipeline)
+            pass_seconds = time.perf_counter() - start
         start = time.perf_counter()
         executable = pjrt.compile_module(lowered.text, self.device)
         compile_seconds = time.perf_counter() - start
         spec = Specialization(lowered, executable, compile_seconds)
         self.compile_count += 1
-        self.timings = {"lower_seconds": lowered.seconds, "compile_seconds": compile_seconds}
+        self.timings = {
+            "lower_seconds": lowered.seconds,
+            "pass_seconds": pass_seconds,
+            "compile_seconds": compile_seconds,
+        }
         self._cache[key] = spec
         while len(self._cache) > self.cache_size:
             self._cache.popitem(last=False)

@@ -187,9 +187,13 @@ def to_device(array: np.ndarray, device: Device) -> Any:
     """Copies a host array to ``device``; the result stays there until dropped."""
     import jax
 
-    # jax narrows 64-bit arrays unless x64 is on; scope it to this transfer only.
+    # On CPU, device_put may alias the host memory instead of copying it. The arrays handed in
+    # here can be views of memory owned elsewhere (an onnx-ir tensor's raw bytes, a memory-mapped
+    # external-data file), so give the device its own copy. jax also narrows 64-bit arrays
+    # unless x64 is on; scope that to this transfer only.
+    owned = np.array(array, copy=True, order="C")
     with jax.enable_x64(True):
-        return jax.device_put(array, device._handle)
+        return jax.device_put(owned, device._handle)
 
 
 def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:

@@ -20,9 +20,31 @@ import pytest
 import zoo  # tools/ is put on sys.path by conftest.py
 
 
+# Known mismatches, each with its cause (see the issue notes); none is a missing lowering.
+KNOWN_ISSUES = {
+    "minilm-int8-per-tensor": pytest.mark.xfail(
+        strict=True,
+        reason="ulp-level float differences (XLA vs onnxruntime GELU) flip one DynamicQuantizeLinear "
+        "rounding at x/scale = -0.5 in layer 0; the flip grows to row cosine 0.984 against "
+        "onnxruntime's own int8 result (our rounding of our own values is exact)",
+    ),
+    **{
+        name: pytest.mark.xfail(
+            strict=False,
+            reason="constant 0.02 weights give logits of ~7e9; XLA CPU contracts the average "
+            "pool's x*(1/169) with the softmax's -max into an FMA, so x - max(x) is -115 instead "
+            "of 0 and every exp underflows (NaN); whether it happens depends on XLA's fusion",
+        )
+        for name in ("light-squeezenet", "light-resnet50")
+    },
+}
+
+
 def _zoo_params():
     for model in zoo.MODELS.values():
         marks = [pytest.mark.models, *([pytest.mark.slow] if model.slow else [])]
+        if model.name in KNOWN_ISSUES:
+            marks.append(KNOWN_ISSUES[model.name])
         yield pytest.param(model, id=model.name, marks=marks)
 
 

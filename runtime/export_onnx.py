@@ -1,0 +1,217 @@
+"""Writing trained weights back into an ONNX file.
+
+>>> save_onnx(trainer, "fine-tuned.onnx")                                    # doctest: +SKIP
+>>> save_onnx({"head.weight": w}, "out.onnx", original="model.onnx")         # doctest: +SKIP
+
+The new file is the original model with the named initializers replaced; every replacement
+must have the original's name, dtype and shape. Files are written atomically (a temporary file
+in the target folder, then a rename), and the original file is never written to unless
+``overwrite=True`` says so.
+
+External data: models whose tensors total 2 GB or more (protobuf's limit for one message) are
+written with their tensors in a side file (``external_data=None`` decides by size; ``True`` or
+``False`` force it). The side file is named ``<file>.<random>.data`` and written before the
+``.onnx`` is renamed into place, so the ``.onnx`` on disk always points at a complete data file;
+the data file of the replaced ``.onnx`` (if it was one of ours) is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx.external_data_helper
+import onnx.numpy_helper
+import onnx_ir
+
+from onnx_stablehlo import _io
+from onnx_stablehlo._compose import to_proto
+from onnx_stablehlo.errors import OnnxStableHLOError
+
+__all__ = [
+    "ExportError",
+    "InitializerMismatchError",
+    "UnknownInitializerError",
+    "save_onnx",
+    "with_initializers",
+    "EXTERNAL_DATA_THRESHOLD",
+]
+
+EXTERNAL_DATA_THRESHOLD = 2**31 - 2**26
+"""Tensor bytes from which ``external_data=None`` writes a side file (2 GiB less 64 MiB of
+headroom for the graph itself)."""
+
+_FILE_MODE = 0o644
+"""Mode of written files (the atomic writer's temporary files are created 0600)."""
+
+_SMALL_TENSOR = 1024
+"""Tensors under this many bytes stay in the ``.onnx`` when external data is written."""
+
+
+class ExportError(OnnxStableHLOError):
+    """The trained model cannot be written (bad target, would overwrite the original)."""
+
+
+class UnknownInitializerError(ExportError):
+    """A trained weight's name is not an initializer of the model written back."""
+
+    def __init__(self, message: str, name: str) -> None:
+        super().__init__(message)
+        self.name = name
+
+
+class InitializerMismatchError(ExportError):
+    """A trained weight has another dtype or shape than the initializer it replaces.
+
+    Attributes:
+        name: the initializer.
+        expected: ``(dtype, shape)`` in the model.
+        got: ``(dtype, shape)`` of the trained value.
+    """
+
+    def __init__(self, name: str, expected: tuple[np.dtype, tuple[int, ...]], got: tuple[np.dtype, tuple[int, ...]]) -> None:
+        super().__init__(
+            f"initializer {name!r} is {expected[0]}{list(expected[1])} in the model, the trained value is "
+            f"{got[0]}{list(got[1])}"
+        )
+        self.name = name
+        self.expected = expected
+        self.got = got
+
+
+def with_initializers(model: Any, values: Mapping[str, np.ndarray]) -> onnx.ModelProto:
+    """A copy of ``model`` whose initializers named in ``values`` hold those values.
+
+    Args:
+        model: path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model`` (not changed).
+        values: initializer name -> new value (same dtype and shape).
+
+    Raises:
+        UnknownInitializerError: a name is not an initializer of the main graph.
+        InitializerMismatchError: another dtype or shape.
+    """
+    proto = to_proto(model)
+    index = {tensor.name: i for i, tensor in enumerate(proto.graph.initializer)}
+    for name, value in values.items():
+        if name not in index:
+            known = [t.name for t in proto.graph.initializer][:8]
+            raise UnknownInitializerError(
+                f"the model has no initializer {name!r}; some it has: {', '.join(map(repr, known))}", name
+            )
+        old = proto.graph.initializer[index[name]]
+        expected = (np.dtype(onnx.helper.tensor_dtype_to_np_dtype(old.data_type)), tuple(int(d) for d in old.dims))
+        array = np.asarray(value)
+        got = (array.dtype, tuple(array.shape))
+        if got != expected:
+            raise InitializerMismatchError(name, expected, got)
+        tensor = onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        if tensor.data_type != old.data_type:  # e.g. bfloat16 stored through ml_dtypes
+            raise InitializerMismatchError(name, expected, got)
+        proto.graph.initializer[index[name]].CopyFrom(tensor)
+    return proto
+
+
+def save_onnx(
+    trained: Any,
+    path: str | os.PathLike,
+    *,
+    original: Any = None,
+    external_data: bool | None = None,
+    overwrite: bool = False,
+) -> Path:
+    """Writes a model with trained weights to ``path``.
+
+    Args:
+        trained: a :class:`~onnx_stablehlo.runtime.training.Trainer` (its model without the
+            loss and its trained weights), or a mapping initializer name -> array.
+        path: the new ``.onnx`` file.
+        original: the model the weights go into: path, bytes, ``onnx.ModelProto`` or
+            ``onnx_ir.Model``. Required with a mapping; with a trainer, default its model.
+        external_data: write tensors to a side file; ``None``: only when they total
+            :data:`EXTERNAL_DATA_THRESHOLD` bytes or more.
+        overwrite: allow ``path`` to be the ``original`` file itself.
+
+    Returns:
+        ``path``.
+
+    Raises:
+        ExportError: ``path`` is the original file and ``overwrite`` is false; no original
+            for a mapping; a model too large for one file with ``external_data=False``.
+        UnknownInitializerError, InitializerMismatchError: see :func:`with_initializers`.
+    """
+    target = Path(path)
+    if isinstance(trained, Mapping):
+        values = dict(trained)
+        if original is None:
+            raise ExportError("save_onnx(weights, path) needs original=<the model the weights belong to>")
+    else:
+        values = trained.trainable_params
+        if original is None:
+            original = trained.inference_model
+    if isinstance(original, (str, os.PathLike)) and not overwrite:
+        with contextlib.suppress(OSError):
+            if target.exists() and os.path.samefile(original, target):
+                raise ExportError(f"{target} is the original model; pass overwrite=True to replace it")
+    proto = with_initializers(original, values)
+    tensor_bytes = sum(_tensor_bytes(t) for t in proto.graph.initializer)
+    external = tensor_bytes >= EXTERNAL_DATA_THRESHOLD if external_data is None else external_data
+    if not external and tensor_bytes >= EXTERNAL_DATA_THRESHOLD:
+        raise ExportError(
+            f"the model's tensors take {tensor_bytes} bytes, too many for one protobuf; use external_data=True"
+        )
+    previous_data = _our_data_files(target)
+    if external:
+        location = f"{target.name}.{secrets.token_hex(4)}.data"
+        onnx.external_data_helper.convert_model_to_external_data(
+            proto, all_tensors_to_one_file=True, location=location, size_threshold=_SMALL_TENSOR
+        )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        onnx.external_data_helper.write_external_data_tensors(proto, str(target.parent))
+        data_path = target.parent / location
+        if data_path.exists():  # absent when every tensor is under _SMALL_TENSOR bytes
+            with open(data_path, "rb+") as handle:
+                os.fsync(handle.fileno())
+            os.chmod(data_path, _FILE_MODE)
+            previous_data.discard(data_path)
+    _io.atomic_write_bytes(target, proto.SerializeToString())
+    os.chmod(target, _FILE_MODE)
+    for stale in previous_data:
+        with contextlib.suppress(OSError):
+            stale.unlink()
+    return target
+
+
+def _tensor_bytes(tensor: onnx.TensorProto) -> int:
+    if tensor.HasField("raw_data"):
+        return len(tensor.raw_data)
+    return tensor.ByteSize()
+
+
+def _our_data_files(target: Path) -> set[Path]:
+    """Data files named ``<target>.<hex>.data`` that the current ``target`` file references."""
+    if not target.is_file():
+        return set()
+    try:
+        old = onnx.load(str(target), load_external_data=False)
+    except Exception:
+        return set()
+    found = set()
+    for tensor in old.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            info = {entry.key: entry.value for entry in tensor.external_data}
+            location = info.get("location", "")
+            if location.startswith(f"{target.name}.") and location.endswith(".data") and "/" not in location:
+                found.add(target.parent / location)
+    return found
+
+
+def load_initializers(model: str | os.PathLike | onnx.ModelProto | onnx_ir.Model) -> dict[str, np.ndarray]:
+    """Every initializer of a model's main graph as numpy (external data read)."""
+    proto = to_proto(model)
+    return {t.name: onnx.numpy_helper.to_array(t) for t in proto.graph.initializer}
