@@ -141,7 +141,6 @@ def run(
         trainer.fit(train_batches, steps=steps, progress=progress)
         seconds = time.perf_counter() - start
         after = trainer.evaluate(test_batches)
-        measured = [r for r in trainer.history if "loss" in r][1:]  # the first step compiles
         result = {
             "trainable_tensors": len(trainer.trainable),
             "steps": steps,
@@ -149,7 +148,7 @@ def run(
             "accuracy_before": before.accuracy,
             "accuracy": after.accuracy,
             "loss": after.loss,
-            "examples_per_second": len(measured) * batch_size / max(seconds - trainer.timings.get("compile_seconds", 0.0), 1e-9),
+            "examples_per_second": trainer.throughput(),  # steps that compiled are left out
         }
         if name == "full":
             directory = out_dir or Path(tempfile.mkdtemp(prefix="minilm-sentiment-"))

@@ -65,6 +65,7 @@ class LoweredValue:
             needed), or ``None``.
         parameter: True for a weight that becomes a ``@main`` argument under ``weights="args"``;
             parameters are never folded into constants behind the user's back.
+        sym: symbolic elements of a shape computation (see below).
         kind: ``"tensor"``, ``"sequence"`` (``elements`` lists the tensors; the length is
             known at compile time) or ``"optional"`` (``elements`` is empty or holds one value).
         elements: the element values of a sequence or optional.
@@ -78,6 +79,9 @@ class LoweredValue:
     parameter: bool = False
     kind: str = "tensor"
     elements: list[LoweredValue] | None = None
+    sym: np.ndarray | None = None
+    """For a small integer tensor computed from shapes: its elements as ints and
+    :class:`SymbolicDim` expressions (a numpy object array), see ``symbolic_eval.py``."""
 
     @property
     def size(self) -> int:
@@ -317,6 +321,23 @@ class LoweringContext:
                 NonConstantInputError,
             )
         return value.const()
+
+    def symbolic_input(self, index: int) -> np.ndarray:
+        """Input ``index`` as a numpy object array of ints and :class:`SymbolicDim` expressions.
+
+        For shape-like inputs (a Reshape target, an Expand shape) that are known at compile time
+        up to symbolic dims.
+
+        Raises:
+            NonConstantInputError: the input is neither constant nor a shape computation.
+        """
+        value = self.lowered(index)
+        if value.sym is not None:
+            return value.sym
+        array = self.constant_input(index)
+        result = np.empty(array.shape, dtype=object)
+        result[...] = array.astype(np.int64) if array.dtype.kind in "iub" else array
+        return result
 
     def optional_constant_input(self, index: int) -> np.ndarray | None:
         """Like :meth:`constant_input`, but ``None`` for an omitted input (or an empty name)."""

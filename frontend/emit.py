@@ -7,7 +7,10 @@ dynamic in MLIR reads as ``None``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+import contextvars
+from collections.abc import Iterator, Sequence
+from typing import Protocol
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -15,8 +18,90 @@ from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.shapes import Dim, sym_max
+
+class DimResolver(Protocol):
+    """What the importer provides while lowering, so builders handle symbolic dims.
+
+    ``dims_of`` gives a value's dims (ints, or :class:`SymbolicDim` for ``?`` dims);
+    ``dim_value`` emits a dim's run-time size as a ``tensor<i64>`` scalar; ``record`` tells the
+    importer the symbolic shape of a value a builder just made.
+    """
+
+    def dims_of(self, value: ir.Value) -> tuple[Dim, ...]: ...
+
+    def dim_value(self, dim: Dim) -> ir.Value: ...
+
+    def record(self, value: ir.Value, dims: Sequence[Dim]) -> None: ...
+
+
+_RESOLVER: contextvars.ContextVar[DimResolver | None] = contextvars.ContextVar("dim_resolver", default=None)
+
+
+@contextlib.contextmanager
+def dim_resolver(resolver: DimResolver) -> Iterator[None]:
+    """Makes ``resolver`` the one builders use inside the block (the importer's lifetime)."""
+    token = _RESOLVER.set(resolver)
+    try:
+        yield
+    finally:
+        _RESOLVER.reset(token)
+
+
+def _resolver() -> DimResolver:
+    resolver = _RESOLVER.get()
+    if resolver is None:
+        raise ValueError("a dynamic dim needs the importer's dim resolver (lower through import_model)")
+    return resolver
+
+
+def _is_static(dims: Sequence[Dim]) -> bool:
+    return all(isinstance(d, (int, np.integer)) for d in dims)
+
+
+def dims_of(value: ir.Value) -> tuple[Dim, ...]:
+    """The dims of a value: ints where static, :class:`SymbolicDim` where ``?``."""
+    shape = shape_of(value)
+    if all(d is not None for d in shape):
+        return shape  # type: ignore[return-value]
+    return _resolver().dims_of(value)
+
+
+def dim_value(dim: Dim) -> ir.Value:
+    """A dim's size at run time as a ``tensor<i64>`` scalar."""
+    if isinstance(dim, (int, np.integer)):
+        return constant(np.array(int(dim), np.int64))
+    return _resolver().dim_value(dim)
+
+
+def shape_tensor(dims: Sequence[Dim]) -> ir.Value:
+    """A ``tensor<Nxi64>`` holding ``dims`` (constant where static)."""
+    if _is_static(dims):
+        return constant(np.array([int(d) for d in dims], np.int64))
+    parts = [reshape(dim_value(d), (1,)) for d in dims]
+    if len(parts) == 1:
+        return parts[0]
+    return stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)).result
+
+
+def record(value: ir.Value, dims: Sequence[Dim]) -> ir.Value:
+    """Tells the importer the symbolic dims of a value a rule just built; returns ``value``."""
+    if not _is_static(dims):
+        _resolver().record(value, dims)
+    return value
+
+
+_record = record
+
 
 __all__ = [
+    "DimResolver",
+    "dim_resolver",
+    "dims_of",
+    "dim_value",
+    "shape_tensor",
+    "record",
+    "iota",
     "tensor_type",
     "shape_of",
     "dtype_of",
@@ -103,9 +188,12 @@ def _scalar_attr(value: np.generic, dtype: DataType) -> ir.Attribute:
     return ir.DenseElementsAttr.get(_buffer(np.asarray(value).reshape(()), dtype), type=ty).get_splat_value()
 
 
-def splat(value: float | int | bool, dtype: DataType, shape: Sequence[int] = ()) -> ir.Value:
-    """A constant of ``shape`` filled with ``value``."""
-    return constant(np.full(tuple(shape), value, dtype=dtypes.numpy_dtype(dtype)), dtype)
+def splat(value: float | int | bool, dtype: DataType, shape: Sequence[Dim] = ()) -> ir.Value:
+    """A tensor of ``shape`` filled with ``value`` (a constant when static)."""
+    if _is_static(shape):
+        return constant(np.full(tuple(int(d) for d in shape), value, dtype=dtypes.numpy_dtype(dtype)), dtype)
+    scalar = constant(np.array(value, dtype=dtypes.numpy_dtype(dtype)), dtype)
+    return broadcast_to(scalar, shape, dims=())
 
 
 def convert(value: ir.Value, dtype: DataType) -> ir.Value:
@@ -117,7 +205,7 @@ def convert(value: ir.Value, dtype: DataType) -> ir.Value:
     if source == dtype:
         return value
     if dtype == DataType.BOOL and source != DataType.BOOL:
-        zero = splat(0, source, static_shape_of(value))
+        zero = splat(0, source, dims_of(value))
         return compare(value, zero, "NE")
     result_type = tensor_type(shape_of(value), dtype)
     return stablehlo.ConvertOp(result_type, value).result
@@ -140,12 +228,17 @@ def compare(lhs: ir.Value, rhs: ir.Value, direction: str) -> ir.Value:
     )
 
 
-def reshape(value: ir.Value, shape: Sequence[int]) -> ir.Value:
-    """``stablehlo.reshape`` to a static ``shape`` (no op when it already has it)."""
-    shape = tuple(int(d) for d in shape)
-    if shape_of(value) == shape:
+def reshape(value: ir.Value, shape: Sequence[Dim]) -> ir.Value:
+    """``stablehlo.reshape`` to ``shape``; ``dynamic_reshape`` when a dim is symbolic."""
+    if _is_static(shape) and all(d is not None for d in shape_of(value)):
+        shape = tuple(int(d) for d in shape)
+        if shape_of(value) == shape:
+            return value
+        return stablehlo.ReshapeOp(tensor_type(shape, dtype_of(value)), value).result
+    if tuple(dims_of(value)) == tuple(shape):
         return value
-    return stablehlo.ReshapeOp(tensor_type(shape, dtype_of(value)), value).result
+    result_type = tensor_type(shape, dtype_of(value))
+    return _record(stablehlo.DynamicReshapeOp(result_type, value, shape_tensor(shape)).result, shape)
 
 
 def i64_array(values: Sequence[int]) -> ir.Attribute:
@@ -158,16 +251,31 @@ def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
     permutation = [int(p) for p in permutation]
     if permutation == list(range(len(permutation))):
         return value
-    return stablehlo.TransposeOp(value, i64_array(permutation)).result
+    result = stablehlo.TransposeOp(value, i64_array(permutation)).result
+    if any(d is None for d in shape_of(value)):
+        source = dims_of(value)
+        record(result, [source[p] for p in permutation])
+    return result
 
 
-def broadcast_shapes(*shapes: Sequence[int]) -> tuple[int, ...]:
-    """Numpy (multidirectional) broadcasting of static shapes.
+def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
+    """Numpy (multidirectional) broadcasting of shapes; symbolic dims broadcast to their max.
 
     Raises:
-        ValueError: the shapes do not broadcast.
+        ValueError: static dims that do not broadcast.
     """
-    return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    if all(_is_static(s) for s in shapes):
+        return tuple(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
+    rank = max(len(s) for s in shapes)
+    result: list[Dim] = [1] * rank
+    for shape in shapes:
+        padded = (1,) * (rank - len(shape)) + tuple(shape)
+        for axis, dim in enumerate(padded):
+            current = result[axis]
+            if isinstance(current, int) and isinstance(dim, int) and current != 1 and dim != 1 and current != dim:
+                raise ValueError(f"shapes {[tuple(map(str, s)) for s in shapes]} do not broadcast")
+            result[axis] = sym_max(current, dim)
+    return tuple(result)
 
 
 def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | None = None) -> ir.Value:
@@ -175,23 +283,34 @@ def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | No
 
     Args:
         value: the operand.
-        shape: the static result shape.
+        shape: the result shape (symbolic dims give ``dynamic_broadcast_in_dim``).
         dims: result dims the operand's dims map to; default numpy-style trailing alignment.
     """
-    shape = tuple(int(d) for d in shape)
-    source = static_shape_of(value)
+    source = dims_of(value)
     if dims is None:
-        if source == shape:
+        if tuple(source) == tuple(shape):
             return value
         dims = range(len(shape) - len(source), len(shape))
     result_type = tensor_type(shape, dtype_of(value))
-    return stablehlo.BroadcastInDimOp(result_type, value, i64_array(dims)).result
+    if _is_static(shape) and _is_static(source):
+        return stablehlo.BroadcastInDimOp(result_type, value, i64_array(dims)).result
+    op = stablehlo.DynamicBroadcastInDimOp(result_type, value, shape_tensor(shape), i64_array(dims))
+    return _record(op.result, shape)
 
 
 def broadcast_values(*values: ir.Value) -> list[ir.Value]:
     """Broadcasts operands to their common numpy-broadcast shape."""
-    shape = broadcast_shapes(*[static_shape_of(v) for v in values])
+    shape = broadcast_shapes(*[dims_of(v) for v in values])
     return [broadcast_to(v, shape) for v in values]
+
+
+def iota(shape: Sequence[Dim], dimension: int, dtype: DataType) -> ir.Value:
+    """``stablehlo.iota`` (``dynamic_iota`` when a dim is symbolic)."""
+    result_type = tensor_type(shape, dtype)
+    attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
+    if _is_static(shape):
+        return stablehlo.IotaOp(result_type, attr).result
+    return _record(stablehlo.DynamicIotaOp(result_type, shape_tensor(shape), attr).result, shape)
 
 
 def normalize_axis(axis: int, rank: int) -> int:
@@ -215,14 +334,14 @@ def reduce(
     """``stablehlo.reduce`` of ``value`` over ``axes`` with a binary body op.
 
     Args:
-        value: the operand, static shape.
+        value: the operand (symbolic dims allowed).
         axes: normalized axes to reduce.
         body_op: the stablehlo op class of the body (``stablehlo.AddOp``, ``MaxOp`` ...).
         init: the init value (identity of the body op).
         keepdims: keep reduced dims as size 1.
     """
     dtype = dtype_of(value)
-    shape = static_shape_of(value)
+    shape = dims_of(value)
     axes = sorted(set(axes))
     init_value = splat(init, dtype)
     scalar_type = tensor_type((), dtype)
@@ -231,7 +350,7 @@ def reduce(
     block = op.body.blocks.append(scalar_type, scalar_type)
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    result = op.result
+    result = _record(op.result, out_shape)
     if keepdims:
         result = reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
     return result

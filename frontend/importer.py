@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 import onnx_ir
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import func
+from jaxlib.mlir.dialects import func, stablehlo
 
 from onnx_stablehlo.errors import (
     FrontendError,
@@ -45,7 +45,8 @@ from onnx_stablehlo.frontend.expand import expand_function_ops, node_opset
 from onnx_stablehlo.frontend.layout import TENSOR, Layout, onnx_kind
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
-from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape
+from onnx_stablehlo.frontend import symbolic_eval
+from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape, is_static
 from onnx_stablehlo.runtime import pjrt
 
 __all__ = ["LoweredModule", "import_model", "find_unsupported", "graph_input_values"]
@@ -149,7 +150,24 @@ def _dims_of(value: onnx_ir.Value) -> list[int | str | None] | None:
     return dims
 
 
-def _check_tensor_shape(name: str, value: onnx_ir.Value | None, declared: list | None, shape: Any) -> tuple[int, ...]:
+def _check_tensor_shape(
+    name: str,
+    value: onnx_ir.Value | None,
+    declared: list | None,
+    shape: Any,
+    dynamic: bool = False,
+    fixed_dims: Mapping[str, int] | None = None,
+) -> tuple:
+    if shape is None and dynamic and declared is not None:
+        fixed = dict(fixed_dims or {})
+        dims: list = []
+        for axis, dim in enumerate(declared):
+            if isinstance(dim, int):
+                dims.append(dim)
+                continue
+            symbol = dim if isinstance(dim, str) and dim else f"{name}.{axis}"
+            dims.append(int(fixed[symbol]) if symbol in fixed else SymbolicDim(symbol))
+        return tuple(dims)
     if shape is not None:
         shape = tuple(int(d) for d in shape)
         if declared is not None:
@@ -177,11 +195,18 @@ def _check_tensor_shape(name: str, value: onnx_ir.Value | None, declared: list |
 
 
 def _layout_of_input(
-    name: str, value_type: onnx_ir.TypeProtocol | None, declared: list | None, spec: Any, has_spec: bool
-) -> tuple[Layout, list[tuple[DataType, tuple[int, ...]]]]:
+    name: str,
+    value_type: onnx_ir.TypeProtocol | None,
+    declared: list | None,
+    spec: Any,
+    has_spec: bool,
+    dynamic: bool = False,
+    fixed_dims: Mapping[str, int] | None = None,
+) -> tuple[Layout, list[tuple[DataType, tuple]]]:
     kind = onnx_kind(value_type)
     if kind == "tensor":
-        return TENSOR, [(value_type.dtype, _check_tensor_shape(name, None, declared, spec if has_spec else None))]  # type: ignore[union-attr]
+        shape = _check_tensor_shape(name, None, declared, spec if has_spec else None, dynamic, fixed_dims)
+        return TENSOR, [(value_type.dtype, shape)]  # type: ignore[union-attr]
     if kind == "sequence":
         if not has_spec or spec is None:
             raise ShapeError(
@@ -202,8 +227,11 @@ def _layout_of_input(
 
 
 def _input_layouts(
-    graph: onnx_ir.Graph, input_shapes: Mapping[str, Any] | None
-) -> list[tuple[Layout, list[tuple[DataType, tuple[int, ...]]]]]:
+    graph: onnx_ir.Graph,
+    input_shapes: Mapping[str, Any] | None,
+    dynamic: bool = False,
+    fixed_dims: Mapping[str, int] | None = None,
+) -> list[tuple[Layout, list[tuple[DataType, tuple]]]]:
     inputs = graph_input_values(graph)
     given = dict(input_shapes or {})
     known = {v.name for v in inputs}
@@ -214,7 +242,7 @@ def _input_layouts(
             f"have; its inputs are {', '.join(repr(n) for n in sorted(known))}"
         )
     return [
-        _layout_of_input(v.name, v.type, _dims_of(v), given.get(v.name), v.name in given)
+        _layout_of_input(v.name, v.type, _dims_of(v), given.get(v.name), v.name in given, dynamic, fixed_dims)
         for v in inputs
     ]
 
@@ -246,6 +274,108 @@ class _Scope:
         return found
 
 
+# Ops whose result has the shape of their same-rank operands (for naming ? dims).
+_SAME_SHAPE_OPS = frozenset(
+    "stablehlo." + name
+    for name in (
+        "add subtract multiply divide remainder maximum minimum power atan2 and or xor not "
+        "negate abs sign floor ceil round_nearest_even round_nearest_afz exponential "
+        "exponential_minus_one log log_plus_one logistic sqrt rsqrt cbrt tanh sine cosine tan "
+        "convert compare select clamp is_finite shift_left shift_right_arithmetic "
+        "shift_right_logical popcnt optimization_barrier"
+    ).split()
+) | {"chlo.erf", "chlo.erfc", "chlo.asin", "chlo.acos", "chlo.atan", "chlo.sinh", "chlo.cosh",
+     "chlo.asinh", "chlo.acosh", "chlo.atanh", "chlo.tan"}
+
+
+class _DimResolver:
+    """Symbolic dims of MLIR values during one import (see ``emit.DimResolver``).
+
+    A symbol is bound to the first (value, axis) that carries it: graph input dims use the
+    ONNX ``dim_param`` names; other ``?`` dims get fresh names bound to the value itself, so
+    their size is always available at run time through ``stablehlo.get_dimension_size``.
+    """
+
+    def __init__(self) -> None:
+        self.shapes: dict[ir.Value, tuple] = {}
+        self.bindings: dict[str, tuple[ir.Value, int]] = {}
+        self._cache: dict[tuple[int, Any], ir.Value] = {}
+        self._fresh = 0
+        self.scope_key = 0
+
+    def bind(self, value: ir.Value, dims: Sequence[Any]) -> None:
+        for axis, dim in enumerate(dims):
+            if isinstance(dim, SymbolicDim) and dim.name is not None:
+                self.bindings.setdefault(dim.name, (value, axis))
+        self.record(value, dims)
+
+    def record(self, value: ir.Value, dims: Sequence[Any]) -> None:
+        self.shapes[value] = tuple(dims)
+
+    def dims_of(self, value: ir.Value) -> tuple:
+        known = self.shapes.get(value)
+        if known is not None:
+            return known
+        static = emit.shape_of(value)
+        dims: list[Any] = list(static)
+        owner = value.owner
+        name = owner.name if isinstance(owner, ir.Operation) else getattr(getattr(owner, "operation", None), "name", None)
+        if name in _SAME_SHAPE_OPS:
+            for operand in (owner.operands if isinstance(owner, ir.Operation) else owner.operation.operands):
+                if ir.RankedTensorType(operand.type).rank == len(static):
+                    operand_dims = self.dims_of(operand)
+                    dims = [s if s is not None else o for s, o in zip(static, operand_dims)]
+                    break
+        for axis, dim in enumerate(dims):
+            if dim is None:
+                self._fresh += 1
+                symbol = SymbolicDim(f"_d{self._fresh}")
+                self.bindings[symbol.name] = (value, axis)  # type: ignore[index]
+                dims[axis] = symbol
+        result = tuple(dims)
+        self.shapes[value] = result
+        return result
+
+    def dim_value(self, dim: Any) -> ir.Value:
+        key = (self.scope_key, dim)
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        value = self._emit_dim(dim)
+        self._cache[key] = value
+        return value
+
+    def _emit_dim(self, dim: Any) -> ir.Value:
+        if isinstance(dim, int):
+            return emit.constant(np.array(dim, np.int64))
+        i64 = DataType.INT64
+        total: ir.Value | None = None
+        for monomial, coefficient in dim._terms.items():
+            term = emit.constant(np.array(coefficient, np.int64))
+            for atom, power in monomial:
+                factor = self._emit_atom(atom)
+                for _ in range(power):
+                    term = stablehlo.MulOp(term, factor).result
+            total = term if total is None else stablehlo.AddOp(total, term).result
+        return total if total is not None else emit.constant(np.array(0, np.int64))
+
+    def _emit_atom(self, atom: Any) -> ir.Value:
+        if isinstance(atom, str):
+            if atom not in self.bindings:
+                raise LoweringError(f"symbolic dim '{atom}' has no binding")
+            value, axis = self.bindings[atom]
+            size = stablehlo.GetDimensionSizeOp(value, axis).result
+            return emit.convert(size, DataType.INT64)
+        kind, expr, other = atom
+        left = self.dim_value(expr)
+        if kind == "max":
+            return stablehlo.MaxOp(left, self.dim_value(other)).result
+        divisor = emit.constant(np.array(other, np.int64))
+        if kind == "floordiv":  # dims are non-negative, so truncation is floor
+            return stablehlo.DivOp(left, divisor).result
+        return stablehlo.RemOp(left, divisor).result
+
+
 class _Importer:
     def __init__(
         self,
@@ -263,6 +393,7 @@ class _Importer:
         self.parameter_names: list[str] = []
         self.parameters: dict[str, Callable[[], np.ndarray]] = {}
         self.entry_block: ir.Block | None = None
+        self.resolver = _DimResolver()
 
     # Values --------------------------------------------------------------------------------
 
@@ -276,6 +407,17 @@ class _Importer:
             return value.value
         if value.kind != "tensor":
             raise LoweringError(f"'{value.name}' is a {value.kind}, used where a tensor is expected")
+        if value.sym is not None:
+            local = self.values.get(value.name)
+            if local is not None and local is not value and local.value is not None:
+                return local.value
+            tensor = emit.shape_tensor(list(value.sym.reshape(-1)))
+            tensor = emit.convert(emit.reshape(tensor, value.shape), value.dtype)
+            if self.values.depth == 0:
+                value.value = tensor
+            else:
+                self.values[value.name] = dataclasses.replace(value, value=tensor)
+            return tensor
         local = self.values.get(value.name)
         if local is not None and local is not value and local.value is not None:
             return local.value
@@ -347,9 +489,56 @@ class _Importer:
                     ) from exc
         self.bind_outputs(node, onnx_node, results)
 
+    def try_fold_symbolic(
+        self, node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
+    ) -> list | None:
+        """Evaluates a shape computation on symbolic dims (see ``symbolic_eval.py``)."""
+        if onnx_node.domain != "" or node.op_type not in symbolic_eval.EVALUATORS:
+            return None
+        present = [v for v in inputs if v is not None]
+        if not present or any(v.kind != "tensor" for v in present):
+            return None
+        if node.op_type in ("Shape", "Size"):
+            if is_static(present[0].shape):
+                return None  # the rule returns a plain constant
+            values: list = [None]
+        else:
+            if not any(v.sym is not None for v in present):
+                return None
+            values = []
+            for value in inputs:
+                if value is None:
+                    values.append(None)
+                elif value.sym is not None:
+                    values.append(value.sym)
+                elif value.const is not None and value.size <= symbolic_eval.MAX_ELEMENTS and not (
+                    value.parameter and self.weights == "args"
+                ):
+                    array = np.asarray(value.const())
+                    if array.dtype.kind not in "iub":
+                        return None
+                    values.append(symbolic_eval.normalize(array.astype(np.int64) if array.dtype.kind != "b" else array))
+                else:
+                    return None
+        try:
+            results = symbolic_eval.evaluate(onnx_node, inputs, values)
+        except (symbolic_eval.NotSymbolic, ValueError, IndexError, TypeError) as exc:
+            _log.debug("not evaluating %s symbolically: %s", onnx_node, exc)
+            return None
+        if node.op_type in ("Shape", "Size"):
+            dtype = DataType.INT64
+        elif node.op_type == "Equal":
+            dtype = DataType.BOOL
+        else:
+            dtype = next(v.dtype for v in present if v.sym is not None)
+        return [_SymbolicResult(r, dtype) for r in results]
+
     def try_fold(
         self, node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
-    ) -> list[np.ndarray] | None:
+    ) -> list | None:
+        symbolic = self.try_fold_symbolic(node, onnx_node, inputs)
+        if symbolic is not None:
+            return symbolic
         present = [v for v in inputs if v is not None]
         if onnx_node.domain != "" or node.op_type in _NOT_FOLDABLE or not present:
             return None
@@ -385,16 +574,15 @@ class _Importer:
                 f"subgraph '{graph.name}' takes {len(graph.inputs)} inputs, {len(inputs)} given"
             )
         parent = self.values
+        parent_key = self.resolver.scope_key
         self.values = _Scope(parent)
+        self.resolver.scope_key = id(self.values)
         try:
             for formal, actual in zip(graph.inputs, inputs):
                 if isinstance(actual, LoweredValue):
                     self.values[formal.name] = dataclasses.replace(actual, name=formal.name)
                     continue
-                shape = tuple(
-                    d if d is not None else SymbolicDim(f"{formal.name}_{axis}")
-                    for axis, d in enumerate(emit.shape_of(actual))
-                )
+                shape = self.resolver.dims_of(actual)
                 self.values[formal.name] = LoweredValue(formal.name, emit.dtype_of(actual), shape, value=actual)
             self.add_initializers(graph)
             for index, node in enumerate(graph):
@@ -408,15 +596,22 @@ class _Importer:
             return outputs
         finally:
             self.values = parent
+            self.resolver.scope_key = parent_key
 
     def _lowered_result(self, name: str, result: Any) -> LoweredValue:
+        if isinstance(result, _SymbolicResult):
+            array = result.array
+            if all(isinstance(v, (int, np.integer, bool, np.bool_)) for v in array.reshape(-1)):
+                constant = array.astype(dtypes.numpy_dtype(result.dtype))
+                return LoweredValue(name, result.dtype, tuple(array.shape), const=_constant_getter(constant))
+            return LoweredValue(name, result.dtype, tuple(array.shape), sym=array)
         if isinstance(result, LoweredValue):
             return dataclasses.replace(result, name=name)
         if isinstance(result, SequenceResult):
             elements = [self._lowered_result(f"{name}[{i}]", e) for i, e in enumerate(result.elements)]
             return LoweredValue(name, result.dtype, (), kind=result.kind, elements=elements)
         if isinstance(result, ir.Value):
-            return LoweredValue(name, emit.dtype_of(result), tuple(emit.shape_of(result)), value=result)  # type: ignore[arg-type]
+            return LoweredValue(name, emit.dtype_of(result), self.resolver.dims_of(result), value=result)
         array = np.asarray(result)
         return LoweredValue(name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape), const=_constant_getter(array))
 
@@ -436,13 +631,10 @@ class _Importer:
                     opset=onnx_node.opset,
                     node_name=onnx_node.name,
                 )
-            if isinstance(result, (LoweredValue, SequenceResult)):
+            if isinstance(result, (LoweredValue, SequenceResult, _SymbolicResult)):
                 self.values[out.name] = self._lowered_result(out.name, result)
             elif isinstance(result, ir.Value):
-                shape = tuple(
-                    d if d is not None else SymbolicDim(f"{out.name}_{axis}")
-                    for axis, d in enumerate(emit.shape_of(result))
-                )
+                shape = self.resolver.dims_of(result)
                 self.values[out.name] = LoweredValue(out.name, emit.dtype_of(result), shape, value=result)
             else:
                 array = np.asarray(result)
@@ -450,6 +642,14 @@ class _Importer:
                     out.name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape),
                     const=_constant_getter(array),
                 )
+
+
+@dataclasses.dataclass
+class _SymbolicResult:
+    """A folded shape computation: an object array of ints and SymbolicDims, and its dtype."""
+
+    array: np.ndarray
+    dtype: DataType
 
 
 def _lazy(tensor: onnx_ir.TensorProtocol) -> Callable[[], np.ndarray]:
@@ -504,6 +704,8 @@ def import_model(
     registry: LoweringRegistry | None = None,
     fold_max_elements: int = 1 << 16,
     constant_inputs: Mapping[str, np.ndarray] | None = None,
+    dynamic: bool = False,
+    dims: Mapping[str, int] | None = None,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
 
@@ -519,6 +721,10 @@ def import_model(
         constant_inputs: graph inputs whose value is fixed at compile time (value
             specialization, for inputs that rules need as constants, such as an ``axes`` or
             ``shape`` fed as a graph input). They are not ``@main`` arguments.
+        dynamic: keep symbolic input dims (not fixed by ``input_shapes``) as ``?`` in the module;
+            sizes are read with ``stablehlo.get_dimension_size`` and shape-dependent ops use the
+            dynamic forms. A rule that needs static shapes raises (the runtime then specializes).
+        dims: sizes for named symbols (``{"batch": 8}``), fixed ahead of time under ``dynamic``.
 
     Returns:
         The :class:`LoweredModule`.
@@ -552,7 +758,7 @@ def import_model(
     for name, array in constant_inputs.items():
         shapes[name] = np.shape(array)
     all_inputs = graph_input_values(graph)
-    all_layouts = _input_layouts(graph, shapes)
+    all_layouts = _input_layouts(graph, shapes, dynamic, dims)
     importer = _Importer(model, registry, weights, fold_max_elements)
     importer.add_initializers(graph)
     inputs: list[onnx_ir.Value] = []
@@ -585,9 +791,14 @@ def import_model(
             entry = ir.Block.create_at_start(func_op.body, arg_types, arg_locations)
         importer.entry_block = entry
         arguments = iter(entry.arguments)
+        flat_shapes = iter(shape for _, shape in flat_types)
         for value, layout in zip(inputs, input_layouts):
-            importer.values[value.name] = _bind_argument(value.name, layout, arguments)
-        with ir.InsertionPoint(entry):
+            lowered_input = _bind_argument(value.name, layout, arguments)
+            for tensor in _flatten_lowered(lowered_input)[1]:
+                tensor.shape = tuple(next(flat_shapes))
+                importer.resolver.bind(tensor.value, tensor.shape)
+            importer.values[value.name] = lowered_input
+        with ir.InsertionPoint(entry), emit.dim_resolver(importer.resolver):
             for index, node in enumerate(graph):
                 importer.lower_node(node, index)
             output_values = []
@@ -607,6 +818,8 @@ def import_model(
         func_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in entry.arguments], [v.type for v in output_values])
         )
+        if dynamic:
+            _set_dim_names(func_op, [shape for _, shape in flat_types], len(entry.arguments))
         _verify(module)
     return LoweredModule(
         module=module,
@@ -621,6 +834,23 @@ def import_model(
         input_layouts=input_layouts,
         output_layouts=output_layouts,
     )
+
+
+def _set_dim_names(func_op: func.FuncOp, input_shapes: Sequence[Sequence[Any]], count: int) -> None:
+    """Marks dynamic input axes with their symbol: ``{onnx.dim_params = ["batch", "seq"]}``.
+
+    ``specialize-shapes{dims=batch=2}`` reads it to bind dims by name.
+    """
+    attrs = []
+    for index in range(count):
+        shape = input_shapes[index] if index < len(input_shapes) else ()
+        names = [str(d) if isinstance(d, SymbolicDim) else "" for d in shape]
+        if any(names):
+            entries = ir.ArrayAttr.get([ir.StringAttr.get(n) for n in names])
+            attrs.append(ir.DictAttr.get({"onnx.dim_params": entries}))
+        else:
+            attrs.append(ir.DictAttr.get({}))
+    func_op.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
 
 
 def _bind_argument(name: str, layout: Layout, arguments: Iterator[ir.Value]) -> LoweredValue:

@@ -29,6 +29,9 @@ __all__ = [
     "simplify",
     "ceil_div",
     "floor_div",
+    "sym_max",
+    "product",
+    "exact_div",
     "is_static",
     "format_shape",
     "symbols_of",
@@ -168,6 +171,8 @@ class SymbolicDim:
                     found.add(atom)
                 else:
                     found |= atom[1].symbols()
+                    if atom[0] == "max":
+                        found |= atom[2].symbols()
         return found
 
     def substitute(self, bindings: Mapping[str, Dim]) -> Dim:
@@ -180,6 +185,8 @@ class SymbolicDim:
                     value: Dim = bindings.get(atom, SymbolicDim(atom))
                 elif atom[0] == "floordiv":
                     value = floor_div(_substitute(atom[1], bindings), atom[2])
+                elif atom[0] == "max":
+                    value = sym_max(_substitute(atom[1], bindings), _substitute(atom[2], bindings))
                 else:
                     value = _substitute(atom[1], bindings) % atom[2]
                 for _ in range(power):
@@ -232,15 +239,19 @@ def _evaluate_atom(atom: _Atom, bindings: Mapping[str, int]) -> int:
         if atom not in bindings:
             raise KeyError(f"symbol '{atom}' has no binding")
         return int(bindings[atom])
-    kind, expr, divisor = atom
+    kind, expr, other = atom
     value = expr.evaluate(bindings)
-    return value // divisor if kind == "floordiv" else value % divisor
+    if kind == "max":
+        return max(value, other.evaluate(bindings))
+    return value // other if kind == "floordiv" else value % other
 
 
 def _format_atom(atom: _Atom) -> str:
     if isinstance(atom, str):
         return atom
     kind, expr, divisor = atom
+    if kind == "max":
+        return f"max({expr}, {divisor})"
     return f"floor(({expr}) / {divisor})" if kind == "floordiv" and len(expr._terms) > 1 else (
         f"floor({expr} / {divisor})" if kind == "floordiv" else f"({expr}) mod {divisor}"
     )
@@ -268,6 +279,71 @@ def floor_div(dim: Dim, divisor: int) -> Dim:
     if all(c % divisor == 0 for c in dim._terms.values()):
         return simplify(SymbolicDim(_terms={m: c // divisor for m, c in dim._terms.items()}))
     return SymbolicDim(_terms={((("floordiv", dim, divisor), 1),): 1})
+
+
+def sym_max(a: Dim, b: Dim) -> Dim:
+    """``max(a, b)``: an int when both are ints or the dims are equal, else a max atom.
+
+    Numpy broadcasting of two unknown dims gives their max (one of them is 1, or they agree).
+    """
+    if isinstance(a, int) and isinstance(b, int):
+        return max(a, b)
+    if a == b:
+        return a
+    if isinstance(a, int) and a <= 1:
+        return b
+    if isinstance(b, int) and b <= 1:
+        return a
+    first, second = sorted((SymbolicDim._of(a), SymbolicDim._of(b)), key=str)
+    return SymbolicDim(_terms={((("max", first, second), 1),): 1})
+
+
+def product(dims: Sequence[Dim]) -> Dim:
+    """The product of dims (an int when all are ints).
+
+    >>> product([2, SymbolicDim("n"), 3])
+    SymbolicDim('6*n')
+    """
+    total: Dim = 1
+    for dim in dims:
+        total = total * dim
+    return simplify(total)
+
+
+def exact_div(dim: Dim, divisor: Dim) -> Dim | None:
+    """``dim / divisor`` when it divides exactly as expressions (``(6*b*s) / (2*s) = 3*b``).
+
+    The divisor must be an int or a single term (a coefficient times symbols); returns ``None``
+    when the division is not exact as written.
+    """
+    if isinstance(divisor, int):
+        if divisor == 0:
+            return None
+        if isinstance(dim, int):
+            return dim // divisor if dim % divisor == 0 else None
+        if all(c % divisor == 0 for c in dim._terms.values()):
+            return simplify(SymbolicDim(_terms={m: c // divisor for m, c in dim._terms.items()}))
+        return None
+    if len(divisor._terms) != 1:
+        return None
+    ((div_monomial, div_coefficient),) = divisor._terms.items()
+    if div_coefficient == 0 or isinstance(dim, int):
+        return None
+    div_powers = dict(div_monomial)
+    terms: dict = {}
+    for monomial, coefficient in dim._terms.items():
+        powers = dict(monomial)
+        if coefficient % div_coefficient:
+            return None
+        for atom, power in div_powers.items():
+            if powers.get(atom, 0) < power:
+                return None
+            powers[atom] -= power
+            if powers[atom] == 0:
+                del powers[atom]
+        key = tuple(sorted(powers.items(), key=lambda ap: _atom_key(ap[0])))
+        terms[key] = terms.get(key, 0) + coefficient // div_coefficient
+    return simplify(SymbolicDim(_terms=terms))
 
 
 def ceil_div(dim: Dim, divisor: int) -> Dim:

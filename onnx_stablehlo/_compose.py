@@ -37,8 +37,8 @@ class GraphEditError(OnnxStableHLOError):
 def to_proto(model: str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model) -> onnx.ModelProto:
     """A fresh ``onnx.ModelProto`` of ``model`` (a copy: the caller's object is never changed).
 
-    Paths are read with their external data (relative to the file's folder); ``.onnxtxt`` is
-    parsed as ONNX text syntax.
+    Paths are read with their external data (relative to the file's folder), and so are the
+    external tensors of an ``onnx_ir.Model``; ``.onnxtxt`` is parsed as ONNX text syntax.
 
     Raises:
         ModelLoadError: the file is missing or is not an ONNX model.
@@ -46,7 +46,18 @@ def to_proto(model: str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model)
     if isinstance(model, onnx.ModelProto):
         return copy.deepcopy(model)
     if isinstance(model, onnx_ir.Model):
-        return onnx_ir.serde.serialize_model(model)
+        proto = onnx_ir.serde.serialize_model(model)
+        # Tensors mapped from external data keep their file references when serialized; the
+        # new model has no folder, so their bytes are copied in.
+        external = {
+            name: value.const_value
+            for name, value in model.graph.initializers.items()
+            if isinstance(value.const_value, onnx_ir.ExternalTensor)
+        }
+        for tensor in proto.graph.initializer:
+            if tensor.name in external:
+                tensor.CopyFrom(onnx.numpy_helper.from_array(external[tensor.name].numpy(), tensor.name))
+        return proto
     if isinstance(model, (bytes, bytearray, memoryview)):
         proto = onnx.ModelProto()
         try:

@@ -67,6 +67,8 @@ def compile(  # noqa: A001 - the field's verb
     cache_size: int = 16,
     check: bool = True,
     pipeline: str = "default",
+    dims: Mapping[str, int] | None = None,
+    dynamic: bool = True,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -82,6 +84,10 @@ def compile(  # noqa: A001 - the field's verb
         cache_size: how many shape specializations stay compiled.
         check: run the onnx checker on the model first (it rejects some deprecated ops,
             such as GroupNormalization at opsets 18-20, that still lower fine).
+        dims: sizes for named symbolic dims fixed ahead of time (``{"batch": 8}``).
+        dynamic: keep symbolic dims as ``?`` in one artifact (``CompiledModel.artifact``) and
+            refine it per input shape; when a rule needs static shapes, or with ``False``, the
+            model is lowered per input shape instead.
         pipeline: StableHLO passes run before PJRT compiles: ``"default"`` (exact rewrites,
             see docs/passes.md), ``"none"``, or a pipeline string such as
             ``"canonicalize-stablehlo,cse"``.
@@ -106,4 +112,6 @@ def compile(  # noqa: A001 - the field's verb
         registry=registry,
         cache_size=cache_size,
         pipeline=pipeline,
+        dims=dims,
+        dynamic=dynamic,
     )

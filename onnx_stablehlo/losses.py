@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
 import onnx
@@ -236,7 +236,3 @@ def _user_fragment(loss: onnx.ModelProto | onnx.GraphProto | os.PathLike | str, 
         fragment, "loss/", rename_inputs=False, rename_outputs=False, rename_functions=False
     )
 
-
-def loss_names() -> Sequence[str]:
-    """Names of the built-in losses."""
-    return tuple(LOSSES)

@@ -167,6 +167,9 @@ def save_onnx(
         )
     previous_data = _our_data_files(target)
     if external:
+        for tensor in proto.graph.initializer:  # only raw_data moves to a side file
+            if not tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
+                tensor.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(tensor), tensor.name))
         location = f"{target.name}.{secrets.token_hex(4)}.data"
         onnx.external_data_helper.convert_model_to_external_data(
             proto, all_tensors_to_one_file=True, location=location, size_threshold=_SMALL_TENSOR

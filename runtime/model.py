@@ -12,6 +12,7 @@ shares them.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,11 +20,12 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, NonConstantInputError, ShapeError, UnsupportedDtypeError
+from onnx_stablehlo.errors import FeedError, FrontendError, NonConstantInputError, ShapeError, UnsupportedDtypeError
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
+from onnx_stablehlo.frontend.shapes import SymbolicDim
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
 
@@ -63,6 +65,9 @@ class CompiledModel:
         output_names: graph outputs, in the order ``run`` returns them.
         device: the :class:`~onnx_stablehlo.runtime.pjrt.Device` it runs on.
         weights: ``"args"`` or ``"inline"``.
+        dims: sizes fixed ahead of time for named symbolic dims (``{"batch": 8}``).
+        dynamic: lower a model with symbolic dims once, keeping them as ``?`` (``artifact``),
+            and refine that module per input shape; otherwise lower per shape.
         pipeline: the pass pipeline run on each module before PJRT compiles it
             (``"default"``: ``onnx_stablehlo.passes.DEFAULT_PIPELINE``; ``"none"``).
         cache_size: how many shape specializations stay compiled (least recently used go).
@@ -78,6 +83,8 @@ class CompiledModel:
         registry: LoweringRegistry | None = None,
         cache_size: int = 16,
         pipeline: str = "default",
+        dims: Mapping[str, int] | None = None,
+        dynamic: bool = True,
     ) -> None:
         self.model = model
         self.pipeline = pipeline
@@ -119,12 +126,17 @@ class CompiledModel:
         self._value_specialized: set[str] = set()
         self.compile_count = 0
         self.timings: dict[str, float] = {}
+        self.dims = dict(dims or {})
+        self._artifact: LoweredModule | None = None
+        self.dynamic_error: str | None = None
         static = self._static_shapes()
         if static is not None:
             try:
                 self._specialization(static)
             except NonConstantInputError:
                 pass  # an input's value is needed at compile time: wait for the feeds of run()
+        elif dynamic:
+            self._lower_artifact()
 
     # Shapes ---------------------------------------------------------------------------------
 
@@ -154,10 +166,20 @@ class CompiledModel:
             self._last = found
             return found
         try:
-            lowered = import_model(
-                self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
-                registry=self._registry, constant_inputs=values,
-            )
+            lowered = None
+            if self._artifact is not None and not values:
+                try:
+                    lowered = self._refine(shapes)
+                except FeedError:
+                    raise
+                except Exception as exc:  # refinement failed: lower this model per shape instead
+                    self.dynamic_error = f"refining the artifact failed: {type(exc).__name__}: {exc}"
+                    self._artifact = None
+            if lowered is None:
+                lowered = import_model(
+                    self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
+                    registry=self._registry, constant_inputs=values,
+                )
         except NonConstantInputError:
             # A rule needs an input's value at compile time (an axes or shape input fed as a
             # graph input): specialize the small integer inputs on their values and retry.
@@ -191,6 +213,76 @@ class CompiledModel:
         self._last = spec
         return spec
 
+    def _lower_artifact(self) -> None:
+        """Lowers the model once with its symbolic dims kept as ``?`` (see ``artifact``)."""
+        if any(onnx_kind(self._input_types[n]) != "tensor" for n in self.input_names):
+            self.dynamic_error = "sequence or optional inputs"
+            return
+        fixed = {n: s for n, s in self._fixed_shapes.items() if s is not None}
+        try:
+            self._artifact = import_model(
+                self.model, fixed, weights=self.weights, registry=self._registry,  # type: ignore[arg-type]
+                dynamic=True, dims=self.dims,
+            )
+        except (FrontendError, ValueError) as exc:
+            # A rule that needs static shapes: every new shape is lowered on its own instead.
+            self.dynamic_error = f"{type(exc).__name__}: {exc}"
+
+    def _bindings(self, shapes: Mapping[str, Any]) -> dict[str, int]:
+        """Symbol sizes from the feeds' shapes; the same symbol must have one size everywhere.
+
+        Raises:
+            FeedError: a symbol has different sizes in two inputs (or differs from ``dims``).
+        """
+        assert self._artifact is not None
+        seen: dict[str, tuple[str, int, int]] = {}
+        for name, (_, dims) in zip(self._artifact.input_names, self._artifact.input_types):
+            for axis, dim in enumerate(dims):
+                if not isinstance(dim, SymbolicDim) or dim.name is None:
+                    continue
+                size = int(shapes[name][axis])
+                if dim.name in seen and seen[dim.name][2] != size:
+                    other, other_axis, other_size = seen[dim.name]
+                    raise FeedError(
+                        f"dim '{dim.name}' is {other_size} in input '{other}' (axis {other_axis}) "
+                        f"but {size} in input '{name}' (axis {axis})",
+                        name,
+                    )
+                seen.setdefault(dim.name, (name, axis, size))
+        return {symbol: size for symbol, (_, _, size) in seen.items()}
+
+    def _refine(self, shapes: Mapping[str, Any]) -> LoweredModule:
+        """The artifact specialized to ``shapes`` by StableHLO's shape refinement."""
+        from jaxlib.mlir import ir
+
+        from onnx_stablehlo.passes.specialize_shapes import SpecializeShapesPass
+
+        assert self._artifact is not None
+        self._bindings(shapes)
+        start = time.perf_counter()
+        bindings = []
+        for index, (name, (_, dims)) in enumerate(zip(self._artifact.input_names, self._artifact.input_types)):
+            for axis, dim in enumerate(dims):
+                if not isinstance(dim, int):
+                    bindings.append(f"arg{index}.{axis}={int(shapes[name][axis])}")
+        context = pjrt.make_mlir_context()
+        with context, ir.Location.unknown():
+            module = ir.Module.parse(self._artifact.text, context)
+            SpecializeShapesPass(dims=tuple(bindings)).run(module)
+        return dataclasses.replace(
+            self._artifact,
+            module=module,
+            context=context,
+            input_types=[(dtype, tuple(shapes[n])) for n, (dtype, _) in zip(self._artifact.input_names, self._artifact.input_types)],
+            seconds=time.perf_counter() - start,
+        )
+
+    @property
+    def artifact(self) -> LoweredModule | None:
+        """The module lowered once with symbolic dims as ``?`` (``None`` for a static model, or
+        when a rule needs static shapes; ``dynamic_error`` then says which)."""
+        return self._artifact
+
     # Public API ------------------------------------------------------------------------------
 
     @property
@@ -201,6 +293,8 @@ class CompiledModel:
             ShapeError: the model has symbolic dims and nothing was compiled yet (pass
                 ``input_shapes`` to ``compile`` or call ``run`` first).
         """
+        if self._last is None and self._artifact is not None:
+            return self._artifact.text
         if self._last is None:
             raise ShapeError(
                 "nothing is compiled yet: the model's inputs have symbolic dims (pass "
@@ -212,6 +306,8 @@ class CompiledModel:
     @property
     def lowered(self) -> LoweredModule:
         """The :class:`LoweredModule` of the most recently used specialization."""
+        if self._last is None and self._artifact is not None:
+            return self._artifact
         self.mlir  # raises the same error when nothing is compiled yet
         assert self._last is not None
         return self._last.lowered

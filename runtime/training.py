@@ -70,6 +70,9 @@ __all__ = [
 CHECKPOINT_FORMAT = 1
 """Version of the checkpoint layout written by :meth:`Trainer.save_checkpoint`."""
 
+_PROTO_LIMIT = 2**31 - 1
+"""Largest serialized ModelProto (bytes)."""
+
 _THROUGHPUT_WINDOW = 20
 """Steps over which the progress bar's examples/s is measured."""
 
@@ -94,7 +97,8 @@ class EvalResult:
 
     Attributes:
         loss: mean loss per example over the whole set.
-        accuracy: fraction of correct examples, or ``None`` for a loss without accuracy.
+        accuracy: fraction of correct predictions (per example for softmax cross-entropy, per
+            element for binary cross-entropy), or ``None`` for a loss without accuracy.
         examples: how many examples were evaluated.
     """
 
@@ -152,17 +156,16 @@ class ArrayBatches:
 
     def epoch_batches(self, epoch: int, *, seed: int, start: int = 0) -> Iterator[dict[str, np.ndarray]]:
         """The batches of ``epoch``, from batch ``start`` on (used by :meth:`Trainer.fit`)."""
-        order = self.order(epoch, seed)
+        return self._batches(self.order(epoch, seed), start)
+
+    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
+        """The batches in the stored order (what :meth:`Trainer.evaluate` iterates)."""
+        return self._batches(np.arange(self.examples), 0)
+
+    def _batches(self, order: np.ndarray, start: int) -> Iterator[dict[str, np.ndarray]]:
         for index in range(start, len(self)):
             chosen = order[index * self.batch_size : (index + 1) * self.batch_size]
             yield {name: array[chosen] for name, array in self.arrays.items()}
-
-    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
-        order_shuffle, self.shuffle = self.shuffle, False
-        try:
-            yield from self.epoch_batches(0, seed=0)
-        finally:
-            self.shuffle = order_shuffle
 
 
 def select_trainable(names: Sequence[str], patterns: str | Sequence[str]) -> list[str]:
@@ -276,7 +279,8 @@ class Trainer:
         self.loss_name = with_loss.loss_name
         self.accuracy = accuracy or with_loss.accuracy
         self.label_inputs = list(with_loss.label_inputs)
-        self._training_model = load_model(with_loss.model, check=True)
+        # (the onnx checker cannot take a ModelProto of 2 GB or more)
+        self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < _PROTO_LIMIT)
         graph = self._training_model.graph
         self.output_names = [o.name for o in graph.outputs]
         self._loss_index = self.output_names.index(with_loss.loss_output)
@@ -317,7 +321,9 @@ class Trainer:
         self.batch_in_epoch = 0
         """How many batches of :attr:`epoch` were consumed."""
         self.history: list[dict[str, float]] = []
-        """One record per step (``step``, ``loss``, ``examples``) and per evaluation (``eval_*``)."""
+        """One record per step of :meth:`fit` (``step``, ``loss``, ``examples``, ``seconds`` since the
+        previous step ended, so data loading counts; ``compiled`` when the step compiled an
+        executable) and one per evaluation (``eval_step``, ``eval_loss``, ``eval_accuracy``)."""
         self.timings: dict[str, float] = {}
 
     # Weights ---------------------------------------------------------------------------------
@@ -453,7 +459,7 @@ class Trainer:
         executable = self._train_executable(spec)
         results = pjrt.execute(executable, self._arguments(spec, arrays))
         outputs = len(self.output_names)
-        grads = dict(zip(self.trainable, results[outputs:]))
+        grads = dict(zip(self.trainable, results[outputs:], strict=True))
         params = {name: self._params[name] for name in self.trainable}
         new_params, self._opt_state = self._run_update(params, grads, self._opt_state)
         self._params.update(new_params)
@@ -514,18 +520,21 @@ class Trainer:
         last = time.perf_counter()  # end of the previous step: data loading counts too
         try:
             while not self._done(steps, epochs):
-                consumed = 0
+                start, consumed = self.batch_in_epoch, 0
                 for batch in self._epoch_batches(data):
                     compiled = self.compile_count
                     loss = self.train_step(batch)
                     examples = _batch_size(batch, self.input_names)
                     now = time.perf_counter()
+                    record = {"step": self.step, "loss": loss, "examples": examples, "seconds": now - last}
                     if self.compile_count == compiled:  # steps that compiled are not counted
                         window.append((now - last, examples))
+                    else:
+                        record["compiled"] = 1
                     last = now
                     consumed += 1
                     self.batch_in_epoch += 1
-                    self.history.append({"step": self.step, "loss": loss, "examples": examples})
+                    self.history.append(record)
                     bar.update(1)
                     postfix = {"loss": f"{loss:.4f}"}
                     if window:
@@ -542,7 +551,7 @@ class Trainer:
                 else:
                     self.epoch += 1
                     self.batch_in_epoch = 0
-                    if consumed == 0:
+                    if consumed == 0 and start == 0:
                         break  # an exhausted iterator (or an empty data set)
                     continue
                 break
@@ -562,6 +571,12 @@ class Trainer:
         if callable(epoch_batches):
             return iter(epoch_batches(self.epoch, seed=self.seed, start=self.batch_in_epoch))
         return itertools.islice(iter(data), self.batch_in_epoch, None)
+
+    def throughput(self) -> float:
+        """Examples per second over the steps of :attr:`history` that compiled nothing."""
+        steps = [r for r in self.history if "loss" in r and "compiled" not in r]
+        seconds = sum(r["seconds"] for r in steps)
+        return sum(r["examples"] for r in steps) / seconds if seconds > 0 else float("nan")
 
     def _record_eval(self, eval_data: Iterable[Mapping[str, Any]], bar: Any) -> EvalResult:
         result = self.evaluate(eval_data)
@@ -586,21 +601,21 @@ class Trainer:
             FeedError, CompileError, ExecutionError.
         """
         total_loss = 0.0
-        correct = 0
-        examples = 0
+        correct = judged = examples = 0
+        scored = self.accuracy is not None and self._prediction_index is not None and bool(self.label_inputs)
         for batch in data:
             arrays = self._check_batch(batch)
             outputs = self.run_training_model(arrays)
             size = _batch_size(arrays, self.input_names)
             total_loss += float(np.asarray(outputs[self._loss_index]).reshape(())) * size
             examples += size
-            if self.accuracy is not None and self._prediction_index is not None:
-                labels = arrays[self.label_inputs[0]]
-                correct += int(np.sum(self.accuracy(outputs[self._prediction_index], labels)))
+            if scored:
+                hits = np.asarray(self.accuracy(outputs[self._prediction_index], arrays[self.label_inputs[0]]))
+                correct += int(np.sum(hits))
+                judged += hits.size
         if examples == 0:
             raise TrainingError("the evaluation data holds no batch")
-        accuracy = correct / examples if self.accuracy is not None and self._prediction_index is not None else None
-        return EvalResult(total_loss / examples, accuracy, examples)
+        return EvalResult(total_loss / examples, correct / judged if scored and judged else None, examples)
 
     def run_training_model(self, batch: Mapping[str, Any]) -> list[np.ndarray]:
         """Runs the model with its loss (no update): ``[loss, model outputs...]`` on the host."""
@@ -632,6 +647,7 @@ class Trainer:
             lowered = import_model(model, {n: a.shape for n, a in arrays.items()}, weights="args")
             found = (lowered, pjrt.compile_module(entry_module_text(lowered.module, "main"), self.device))
             self._predict_cache[key] = found
+            self.compile_count += 1
         lowered, executable = found
         arguments = [pjrt.to_device(arrays[n], self.device) for n in lowered.input_names]
         arguments += [self._param(n) for n in lowered.parameter_names]

@@ -35,13 +35,13 @@ _HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
 def _splat_like(value: float, x: ir.Value) -> ir.Value:
     """A constant of ``x``'s shape and dtype filled with ``value``."""
-    return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
+    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _reduce_keep(x: ir.Value, axes: Sequence[int], body_op: type, init: float) -> ir.Value:
     """Reduces ``x`` over ``axes`` and broadcasts the result back to ``x``'s shape."""
     reduced = emit.reduce(x, axes, body_op, init, keepdims=True)
-    return emit.broadcast_to(reduced, emit.static_shape_of(x))
+    return emit.broadcast_to(reduced, emit.dims_of(x))
 
 
 def _wide_dtype(dtype: DataType) -> DataType:
@@ -109,7 +109,7 @@ def lower_log_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 def _hardmax_last_axis(x: ir.Value) -> ir.Value:
     """One-hot (in ``x``'s dtype) of the first maximum along the last axis of ``x``."""
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = len(shape) - 1
     is_max = emit.compare(x, _reduce_keep(x, [axis], stablehlo.MaxOp, -np.inf), "EQ")
     index = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), axis).result
@@ -134,7 +134,7 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if `axis` is out of range.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     rank = len(shape)
     if rank == 0:
         return [_splat_like(1, x)]
@@ -259,8 +259,8 @@ def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if slope does not broadcast to X.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
-    slope_shape = emit.static_shape_of(ctx.input(1))
+    shape = emit.dims_of(x)
+    slope_shape = emit.dims_of(ctx.input(1))
     if not _broadcasts_to(slope_shape, shape):
         message = f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}"
         raise ctx.error(message, ShapeError)
@@ -394,7 +394,7 @@ def _clip(x: ir.Value, low: ir.Value | None, high: ir.Value | None) -> ir.Value:
 
     With ``low > high`` every element becomes ``high``, as numpy.clip and onnxruntime do.
     """
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if low is not None:
         x = stablehlo.MaxOp(x, emit.broadcast_to(low, shape)).result
     if high is not None:
@@ -458,7 +458,7 @@ def lower_dropout_inference(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     outputs = [x]
     if _output_wanted(node, 1):
         mask_dtype = emit.dtype_of(x) if node.since_version < 10 else DataType.BOOL
-        outputs.append(emit.splat(1, mask_dtype, emit.static_shape_of(x)))
+        outputs.append(emit.splat(1, mask_dtype, emit.dims_of(x)))
     return outputs
 
 
@@ -504,7 +504,7 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     training_known = ctx.constant_input(2) if ctx.is_constant_input(2) else None
     ratio_known = ctx.constant_input(1) if ctx.is_constant_input(1) else None
     inference = not ctx.has_input(2) or (

@@ -64,7 +64,7 @@ def _convert(x: ir.Value, to: DataType) -> ir.Value:
     """``emit.convert``, with the compare-with-zero for bool targets done here for 0-d operands too."""
     source = emit.dtype_of(x)
     if to == DataType.BOOL and source != DataType.BOOL:
-        return emit.compare(x, _splat(0, source, emit.static_shape_of(x)), "NE")
+        return emit.compare(x, _splat(0, source, emit.dims_of(x)), "NE")
     return emit.convert(x, to)
 
 
@@ -84,7 +84,7 @@ def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = 
         return _to_float8e8m0(x, saturate, round_mode)
     if to in _SATURATING_FLOAT8 and saturate and dtypes.is_float(source):
         info = ml_dtypes.finfo(dtypes.numpy_dtype(to))
-        shape = emit.static_shape_of(x)
+        shape = emit.dims_of(x)
         x = stablehlo.ClampOp(
             _splat(float(info.min), source, shape), x, _splat(float(info.max), source, shape)
         ).result
@@ -97,7 +97,7 @@ def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = 
 
 def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
     """float8e8m0 (a biased power-of-two exponent) from the float32 exponent and mantissa bits."""
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     u32 = DataType.UINT32
 
     def const(value: int) -> ir.Value:
@@ -213,7 +213,7 @@ def quantization_parameter(
     Raises:
         ShapeError: the value's shape fits none of these.
     """
-    given = emit.static_shape_of(value)
+    given = emit.dims_of(value)
     rank = len(shape)
     size = int(np.prod(given, dtype=np.int64))
     if size == 1 and (len(given) <= 1 or not block_size):
@@ -268,7 +268,7 @@ def quantize(
     """
     compute = compute or _promoted_float(emit.dtype_of(x), emit.dtype_of(scale))
     q = stablehlo.DivOp(emit.convert(x, compute), emit.convert(scale, compute)).result
-    shape = emit.static_shape_of(q)
+    shape = emit.dims_of(q)
     if target in _INTEGER_RANGES:
         low, high = _INTEGER_RANGES[target]
         q = stablehlo.RoundNearestEvenOp(q).result

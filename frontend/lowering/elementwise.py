@@ -46,11 +46,11 @@ def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -
 
 
 def _one_like(x: ir.Value) -> ir.Value:
-    return emit.splat(1, emit.dtype_of(x), emit.static_shape_of(x))
+    return emit.splat(1, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _zero_like(x: ir.Value) -> ir.Value:
-    return emit.splat(0, emit.dtype_of(x), emit.static_shape_of(x))
+    return emit.splat(0, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _relu(x: ir.Value) -> ir.Value:
@@ -224,7 +224,7 @@ def lower_bit_shift(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x, amount = emit.broadcast_values(ctx.input(0), ctx.input(1))
     direction = node.attr_str("direction")
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     signed = dtypes.is_signed_int(dtype)
     if direction == "LEFT":
         shifted = stablehlo.ShiftLeftOp(x, amount).result
@@ -311,7 +311,7 @@ def lower_mean(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     total = _variadic(ctx, stablehlo.AddOp)
     count = sum(1 for v in ctx.inputs() if v is not None)
-    divisor = emit.splat(count, emit.dtype_of(total), emit.static_shape_of(total))
+    divisor = emit.splat(count, emit.dtype_of(total), emit.dims_of(total))
     return [stablehlo.DivOp(total, divisor).result]
 
 
@@ -323,7 +323,7 @@ def lower_is_inf(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: IsInf-10/20.
     """
     x = ctx.input(0)
-    dtype, shape = emit.dtype_of(x), emit.static_shape_of(x)
+    dtype, shape = emit.dtype_of(x), emit.dims_of(x)
     result = emit.splat(False, DataType.BOOL, shape)
     if node.attr_int("detect_positive"):
         result = stablehlo.OrOp(result, emit.compare(x, emit.splat(np.inf, dtype, shape), "EQ")).result

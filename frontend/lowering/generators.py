@@ -24,6 +24,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import ceil_div
 
 _MAX_FOLDED_ELEMENTS = 1024
 """Results with more elements than this are emitted (splat / iota) rather than numpy arrays."""
@@ -123,6 +124,9 @@ def lower_range(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
         on their values and shapes are static here).
     Raises: NonConstantInputError if any input is computed at run time.
     """
+    symbolic = _symbolic_range(ctx)
+    if symbolic is not None:
+        return [symbolic]
     for index, name in enumerate(("start", "limit", "delta")):
         if not ctx.is_constant_input(index):
             raise ctx.error(
@@ -148,6 +152,27 @@ def lower_range(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
     else:
         result = np.arange(start.item(), limit.item(), delta.item()).astype(dtype)
     return [result]
+
+
+def _symbolic_range(ctx: LoweringContext) -> ir.Value | None:
+    """An integer Range whose limit is a symbolic dim (``arange(seq)``): a dynamic iota.
+
+    Needs integer start and delta known at compile time (delta > 0) and a limit that is a shape
+    computation; returns ``None`` otherwise.
+    """
+    lowered = [ctx.lowered(i) for i in range(3)]
+    if lowered[1].sym is None or not (ctx.is_constant_input(0) and ctx.is_constant_input(2)):
+        return None
+    start = np.asarray(ctx.constant_input(0)).reshape(())
+    delta = np.asarray(ctx.constant_input(2)).reshape(())
+    if start.dtype.kind not in "iu" or int(delta) <= 0:
+        return None
+    limit = ctx.symbolic_input(1).reshape(())[()]
+    count = ceil_div(limit - int(start), int(delta))
+    dtype = ctx.input_dtype(0)
+    steps = emit.iota([count], 0, dtype)
+    scaled = stablehlo.MulOp(steps, emit.splat(int(delta), dtype, [count])).result
+    return emit.record(stablehlo.AddOp(scaled, emit.splat(int(start), dtype, [count])).result, [count])
 
 
 @lowering("EyeLike", since=9)

@@ -37,6 +37,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static
 
 
 def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
@@ -57,11 +58,15 @@ def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
 
 def _normalize_indices(indices: ir.Value, bounds: np.ndarray) -> ir.Value:
     """``i + bound where i < 0`` for run-time indices; ``bounds`` broadcasts to their shape."""
-    shape = emit.static_shape_of(indices)
+    shape = emit.dims_of(indices)
     dtype = emit.dtype_of(indices)
     if dtypes.is_unsigned_int(dtype):
         return indices
-    bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
+    bounds = np.asarray(bounds)
+    if bounds.size == 1:
+        bound = emit.splat(bounds.reshape(()).item(), dtype, shape)
+    else:
+        bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
     negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
     return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
 
@@ -71,8 +76,8 @@ def _take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
 
     The result shape is ``shape[:axis] + indices.shape + shape[axis + 1:]``.
     """
-    shape = emit.static_shape_of(value)
-    index_shape = emit.static_shape_of(indices)
+    shape = emit.dims_of(value)
+    index_shape = emit.dims_of(indices)
     rank, index_rank = len(shape), len(index_shape)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(axis)) + list(range(axis + index_rank, rank + index_rank - 1)),
@@ -86,7 +91,13 @@ def _take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
     slice_sizes[axis] = 1
     result_shape = list(shape[:axis]) + list(index_shape) + list(shape[axis + 1 :])
     result_type = emit.tensor_type(result_shape, emit.dtype_of(value))
-    return stablehlo.GatherOp(value, indices, numbers, slice_sizes, results=[result_type]).result
+    if is_static(slice_sizes):
+        result = stablehlo.GatherOp(value, indices, numbers, slice_sizes, results=[result_type]).result
+    else:
+        result = stablehlo.DynamicGatherOp(
+            value, indices, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
+        ).result
+    return emit.record(result, result_shape)
 
 
 def _take_constant(value: ir.Value, indices: np.ndarray, axis: int) -> ir.Value:
@@ -213,11 +224,66 @@ def lower_slice(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: NonConstantInputError if starts/ends/axes/steps are computed at run time;
         ShapeError for mismatched lengths, repeated axes or a zero step.
     """
-    starts = _constant_ints(ctx, 1)
-    ends = _constant_ints(ctx, 2)
     axes = _constant_ints(ctx, 3) if ctx.has_input(3) else None
     steps = _constant_ints(ctx, 4) if ctx.has_input(4) else None
-    return [_slice(ctx, ctx.input(0), starts, ends, axes, steps)]
+    if ctx.is_constant_input(1) and ctx.is_constant_input(2) and is_static(ctx.input_shape(0)):
+        return [_slice(ctx, ctx.input(0), _constant_ints(ctx, 1), _constant_ints(ctx, 2), axes, steps)]
+    starts = list(ctx.symbolic_input(1).reshape(-1))
+    ends = list(ctx.symbolic_input(2).reshape(-1))
+    return [_slice_symbolic(ctx, ctx.input(0), starts, ends, axes, steps)]
+
+
+_END = 2**62  # ends at or above this mean "to the end" (INT64_MAX and friends)
+
+
+def _slice_symbolic(
+    ctx: LoweringContext,
+    data: ir.Value,
+    starts: Sequence[Dim],
+    ends: Sequence[Dim],
+    axes: Sequence[int] | None,
+    steps: Sequence[int] | None,
+) -> ir.Value:
+    """Slice with symbolic dims or bounds, as stablehlo.real_dynamic_slice (positive steps).
+
+    A symbolic bound is taken to lie within its dim (exporters slice position tables and the
+    like by a sequence length); ints are clamped as the spec says.
+    """
+    shape = list(emit.dims_of(data))
+    rank = len(shape)
+    axes = list(range(len(starts))) if axes is None else list(axes)
+    steps = [1] * len(starts) if steps is None else list(steps)
+    begin: list[Dim] = [0] * rank
+    limit: list[Dim] = list(shape)
+    stride = [1] * rank
+    out = list(shape)
+    for axis, start, end, step in zip(axes, starts, ends, steps):
+        axis = ctx.axis(axis, rank)
+        if step <= 0:
+            raise ctx.error(f"step {step} with symbolic bounds is not supported (positive steps only)", ShapeError)
+        dim = shape[axis]
+        first = _clamp_bound(start, dim)
+        stop = _clamp_bound(end, dim)
+        begin[axis], limit[axis], stride[axis] = first, stop, step
+        out[axis] = ceil_div(stop - first, step) if not (isinstance(stop, int) and isinstance(first, int)) else max(
+            0, -(-(stop - first) // step)
+        )
+    result_type = emit.tensor_type(out, emit.dtype_of(data))
+    op = stablehlo.RealDynamicSliceOp(
+        result_type, data, emit.shape_tensor(begin), emit.shape_tensor(limit), emit.shape_tensor(stride)
+    )
+    return emit.record(op.result, out)
+
+
+def _clamp_bound(bound: Dim, dim: Dim) -> Dim:
+    if not isinstance(bound, int):
+        return bound
+    if bound >= _END:
+        return dim
+    if bound < 0:
+        bound = dim + bound
+        return max(bound, 0) if isinstance(bound, int) else bound
+    return min(bound, dim) if isinstance(dim, int) else bound
 
 
 def _slice(
@@ -287,9 +353,18 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if compile-time indices are out of range.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     dim = shape[axis]
+    if not is_static(shape):
+        indices = ctx.input(1)
+        if isinstance(dim, int):
+            return [_take(data, _normalize_indices(indices, np.asarray(dim)), axis)]
+        index_dtype = emit.dtype_of(indices)
+        bound = emit.broadcast_to(emit.convert(emit.dim_value(dim), index_dtype), emit.dims_of(indices), dims=())
+        negative = emit.compare(indices, emit.splat(0, index_dtype, emit.dims_of(indices)), "LT")
+        normalized = stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+        return [_take(data, normalized, axis)]
     if ctx.is_constant_input(1):
         indices = np.asarray(ctx.constant_input(1)).astype(np.int64)
         if np.any((indices < -dim) | (indices >= dim)):
@@ -328,8 +403,8 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if k or batch_dims do not fit the ranks.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
-    index_shape = emit.static_shape_of(ctx.input(1))
+    shape = emit.dims_of(data)
+    index_shape = emit.dims_of(ctx.input(1))
     batch = node.attr_int("batch_dims", 0) if node.since_version >= 12 else 0
     rank, index_rank = len(shape), len(index_shape)
     depth = index_shape[-1] if index_rank else 0
@@ -338,11 +413,22 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             f"indices of shape {list(index_shape)} with batch_dims={batch} do not fit data of shape {list(shape)}",
             ShapeError,
         )
-    if tuple(index_shape[:batch]) != tuple(shape[:batch]):
+    if not isinstance(depth, int):
+        raise ctx.error("the last dim of indices must be static", ShapeError)
+    if is_static(index_shape[:batch]) and is_static(shape[:batch]) and tuple(index_shape[:batch]) != tuple(shape[:batch]):
         raise ctx.error(
             f"batch dims {list(index_shape[:batch])} differ from the data's {list(shape[:batch])}", ShapeError
         )
-    indices = _normalize_indices(ctx.input(1), np.asarray(shape[batch : batch + depth], dtype=np.int64))
+    bounds = shape[batch : batch + depth]
+    if is_static(bounds):
+        indices = _normalize_indices(ctx.input(1), np.asarray(bounds, dtype=np.int64))
+    else:
+        raw = ctx.input(1)
+        index_dtype = emit.dtype_of(raw)
+        vector = emit.convert(emit.shape_tensor(bounds), index_dtype)
+        bound = emit.broadcast_to(vector, index_shape, dims=[len(index_shape) - 1])
+        negative = emit.compare(raw, emit.splat(0, index_dtype, index_shape), "LT")
+        indices = stablehlo.SelectOp(negative, stablehlo.AddOp(raw, bound).result, raw).result
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(index_rank - 1, index_rank - 1 + rank - batch - depth)),
         collapsed_slice_dims=list(range(batch, batch + depth)),
@@ -354,7 +440,13 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     slice_sizes = [1] * (batch + depth) + list(shape[batch + depth :])
     result_shape = list(index_shape[:-1]) + list(shape[batch + depth :])
     result_type = emit.tensor_type(result_shape, emit.dtype_of(data))
-    return [stablehlo.GatherOp(data, indices, numbers, slice_sizes, results=[result_type]).result]
+    if is_static(slice_sizes):
+        result = stablehlo.GatherOp(data, indices, numbers, slice_sizes, results=[result_type]).result
+    else:
+        result = stablehlo.DynamicGatherOp(
+            data, indices, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
+        ).result
+    return [emit.record(result, result_shape)]
 
 
 # Scatter family --------------------------------------------------------------------------------

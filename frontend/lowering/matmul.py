@@ -32,6 +32,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import product as _product
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
@@ -54,7 +55,7 @@ def _dot_general(
     dtype = emit.dtype_of(lhs)
     out_dtype = result_dtype or dtype
     accumulate = DataType.FLOAT if dtype in _NARROW_FLOATS and result_dtype is None else out_dtype
-    lhs_shape, rhs_shape = emit.static_shape_of(lhs), emit.static_shape_of(rhs)
+    lhs_shape, rhs_shape = emit.dims_of(lhs), emit.dims_of(rhs)
     shape = (
         [lhs_shape[d] for d in lhs_batch]
         + [d for i, d in enumerate(lhs_shape) if i not in lhs_batch and i not in lhs_contracting]
@@ -67,7 +68,7 @@ def _dot_general(
         rhs_contracting_dimensions=list(rhs_contracting),
     )
     result = stablehlo.DotGeneralOp(emit.tensor_type(shape, accumulate), lhs, rhs, numbers).result
-    return emit.convert(result, out_dtype)
+    return emit.convert(emit.record(result, shape), out_dtype)
 
 
 def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -> ir.Value:
@@ -76,13 +77,13 @@ def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -
     Raises:
         ValueError: the contracted dims differ or the batch dims do not broadcast.
     """
-    lhs_shape, rhs_shape = emit.static_shape_of(lhs), emit.static_shape_of(rhs)
+    lhs_shape, rhs_shape = emit.dims_of(lhs), emit.dims_of(rhs)
     lhs_rank, rhs_rank = len(lhs_shape), len(rhs_shape)
     if lhs_rank == 0 or rhs_rank == 0:
         raise ValueError("MatMul operands must have rank >= 1")
     lhs_k = lhs_shape[-1]
     rhs_k = rhs_shape[0] if rhs_rank == 1 else rhs_shape[-2]
-    if lhs_k != rhs_k:
+    if lhs_k != rhs_k and isinstance(lhs_k, int) and isinstance(rhs_k, int):
         raise ValueError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
     if lhs_rank == 1 or rhs_rank <= 2:
         # No batch dims needed: [K] @ [..., K, N] -> [..., N]; [..., M, K] @ [K(, N)] -> [..., M(, N)].
@@ -92,7 +93,7 @@ def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -
         )
     lhs_batch, rhs_batch = lhs_shape[:-2], rhs_shape[:-2]
     batch = emit.broadcast_shapes(lhs_batch, rhs_batch)
-    if lhs_rank == 2 or (int(np.prod(lhs_batch)) == 1 and len(rhs_batch) >= len(lhs_batch)):
+    if lhs_rank == 2 or (_product(lhs_batch) == 1 and len(rhs_batch) >= len(lhs_batch)):
         # [M, K] @ [B..., K, N] -> [M, B..., N], then the M dim moves behind the batch dims.
         lhs2 = emit.reshape(lhs, lhs_shape[-2:])
         product = _dot_general(
@@ -100,7 +101,7 @@ def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -
         )
         nb = len(rhs_batch)
         return emit.transpose(product, [*range(1, nb + 1), 0, nb + 1])
-    if int(np.prod(rhs_batch)) == 1 and len(lhs_batch) >= len(rhs_batch):
+    if _product(rhs_batch) == 1 and len(lhs_batch) >= len(rhs_batch):
         # [B..., M, K] @ [1..., K, N]: the weight drops its unit batch dims.
         rhs2 = emit.reshape(rhs, rhs_shape[-2:])
         return _dot_general(lhs, rhs2, lhs_contracting=[lhs_rank - 1], rhs_contracting=[0], result_dtype=result_dtype)
@@ -125,12 +126,12 @@ def lower_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers MatMul (numpy ``matmul``) to one stablehlo.dot_general.
 
     Spec: onnx.ai/onnx/operators/onnx__MatMul.html (MatMul-1, 9, 13).
-    Shapes: a [..., M, K] or [K]; b [..., K, N] or [K]; batch dims broadcast; static.
+    Shapes: a [..., M, K] or [K]; b [..., K, N] or [K]; batch dims broadcast; symbolic dims
+        allowed (K must agree as written).
     Dtypes: f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64.
     Raises: ShapeError if K differs or the batch dims do not broadcast.
     """
     lhs, rhs = ctx.input(0), ctx.input(1)
-    ctx.input_static_shape(0), ctx.input_static_shape(1)
     try:
         return [matmul(lhs, rhs)]
     except ValueError as exc:
@@ -167,7 +168,7 @@ def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         )
     result = _dot_general(a, b, lhs_contracting=[0 if trans_a else 1], rhs_contracting=[1 if trans_b else 0])
     dtype = emit.dtype_of(result)
-    shape = emit.static_shape_of(result)
+    shape = emit.dims_of(result)
     alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
     if alpha != 1.0:
         result = stablehlo.MulOp(result, _scalar_like(alpha, dtype, shape)).result
@@ -241,7 +242,7 @@ def _take_diagonals(value: ir.Value, labels: list[str]) -> tuple[ir.Value, list[
     while len(set(labels)) != len(labels):
         first = next(i for i, label in enumerate(labels) if labels.index(label) != i)
         keep = labels.index(labels[first])
-        shape = emit.static_shape_of(value)
+        shape = emit.dims_of(value)
         index_type = emit.tensor_type(shape, DataType.INT64)
         on_diagonal = emit.compare(
             stablehlo.IotaOp(index_type, keep).result, stablehlo.IotaOp(index_type, first).result, "EQ"
@@ -280,7 +281,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
     Raises:
         ValueError: the equation does not fit the operands.
     """
-    shapes = [emit.static_shape_of(v) for v in values]
+    shapes = [emit.dims_of(v) for v in values]
     operands, output = _parse_einsum(equation, [len(s) for s in shapes])
     sizes: dict[str, int] = {}
     for labels, shape in zip(operands, shapes):
@@ -321,7 +322,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
 
 def _broadcast_labels(value: ir.Value, labels: list[str], which: Sequence[str], sizes: dict[str, int]) -> ir.Value:
     """Broadcasts size-1 dims of ``which`` labels to the label's full size."""
-    shape = emit.static_shape_of(value)
+    shape = emit.dims_of(value)
     target = [sizes[label] if label in which else d for label, d in zip(labels, shape)]
     if tuple(target) == tuple(shape):
         return value
@@ -352,7 +353,7 @@ def lower_einsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 def _row_parameter(value: ir.Value, operand_shape: Sequence[int]) -> ir.Value:
     """A per-row ([M]) parameter of a [..., M, K] operand as [M, 1]; others unchanged (numpy broadcasting)."""
-    shape = emit.static_shape_of(value)
+    shape = emit.dims_of(value)
     if len(shape) == 1 and shape[0] != 1 and len(operand_shape) >= 2:
         return emit.reshape(value, (shape[0], 1))
     return value
@@ -364,9 +365,9 @@ def _centered(value: ir.Value, zero_point: ir.Value | None, dtype: DataType, per
     if zero_point is None:
         return value
     if per_row:
-        zero_point = _row_parameter(zero_point, emit.static_shape_of(value))
+        zero_point = _row_parameter(zero_point, emit.dims_of(value))
     zero_point = emit.convert(zero_point, dtype)
-    return stablehlo.SubtractOp(value, _broadcast_onto(zero_point, emit.static_shape_of(value))).result
+    return stablehlo.SubtractOp(value, _broadcast_onto(zero_point, emit.dims_of(value))).result
 
 
 def _broadcast_onto(value: ir.Value, shape: Sequence[int]) -> ir.Value:
@@ -375,7 +376,7 @@ def _broadcast_onto(value: ir.Value, shape: Sequence[int]) -> ir.Value:
     Raises:
         ValueError: ``value`` does not broadcast to ``shape``.
     """
-    given = emit.static_shape_of(value)
+    given = emit.dims_of(value)
     if len(given) > len(shape) or any(g not in (1, d) for g, d in zip(given[::-1], tuple(shape)[::-1])):
         raise ValueError(f"zero point or scale {list(given)} does not fit {list(shape)}")
     return emit.broadcast_to(value, shape)
@@ -401,11 +402,11 @@ def integer_matmul(a: ir.Value, b: ir.Value, a_zero: ir.Value | None, b_zero: ir
     from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
     i32 = DataType.INT32
-    a_shape, b_shape = emit.static_shape_of(a), emit.static_shape_of(b)
+    a_shape, b_shape = emit.dims_of(a), emit.dims_of(b)
     if len(a_shape) < 2 or len(b_shape) < 2:
         return matmul(_centered(a, a_zero, i32, per_row=True), _centered(b, b_zero, i32, per_row=False))
     product = matmul(a, b, result_dtype=i32)
-    shape = emit.static_shape_of(product)
+    shape = emit.dims_of(product)
     k = a_shape[-1]
     a_zero_term = b_zero_term = None
     if a_zero is not None:
@@ -473,7 +474,7 @@ def lower_qlinear_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             b = _centered(ctx.input(3), ctx.input(5), DataType.FLOAT, per_row=False)
             product = matmul(a, b)
         product = emit.convert(product, DataType.FLOAT)
-        shape = emit.static_shape_of(product)
+        shape = emit.dims_of(product)
         a_scale = emit.convert(_row_parameter(ctx.input(1), ctx.input_static_shape(0)), DataType.FLOAT)
         b_scale = emit.convert(ctx.input(4), DataType.FLOAT)
         multiplier = stablehlo.MulOp(_broadcast_onto(a_scale, shape), _broadcast_onto(b_scale, shape)).result

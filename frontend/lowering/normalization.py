@@ -33,19 +33,19 @@ _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, 
 
 def _splat_like(value: float, x: ir.Value) -> ir.Value:
     """A constant of ``x``'s shape and dtype filled with ``value``."""
-    return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
+    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1."""
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
     return stablehlo.DivOp(total, _splat_like(count, total)).result
 
 
 def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:
-    return emit.broadcast_to(value, emit.static_shape_of(x))
+    return emit.broadcast_to(value, emit.dims_of(x))
 
 
 def _standardize(x: ir.Value, axes: Sequence[int], epsilon: float) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -132,7 +132,7 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     compute, stash = _stash_dtypes(ctx, node, dtype)
     axes = list(range(axis, len(shape)))
@@ -174,7 +174,7 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     if node.since_version < 9 and node.attr_int("spatial") != 1:
@@ -238,7 +238,7 @@ def lower_instance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[i
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if len(shape) < 3:
         raise ctx.error(f"input must have rank >= 3 (N, C, D1, ...), got shape {list(shape)}", ShapeError)
     scale, bias = _channel_vector(ctx, 1, shape[1]), _channel_vector(ctx, 2, shape[1])
@@ -270,7 +270,7 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     groups = node.attr_int("num_groups")
@@ -313,7 +313,7 @@ def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     compute, _ = _stash_dtypes(ctx, node, dtype)
     xc = emit.convert(x, compute)
@@ -378,7 +378,7 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     size = node.attr_int("size")

@@ -105,7 +105,7 @@ def reduce_over(
     shapes; shared with the other families (Einsum) until that is fixed.
     """
     dtype = emit.dtype_of(value)
-    shape = emit.static_shape_of(value)
+    shape = emit.dims_of(value)
     axes = sorted(set(axes))
     scalar_type = emit.tensor_type((), dtype)
     out_shape = [d for i, d in enumerate(shape) if i not in axes]
@@ -128,7 +128,7 @@ def _square(x: ir.Value) -> ir.Value:
 
 
 def _divide_by_count(total: ir.Value, count: int) -> ir.Value:
-    shape = emit.static_shape_of(total)
+    shape = emit.dims_of(total)
     divisor = emit.broadcast_to(_scalar(count, emit.dtype_of(total)), shape, dims=[])
     return stablehlo.DivOp(total, divisor).result
 
@@ -233,12 +233,12 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
 def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
     """``m + log(sum(exp(x - m)))`` with ``m`` the max over ``axes`` (0 where not finite)."""
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     if not axes:
         return stablehlo.LogOp(stablehlo.ExpOp(x).result).result
     peak = reduce_over(x, axes, stablehlo.MaxOp, -np.inf, True)
     finite = stablehlo.IsFiniteOp(peak).result
-    zero = emit.broadcast_to(_scalar(0, dtype), emit.static_shape_of(peak), dims=[])
+    zero = emit.broadcast_to(_scalar(0, dtype), emit.dims_of(peak), dims=[])
     peak = stablehlo.SelectOp(finite, peak, zero).result
     shifted = stablehlo.SubtractOp(x, emit.broadcast_to(peak, shape)).result
     total = reduce_over(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, True)

@@ -33,6 +33,7 @@ from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import exact_div, is_static, product
 
 def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
     """A constant int input (axes, shape, split, repeats) as Python ints, flattened."""
@@ -155,8 +156,11 @@ def lower_reshape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         counts differ, more than one dim is -1, or -1 is combined with 0 under allowzero=1.
     """
     data = ctx.input(0)
-    source = emit.static_shape_of(data)
-    requested = _constant_ints(ctx, 1)
+    source = emit.dims_of(data)
+    if ctx.is_constant_input(1):
+        requested = _constant_ints(ctx, 1)
+    else:
+        requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     allowzero = node.attr_int("allowzero", 0) if node.since_version >= 14 else 0
     return [emit.reshape(data, _reshape_target(ctx, source, requested, bool(allowzero)))]
 
@@ -167,7 +171,9 @@ def _reshape_target(
     """Resolves Reshape's 0 and -1 entries against the input shape."""
     target: list[int] = []
     for position, dim in enumerate(requested):
-        if dim == 0 and not allowzero:
+        if not isinstance(dim, int):
+            target.append(dim)
+        elif dim == 0 and not allowzero:
             if position >= len(source):
                 raise ctx.error(
                     f"shape {list(requested)} copies dim {position} (a 0) but the input has rank "
@@ -179,17 +185,20 @@ def _reshape_target(
             raise ctx.error(f"shape {list(requested)} has a negative dim {dim}", ShapeError)
         else:
             target.append(dim)
-    total = int(np.prod(source, dtype=np.int64))
-    inferred = [i for i, d in enumerate(target) if d == -1]
+    total = product(source)
+    inferred = [i for i, d in enumerate(target) if isinstance(d, int) and d == -1]
     if len(inferred) > 1:
         raise ctx.error(f"shape {list(requested)} has more than one -1", ShapeError)
     if inferred:
         if allowzero and 0 in target:
             raise ctx.error(f"shape {list(requested)} combines -1 with 0 under allowzero=1", ShapeError)
-        known = int(np.prod([d for d in target if d != -1], dtype=np.int64))
-        if known == 0 or total % known:
-            raise ctx.error(f"cannot reshape {list(source)} to {list(requested)}", ShapeError)
-        target[inferred[0]] = total // known
+        known = product([d for i, d in enumerate(target) if i != inferred[0]])
+        quotient = exact_div(total, known)
+        if quotient is None:
+            raise ctx.error(f"cannot reshape {list(map(str, source))} to {list(map(str, requested))}", ShapeError)
+        target[inferred[0]] = quotient
+    if not is_static(target) or not is_static(source):
+        return target  # element counts are checked when the module is refined to static shapes
     if int(np.prod(target, dtype=np.int64)) != total:
         raise ctx.error(
             f"cannot reshape {list(source)} ({total} elements) to {list(requested)}", ShapeError
@@ -214,15 +223,13 @@ def lower_flatten(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if axis is out of range.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     rank = len(shape)
     axis = node.attr_int("axis")
     if not -rank <= axis <= rank:
         raise ctx.error(f"axis {axis} is out of range [{-rank}, {rank}]", ShapeError)
     axis = axis + rank if axis < 0 else axis
-    outer = int(np.prod(shape[:axis], dtype=np.int64))
-    inner = int(np.prod(shape[axis:], dtype=np.int64))
-    return [emit.reshape(data, [outer, inner])]
+    return [emit.reshape(data, [product(shape[:axis]), product(shape[axis:])])]
 
 
 @lowering("Squeeze", since=1)
@@ -244,7 +251,7 @@ def lower_squeeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         dim is not 1.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     axes = _axes_attr_or_input(ctx, node)
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
@@ -273,7 +280,7 @@ def lower_unsqueeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         or repeated axes.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     axes = _axes_attr_or_input(ctx, node)
     if axes is None:
         raise ctx.error("axes is required", ShapeError)
@@ -324,15 +331,27 @@ def lower_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if the inputs' shapes disagree off the axis.
     """
     values = [v for v in ctx.inputs() if v is not None]
-    shapes = [emit.static_shape_of(v) for v in values]
+    shapes = [emit.dims_of(v) for v in values]
     rank = len(shapes[0])
     axis = ctx.axis(node.attr_int("axis"), rank)
     for shape in shapes[1:]:
-        if len(shape) != rank or any(a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis):
+        if len(shape) != rank or any(
+            a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis and is_static((a, b))
+        ):
             raise ctx.error(f"cannot concatenate shapes {[list(s) for s in shapes]} on axis {axis}", ShapeError)
     if len(values) == 1:
         return [values[0]]
-    return [stablehlo.ConcatenateOp(values, axis).result]
+    dims = list(shapes[0])
+    dims[axis] = sum_dims([s[axis] for s in shapes])
+    return [emit.record(stablehlo.ConcatenateOp(values, axis).result, dims)]
+
+
+def sum_dims(dims: Sequence) -> object:
+    """The sum of dims (an int when all are ints)."""
+    total = 0
+    for dim in dims:
+        total = total + dim
+    return total
 
 
 @lowering("Expand", since=8)
@@ -341,15 +360,19 @@ def lower_expand(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Expand to stablehlo.broadcast_in_dim to broadcast(input shape, ``shape``).
 
     Spec: Expand-8/13.
-    Shapes: data static; shape int64 [k] known at compile time; the result shape is the numpy
-        broadcast of both (so a 1 in ``shape`` keeps the input's dim).
+    Shapes: data [d0, ...] (symbolic dims allowed); shape int64 [k] known at compile time, up to
+        symbolic dims; the result shape is the numpy broadcast of both (so a 1 in ``shape``
+        keeps the input's dim).
     Dtypes: any.
     Raises: NonConstantInputError if `shape` is computed at run time; ShapeError if the shapes
         do not broadcast.
     """
     data = ctx.input(0)
-    source = emit.static_shape_of(data)
-    requested = _constant_ints(ctx, 1)
+    source = emit.dims_of(data)
+    if ctx.is_constant_input(1):
+        requested = _constant_ints(ctx, 1)
+    else:
+        requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     try:
         target = emit.broadcast_shapes(source, requested)
     except ValueError as exc:
@@ -369,7 +392,7 @@ def lower_tile(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         the wrong length or a negative entry.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     repeats = _constant_ints(ctx, 1)
     if len(repeats) != len(shape) or any(r < 0 for r in repeats):
         raise ctx.error(f"repeats {repeats} must be {len(shape)} non-negative counts", ShapeError)
@@ -399,7 +422,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         not fit the axis.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     size = shape[axis]
     count = len(node.output_names)
@@ -428,7 +451,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 def _slice_axis(value: ir.Value, axis: int, start: int, limit: int) -> ir.Value:
     """``value[..., start:limit, ...]`` along ``axis`` with stablehlo.slice."""
-    shape = emit.static_shape_of(value)
+    shape = emit.dims_of(value)
     if start == 0 and limit == shape[axis]:
         return value
     starts = [0] * len(shape)
@@ -503,7 +526,7 @@ def lower_space_to_depth(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
 
 
 def _nchw(ctx: LoweringContext, value: ir.Value) -> tuple[int, int, int, int]:
-    shape = emit.static_shape_of(value)
+    shape = emit.dims_of(value)
     if len(shape) != 4:
         raise ctx.error(f"expects a rank-4 [N, C, H, W] input, got shape {list(shape)}", ShapeError)
     return shape  # type: ignore[return-value]

@@ -83,3 +83,16 @@ def test_module_doctests_pass():
     from onnx_stablehlo.frontend import shapes
 
     assert doctest.testmod(shapes).failed == 0
+
+
+def test_max_of_dims_for_broadcasting():
+    from onnx_stablehlo.frontend.shapes import sym_max
+
+    assert sym_max(3, 5) == 5
+    assert sym_max(batch, 1) == batch and sym_max(1, batch) == batch
+    assert sym_max(batch, batch) == batch
+    both = sym_max(batch, seq)
+    assert both == sym_max(seq, batch)
+    assert both.evaluate({"batch": 1, "seq": 7}) == 7
+    assert str(both) == "max(batch, seq)"
+    assert both.substitute({"batch": 1, "seq": 4}) == 4

@@ -9,6 +9,7 @@ import onnx
 import optax
 import pytest
 
+import onnx_stablehlo
 from onnx_stablehlo.heads import add_classifier_head
 from onnx_stablehlo.runtime.export_onnx import (
     ExportError,
@@ -118,3 +119,15 @@ def test_a_model_with_a_new_head_round_trips(tmp_path):
     written = load_initializers(path)
     assert set(written) == {"embedding", "head.weight", "head.bias"}
     assert not np.array_equal(written["head.weight"], initial["head.weight"])
+
+
+def test_a_model_written_with_external_data_trains_again(tmp_path, monkeypatch):
+    trainer, batch = _encoder_trainer()
+    trainer.train_step(batch)
+    path = trainer.save_onnx(tmp_path / "first.onnx", external_data=True)
+    monkeypatch.chdir("/")  # external data is found from the model's folder, not the cwd
+    compiled = onnx_stablehlo.compile(onnx_stablehlo.load(path, check=False))
+    again = Trainer(compiled, "softmax_cross_entropy", trainable="head.*")
+    assert np.array_equal(again.trainable_params["head.weight"], trainer.trainable_params["head.weight"])
+    assert np.array_equal(again.params["embedding"], trainer.params["embedding"])
+    assert np.isfinite(again.train_step(batch))

@@ -109,7 +109,21 @@ def test_resuming_a_checkpoint_continues_the_same_run_exactly(mlp, data, tmp_pat
         assert np.array_equal(resumed.trainable_params[name], value), name
     straight_leaves = [np.asarray(x) for x in _leaves(straight.optimizer_state)]
     resumed_leaves = [np.asarray(x) for x in _leaves(resumed.optimizer_state)]
-    assert all(np.array_equal(a, b) for a, b in zip(straight_leaves, resumed_leaves))
+    assert len(straight_leaves) == len(resumed_leaves)
+    assert all(np.array_equal(a, b) for a, b in zip(straight_leaves, resumed_leaves, strict=True))
+
+
+def test_resuming_at_an_epoch_boundary_goes_on_with_the_next_epoch(mlp, data, tmp_path):
+    train, _ = _split(data)  # 6 batches per epoch
+    straight = _trainer(mlp)
+    straight.fit(train, steps=9, progress=False)
+    first = _trainer(mlp)
+    first.fit(train, steps=6, checkpoint=tmp_path / "c.npz", progress=False)
+    resumed = _trainer(mlp)
+    resumed.load_checkpoint(tmp_path / "c.npz")
+    resumed.fit(train, steps=9, progress=False)
+    assert (resumed.step, resumed.epoch, resumed.batch_in_epoch) == (9, 1, 3)
+    assert all(np.array_equal(straight.params[k], resumed.params[k]) for k in straight.params)
 
 
 def test_resuming_with_a_plain_list_of_batches_skips_the_consumed_ones(mlp, data, tmp_path):
@@ -274,3 +288,25 @@ def test_array_batches_shuffle_per_epoch_and_resume_inside_an_epoch():
     assert len(ArrayBatches({"i": np.arange(10)}, 3, drop_last=False)) == 4
     assert classification_data(8)["x"].shape == (8, 4)
     assert mlp_classifier().graph.output[0].name == "logits"
+
+
+def test_progress_bar_shows_loss_and_examples_per_second(mlp, data, capsys):
+    trainer = _trainer(mlp)
+    trainer.fit(ArrayBatches(data, 32), steps=4, progress=True)
+    err = capsys.readouterr().err
+    assert "4/4" in err and "loss=" in err and "ex/s=" in err
+    assert trainer.throughput() > 0
+
+
+def test_binary_cross_entropy_trains_a_one_logit_head(mlp, data):
+    from onnx_stablehlo.heads import add_classifier_head
+
+    model = add_classifier_head(mlp, 1, pooling="none", output_name="score")
+    binary = {"x": data["x"], "labels": (data["labels"] > 0).astype(np.float32)[:, None]}
+    train, test = _split(binary)
+    trainer = Trainer(model, "binary_cross_entropy", optimizer=optax.adam(1e-2))
+    before = trainer.evaluate(test)
+    trainer.fit(train, epochs=6, progress=False)
+    after = trainer.evaluate(test)
+    assert after.loss < before.loss
+    assert 0.75 <= after.accuracy <= 1.0
