@@ -7,9 +7,10 @@
 
 from onnx_stablehlo import errors
 from onnx_stablehlo.api import compile, load, lower  # noqa: A004
+from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
 
-__all__ = ["compile", "load", "lower", "CompiledModel", "errors", "example_model_path"]
+__all__ = ["compile", "load", "lower", "Bucketing", "CompiledModel", "errors", "example_model_path"]
 __version__ = "0.1.0"
 
 

@@ -11,6 +11,7 @@ from onnx_stablehlo.frontend.loader import ModelSource
 from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
 
 __all__ = ["load", "lower", "compile"]
@@ -36,6 +37,8 @@ def lower(
     weights: str = "args",
     registry: LoweringRegistry | None = None,
     check: bool = True,
+    dims: Mapping[str, int] | None = None,
+    dynamic: bool = True,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module without compiling it.
 
@@ -45,6 +48,9 @@ def lower(
         weights: ``"args"`` (weights are ``@main`` arguments after the inputs) or ``"inline"``.
         registry: a lowering registry (tests pass their own); default: every rule.
         check: run the onnx checker on the model first.
+        dims: sizes for named symbolic dims (``{"batch": 8}``).
+        dynamic: symbolic dims without a size stay ``?`` in the module (shape-dependent ops
+            use StableHLO's dynamic forms); ``False`` requires every shape to be known.
 
     Returns:
         A :class:`~onnx_stablehlo.frontend.importer.LoweredModule`; ``.text`` is the
@@ -54,7 +60,9 @@ def lower(
         ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError.
     """
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
-    return import_model(ir_model, input_shapes, weights=weights, registry=registry)  # type: ignore[arg-type]
+    return import_model(
+        ir_model, input_shapes, weights=weights, registry=registry, dynamic=dynamic, dims=dims  # type: ignore[arg-type]
+    )
 
 
 def compile(  # noqa: A001 - the field's verb
@@ -69,6 +77,7 @@ def compile(  # noqa: A001 - the field's verb
     pipeline: str = "default",
     dims: Mapping[str, int] | None = None,
     dynamic: bool = True,
+    bucketing: Bucketing | None = None,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -88,6 +97,9 @@ def compile(  # noqa: A001 - the field's verb
         dynamic: keep symbolic dims as ``?`` in one artifact (``CompiledModel.artifact``) and
             refine it per input shape; when a rule needs static shapes, or with ``False``, the
             model is lowered per input shape instead.
+        bucketing: pad named dims up to bucket sizes (``Bucketing({"sequence": "pow2"})``)
+            so many lengths share executables; safe only for masked models (see
+            :class:`~onnx_stablehlo.runtime.bucketing.Bucketing`).
         pipeline: StableHLO passes run before PJRT compiles: ``"default"`` (exact rewrites,
             see docs/passes.md), ``"none"``, or a pipeline string such as
             ``"canonicalize-stablehlo,cse"``.
@@ -114,4 +126,5 @@ def compile(  # noqa: A001 - the field's verb
         pipeline=pipeline,
         dims=dims,
         dynamic=dynamic,
+        bucketing=bucketing,
     )

@@ -49,6 +49,18 @@ def _shapes(args: argparse.Namespace) -> dict[str, tuple[int, ...]] | None:
     return dict(_parse_shape_arg(t) for t in args.input_shape)
 
 
+def _dims(args: argparse.Namespace) -> dict[str, int] | None:
+    if not getattr(args, "dim", None):
+        return None
+    dims = {}
+    for text in args.dim:
+        name, sep, size = text.partition("=")
+        if not sep or not name or not size.strip().isdigit():
+            raise UsageError(f"--dim expects NAME=N, got {text!r}")
+        dims[name] = int(size)
+    return dims
+
+
 def _model_arg(args: argparse.Namespace) -> str:
     if args.model:
         return args.model
@@ -62,7 +74,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     from onnx_stablehlo.passes import DEFAULT_PIPELINE, Pipeline, run_pipeline
 
     pipeline = Pipeline.parse(args.pipeline or DEFAULT_PIPELINE)  # a bad -p fails before lowering
-    lowered = lower(_model_arg(args), _shapes(args), weights=args.weights)
+    lowered = lower(_model_arg(args), _shapes(args), weights=args.weights, dims=_dims(args))
     with lowered.context:
         run_pipeline(
             lowered.module,
@@ -157,7 +169,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             if name not in feeds:
                 feeds[name] = array
                 print(f"input {name}: generated {array.dtype} {list(array.shape)} (seed {args.seed})")
-    compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, weights=args.weights)
+    compiled = onnx_stablehlo.compile(
+        model, device=args.device, input_shapes=shapes, weights=args.weights, dims=_dims(args)
+    )
     outputs = compiled.run(feeds)
     for name, array in zip(compiled.output_names, outputs):
         print(f"output {name}: {array.dtype} {list(array.shape)}  {_summary(array)}")
@@ -179,6 +193,10 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--input-shape", action="append", metavar="NAME=D0,D1,...",
             help="static shape of an input (needed for symbolic dims); repeatable",
+        )
+        sub.add_argument(
+            "--dim", action="append", metavar="NAME=N",
+            help="fix a symbolic dim (ONNX dim_param) to N; repeatable; other symbolic dims stay '?'",
         )
         sub.add_argument("--weights", choices=("args", "inline"), default="args",
                          help="weights as @main arguments (default) or inlined constants")

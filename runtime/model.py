@@ -26,6 +26,7 @@ from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
 from onnx_stablehlo.frontend.shapes import SymbolicDim
+from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
 
@@ -68,6 +69,9 @@ class CompiledModel:
         dims: sizes fixed ahead of time for named symbolic dims (``{"batch": 8}``).
         dynamic: lower a model with symbolic dims once, keeping them as ``?`` (``artifact``),
             and refine that module per input shape; otherwise lower per shape.
+        bucketing: an optional :class:`~onnx_stablehlo.runtime.bucketing.Bucketing` policy that
+            pads named dims up to bucket sizes (see its docstring for when that is safe); it
+            needs the symbolic artifact.
         pipeline: the pass pipeline run on each module before PJRT compiles it
             (``"default"``: ``onnx_stablehlo.passes.DEFAULT_PIPELINE``; ``"none"``).
         cache_size: how many shape specializations stay compiled (least recently used go).
@@ -85,6 +89,7 @@ class CompiledModel:
         pipeline: str = "default",
         dims: Mapping[str, int] | None = None,
         dynamic: bool = True,
+        bucketing: Bucketing | None = None,
     ) -> None:
         self.model = model
         self.pipeline = pipeline
@@ -127,6 +132,7 @@ class CompiledModel:
         self.compile_count = 0
         self.timings: dict[str, float] = {}
         self.dims = dict(dims or {})
+        self.bucketing = bucketing
         self._artifact: LoweredModule | None = None
         self.dynamic_error: str | None = None
         static = self._static_shapes()
@@ -333,6 +339,21 @@ class CompiledModel:
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_feeds(feeds)
+        if self.bucketing is not None and self._artifact is not None:
+            return self._run_bucketed(arrays)
+        return self._run_checked(arrays)
+
+    def _run_bucketed(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        assert self._artifact is not None and self.bucketing is not None
+        input_dims = {n: dims for n, (_, dims) in zip(self._artifact.input_names, self._artifact.input_types)}
+        self._bindings({n: np.shape(a) for n, a in arrays.items()})  # mismatches fail before padding
+        padded, actual, padded_sizes = self.bucketing.pad_feeds(arrays, input_dims)
+        others = self._bindings({n: np.shape(a) for n, a in padded.items()})
+        outputs = self._run_checked(padded)
+        output_dims = [dims for _, dims in self._artifact.output_types]
+        return self.bucketing.slice_outputs(outputs, output_dims, actual, padded_sizes, others)
+
+    def _run_checked(self, arrays: dict[str, Any]) -> list[np.ndarray]:
         specs = {n: spec_of_feed(self._input_types[n], a) for n, a in arrays.items()}
         spec = self._specialization(specs, arrays)
         lowered = spec.lowered

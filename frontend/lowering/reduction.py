@@ -46,6 +46,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, product
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
@@ -113,7 +114,7 @@ def reduce_over(
     block = op.body.blocks.append(scalar_type, scalar_type)
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    result = op.result
+    result = emit.record(op.result, out_shape)
     if keepdims:
         result = emit.reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
     return result
@@ -127,9 +128,13 @@ def _square(x: ir.Value) -> ir.Value:
     return stablehlo.MulOp(x, x).result
 
 
-def _divide_by_count(total: ir.Value, count: int) -> ir.Value:
+def _divide_by_count(total: ir.Value, count: Dim) -> ir.Value:
     shape = emit.dims_of(total)
-    divisor = emit.broadcast_to(_scalar(count, emit.dtype_of(total)), shape, dims=[])
+    if isinstance(count, int):
+        scalar = _scalar(count, emit.dtype_of(total))
+    else:  # a symbolic count: its size at run time
+        scalar = emit.convert(emit.dim_value(count), emit.dtype_of(total))
+    divisor = emit.broadcast_to(scalar, shape, dims=[])
     return stablehlo.DivOp(total, divisor).result
 
 
@@ -201,13 +206,13 @@ def _reduce_axes(ctx: LoweringContext, node: OnnxNode, axes_from_input: bool) ->
 
 def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_input: bool) -> ir.Value:
     x = ctx.input(0)
-    shape = ctx.input_static_shape(0)
+    shape = emit.dims_of(x)
     dtype = emit.dtype_of(x)
     axes = _reduce_axes(ctx, node, axes_from_input)
     if axes is None:
         axes = list(range(len(shape)))
     keepdims = bool(node.attr_int("keepdims"))
-    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    count = product([shape[a] for a in axes])
 
     compute = dtype
     if spec.float_only and not dtypes.is_float(dtype):

@@ -1,0 +1,114 @@
+"""Symbolic dims: one artifact with '?' dims, refined per call; bindings checked across inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo import errors
+from tests.util import assert_allclose_for_dtype, ort_run, parse
+
+ATTENTION_LIKE = """<ir_version: 9, opset_import: ["" : 18]>
+g (float[batch, seq, 8] x, float[8, 8] w, int64[batch, seq] mask) => (float[batch, seq, 2, 4] y, float[batch, seq, 8] p) {
+  zero = Constant <value = int64[1] {0}> ()
+  two = Constant <value = int64[1] {2}> ()
+  tail = Constant <value = int64[2] {2, 4}> ()
+  h = MatMul(x, w)
+  m = Cast <to = 1> (mask)
+  mu = Unsqueeze(m, two)
+  hm = Mul(h, mu)
+  p = Softmax <axis = -1> (hm)
+  s = Shape(x)
+  bs = Slice(s, zero, two)
+  t = Concat <axis = 0> (bs, tail)
+  y = Reshape(p, t)
+}"""
+
+
+def _feeds(rng, batch, seq):
+    return {
+        "x": rng.standard_normal((batch, seq, 8)).astype(np.float32),
+        "w": rng.standard_normal((8, 8)).astype(np.float32),
+        "mask": rng.integers(0, 2, (batch, seq)).astype(np.int64),
+    }
+
+
+def test_one_artifact_serves_every_shape(rng):
+    model = parse(ATTENTION_LIKE)
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    assert "tensor<?x?x8xf32>" in compiled.mlir
+    assert "stablehlo.get_dimension_size" in compiled.mlir
+    for batch, seq in [(1, 7), (2, 16), (3, 1), (2, 16)]:
+        feeds = _feeds(rng, batch, seq)
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 3  # (2, 16) came from the cache
+    assert "tensor<2x16x8xf32>" in compiled.lowered.text  # the refined module is static
+
+
+def test_mismatched_binding_names_symbol_inputs_and_sizes(rng):
+    compiled = onnx_stablehlo.compile(parse(ATTENTION_LIKE))
+    feeds = _feeds(rng, 2, 5)
+    feeds["mask"] = np.ones((3, 5), np.int64)
+    with pytest.raises(errors.FeedError) as info:
+        compiled.run(feeds)
+    assert str(info.value) == "dim 'batch' is 2 in input 'x' (axis 0) but 3 in input 'mask' (axis 0)"
+
+
+def test_dims_fix_a_symbol_ahead_of_time(rng):
+    model = parse(ATTENTION_LIKE)
+    compiled = onnx_stablehlo.compile(model, dims={"batch": 2})
+    assert "tensor<2x?x8xf32>" in compiled.mlir
+    feeds = _feeds(rng, 2, 3)
+    assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+
+
+def test_rule_needing_static_shapes_falls_back_to_per_shape_lowering(rng):
+    # CumSum's rule needs static shapes; with a symbolic dim the model is lowered per call instead.
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, 2] x) => (float[N, 2] y) {
+  a = Constant <value = int64 {0}> ()
+  y = CumSum(x, a)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "CumSum" in compiled.dynamic_error
+    for n in (1, 3):
+        feeds = {"x": rng.standard_normal((n, 2)).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+
+
+def test_lower_keeps_symbolic_dims_unless_told_otherwise():
+    model = parse(ATTENTION_LIKE)
+    assert "tensor<?x?x8xf32>" in onnx_stablehlo.lower(model).text
+    with pytest.raises(errors.ShapeError):
+        onnx_stablehlo.lower(model, dynamic=False)
+
+
+def test_bucketing_pads_masked_lengths_and_slices_outputs_back(rng):
+    # A masked mean over the sequence: padded positions carry mask 0, so padding is safe.
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[batch, seq, 4] x, float[batch, seq] mask) => (float[batch, seq, 4] y, float[batch, 4] pooled) {
+  one = Constant <value = int64[1] {1}> ()
+  two = Constant <value = int64[1] {2}> ()
+  y = Relu(x)
+  m = Unsqueeze(mask, two)
+  masked = Mul(y, m)
+  total = ReduceSum <keepdims = 0> (masked, one)
+  count = ReduceSum <keepdims = 0> (m, one)
+  pooled = Div(total, count)
+}""")
+    compiled = onnx_stablehlo.compile(model, bucketing=onnx_stablehlo.Bucketing({"seq": "pow2"}))
+    for seq in (3, 5, 7, 8, 2):
+        feeds = {"x": rng.standard_normal((2, seq, 4)).astype(np.float32),
+                 "mask": np.ones((2, seq), np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 3  # buckets 4, 8 and 2
+
+
+def test_bucket_sizes():
+    assert onnx_stablehlo.Bucketing({"s": "pow2"}).bucket("s", 1) == 1
+    assert onnx_stablehlo.Bucketing({"s": "pow2"}).bucket("s", 33) == 64
+    assert onnx_stablehlo.Bucketing({"s": [8, 16]}).bucket("s", 20) == 20
+    with pytest.raises(ValueError, match="ascending"):
+        onnx_stablehlo.Bucketing({"s": [16, 8]})
