@@ -16,6 +16,7 @@ Hierarchy::
     │   ├── UnsupportedAttributeError an attribute value the lowering does not handle
     │   ├── UnsupportedDtypeError     an element type the op or StableHLO does not handle
     │   ├── NonConstantInputError     an input must be known at compile time but is not
+    │   │   └── DataDependentShapeError   an output size depends on run-time values
     │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
     │   └── LoweringError             the emitted StableHLO failed to build or verify
     ├── RuntimeErrorBase
@@ -39,6 +40,7 @@ __all__ = [
     "UnsupportedAttributeError",
     "UnsupportedDtypeError",
     "NonConstantInputError",
+    "DataDependentShapeError",
     "ShapeError",
     "LoweringError",
     "RuntimeErrorBase",
@@ -138,6 +140,14 @@ class UnsupportedDtypeError(FrontendError):
 
 class NonConstantInputError(FrontendError):
     """An input that must be known at compile time (an axes or shape input) is computed at run time."""
+
+
+class DataDependentShapeError(NonConstantInputError):
+    """A node's output size depends on run-time values (NonZero, Unique, Compress, NMS).
+
+    ``CompiledModel`` handles such a graph by splitting it at the node (see
+    ``runtime/split.py``); lowering the whole graph into one static module raises this.
+    """
 
 
 class ShapeError(FrontendError):

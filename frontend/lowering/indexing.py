@@ -32,7 +32,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import NonConstantInputError, ShapeError
+from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError, ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -812,9 +812,8 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
 def _data_dependent(ctx: LoweringContext, index: int, what: str) -> NonConstantInputError:
     return ctx.error(
         f"the output size depends on the values of input {index} ('{ctx.node.input_names[index]}'), "
-        f"{what}; data-dependent output sizes are not supported yet, so that input must be known at "
-        "compile time",
-        NonConstantInputError,
+        f"{what}; one static module needs that input known at compile time",
+        DataDependentShapeError,
     )
 
 

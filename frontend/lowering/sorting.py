@@ -21,7 +21,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import NonConstantInputError, ShapeError
+from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError, ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -195,7 +195,7 @@ def lower_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> list[np.n
                 f"the output size depends on the values of input {index} "
                 f"('{ctx.node.input_names[index]}'); data-dependent output sizes are not supported "
                 "yet, so every input must be known at compile time",
-                NonConstantInputError,
+                DataDependentShapeError,
             )
     center_point_box = node.attr_int("center_point_box")
     if center_point_box not in (0, 1):
