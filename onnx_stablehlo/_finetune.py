@@ -39,7 +39,7 @@ def add_finetune_command(commands: argparse._SubParsersAction) -> None:
 
     cmd = commands.add_parser(
         "finetune", help="train a model's weights on .npz data and write a new .onnx",
-        description=__doc__.split("\n\n")[0],
+        description="Train a model's weights on .npz data and write the result as a new .onnx.",
     )
     cmd.add_argument("model", help="model .onnx (or .onnxtxt)")
     cmd.add_argument("--train", required=True, metavar="FILE.npz", help="training data: model inputs + labels")

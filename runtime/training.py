@@ -309,7 +309,7 @@ class Trainer:
         with jax.enable_x64(True):
             self._opt_state = self.optimizer.init({n: self._params[n] for n in self.trainable})
         self._update = jax.jit(_optax_step(self.optimizer), donate_argnums=(0, 2))
-        self._cache: collections.OrderedDict[tuple, _Specialization] = collections.OrderedDict()
+        self._cache: dict[tuple, _Specialization] = {}
         self._predict_model: onnx_ir.Model | None = None
         self._predict_cache: dict[tuple, tuple[LoweredModule, Any]] = {}
         self.compile_count = 0
@@ -400,7 +400,6 @@ class Trainer:
                 )
             found = _Specialization(lowered)
             self._cache[key] = found
-        self._cache.move_to_end(key)
         return found
 
     def _train_executable(self, spec: _Specialization) -> Any:

@@ -78,8 +78,10 @@ def test_example_model_matches_onnxruntime(rng):
     assert "stablehlo.dot_general" in compiled.mlir
 
 
-def test_symbolic_model_needs_shapes_before_mlir():
+def test_symbolic_model_shows_its_artifact_until_a_shape_is_compiled():
     compiled = onnx_stablehlo.compile(_weighted_model())
+    assert "tensor<?x4xf32>" in compiled.mlir  # the artifact, before any run
+    compiled = onnx_stablehlo.compile(_weighted_model(), dynamic=False)
     with pytest.raises(onnx_stablehlo.errors.ShapeError):
         compiled.mlir  # noqa: B018
     compiled = onnx_stablehlo.compile(_weighted_model(), input_shapes={"x": (7, 4)})
