@@ -4,6 +4,8 @@ Commands:
     compile [MODEL] [-o OUT.mlir] [--input-shape NAME=D0,D1,...] [--weights args|inline]
             [-p PIPELINE|none] [--print-ir-after-all] [--print-ir-after NAME] [--pass-timing]
     run     [MODEL] [--input NAME=FILE.npy ...] [--input-shape ...] [-o OUT.npz] [--device D]
+    check   [MODEL] [--input ...] [--input-shape ...] [--dim NAME=N] [--rtol R]: run on generated
+            inputs and print each output's error against onnxruntime (exit 2 on a mismatch)
     finetune MODEL --train FILE.npz [--eval FILE.npz] --loss NAME [--trainable PATTERN ...]
             [--optimizer adamw --lr ...] [--steps N | --epochs N] [--batch-size N] -o OUT.onnx
             (see onnx_stablehlo/_finetune.py)
@@ -112,11 +114,14 @@ def _load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
     return feeds
 
 
-def generated_inputs(model, shapes: dict[str, tuple[int, ...]] | None, seed: int = 0) -> dict[str, np.ndarray]:
+def generated_inputs(
+    model, shapes: dict[str, tuple[int, ...]] | None, seed: int = 0, dims: dict[str, int] | None = None
+) -> dict[str, np.ndarray]:
     """Seeded random feeds of the right dtypes and shapes for a model's inputs.
 
-    Floats are standard normal, integers uniform in [0, 10), bools uniform. Symbolic dims need
-    a shape in ``shapes``.
+    Floats are standard normal; integers and bools uniform in {0, 1} (valid as token ids, type
+    ids, masks and small-table indices). Symbolic dims need a shape in ``shapes`` or a size in
+    ``dims``.
 
     Raises:
         ShapeError: an input has a symbolic dim and no shape was given.
@@ -130,20 +135,23 @@ def generated_inputs(model, shapes: dict[str, tuple[int, ...]] | None, seed: int
     for value in graph_input_values(model.graph):
         shape = (shapes or {}).get(value.name)
         if shape is None:
-            dims = [d if isinstance(d, int) else None for d in (value.shape or [])]
-            if value.shape is None or any(d is None for d in dims):
+            named = dims or {}
+            sizes = [
+                d if isinstance(d, int) else named.get(getattr(d, "value", None)) for d in (value.shape or [])
+            ]
+            if value.shape is None or any(d is None for d in sizes):
                 raise ShapeError(
-                    f"input '{value.name}' has symbolic dims {value.shape}; give "
+                    f"input '{value.name}' has symbolic dims {value.shape}; give --dim NAME=N, "
                     f"--input-shape {value.name}=D0,D1,... or --input {value.name}=FILE.npy"
                 )
-            shape = tuple(dims)  # type: ignore[arg-type]
+            shape = tuple(sizes)  # type: ignore[arg-type]
         np_dtype = dtypes.numpy_dtype(value.dtype)
         if dtypes.is_float(value.dtype):
             array = rng.standard_normal(shape).astype(np_dtype)
         elif value.dtype == dtypes.DataType.BOOL:
             array = rng.integers(0, 2, shape).astype(np.bool_)
         else:
-            array = rng.integers(0, 10, shape).astype(np_dtype)
+            array = rng.integers(0, 2, shape).astype(np_dtype)
         feeds[value.name] = array
     return feeds
 
@@ -164,7 +172,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     shapes = _shapes(args)
     feeds = _load_inputs(args.input or [])
     if len(feeds) < len(model.graph.inputs):
-        generated = generated_inputs(model, shapes, seed=args.seed)
+        generated = generated_inputs(model, shapes, seed=args.seed, dims=_dims(args))
         for name, array in generated.items():
             if name not in feeds:
                 feeds[name] = array
@@ -179,6 +187,65 @@ def _cmd_run(args: argparse.Namespace) -> int:
         _io.atomic_write_npz(Path(args.output), dict(zip(compiled.output_names, outputs)))
         print(f"wrote {args.output}")
     return 0
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    """Compiles the model, runs it on generated inputs and compares with onnxruntime."""
+    import time
+
+    import onnx_stablehlo
+
+    path = _model_arg(args)
+    model = onnx_stablehlo.load(path)
+    shapes = _shapes(args)
+    feeds = _load_inputs(args.input or [])
+    if len(feeds) < len(model.graph.inputs):
+        for name, array in generated_inputs(model, shapes, seed=args.seed, dims=_dims(args)).items():
+            feeds.setdefault(name, array)
+    start = time.perf_counter()
+    compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, dims=_dims(args))
+    outputs = compiled.run(feeds)
+    seconds = time.perf_counter() - start
+    print(
+        f"compiled and ran {Path(path).name} on {compiled.device} in {seconds:.2f} s "
+        f"({compiled.compile_count} executable(s); symbolic artifact: "
+        f"{'yes' if compiled.artifact is not None else 'no'})"
+    )
+    expected = None
+    if not args.no_compare:
+        try:
+            import onnxruntime as ort
+        except ImportError:
+            ort = None
+        if ort is not None:
+            try:
+                session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+                expected = session.run(None, feeds)
+            except Exception as exc:  # onnxruntime rejects the model or these inputs
+                print(f"onnxruntime failed, outputs not compared: {str(exc).strip().splitlines()[0]}")
+                return 2
+    worst = 0.0
+    for index, (name, array) in enumerate(zip(compiled.output_names, outputs)):
+        got = np.asarray(array)
+        line = f"output {name}: {got.dtype} {list(got.shape)}"
+        if expected is not None:
+            want = np.asarray(expected[index])
+            if got.shape != want.shape or got.dtype != want.dtype:
+                line += f"  MISMATCH: onnxruntime gives {want.dtype} {list(want.shape)}"
+                worst = float("inf")
+            elif got.size:
+                diff = float(np.max(np.abs(got.astype(np.float64) - want.astype(np.float64))))
+                scale = float(np.max(np.abs(want.astype(np.float64)))) or 1.0
+                relative = diff / scale if np.isfinite(diff) else float("inf")
+                worst = max(worst, relative)
+                line += f"  max abs diff vs onnxruntime {diff:.3g} (relative {relative:.3g})"
+        print(line)
+    if expected is None:
+        print("outputs not compared (onnxruntime is not installed, or --no-compare)")
+        return 0
+    ok = worst <= args.rtol
+    print(f"{'OK' if ok else 'MISMATCH'}: worst relative error {worst:.3g} (tolerance {args.rtol:g})")
+    return 0 if ok else 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -227,6 +294,19 @@ def _parser() -> argparse.ArgumentParser:
     run_cmd.add_argument("--device", default="cpu", help="cpu, cuda, rocm, tpu or gpu (default cpu)")
     run_cmd.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
     run_cmd.set_defaults(handler=_cmd_run)
+
+    check_cmd = commands.add_parser(
+        "check", help="compile and run a model on generated inputs, compare with onnxruntime"
+    )
+    common(check_cmd)
+    check_cmd.add_argument("--input", action="append", metavar="NAME=FILE.npy",
+                           help="an input from a .npy file; missing inputs are generated")
+    check_cmd.add_argument("--device", default="cpu", help="cpu, cuda, rocm, tpu or gpu (default cpu)")
+    check_cmd.add_argument("--seed", type=int, default=0, help="seed of generated inputs")
+    check_cmd.add_argument("--rtol", type=float, default=1e-4,
+                           help="largest accepted max-abs-diff relative to the output's max (default 1e-4)")
+    check_cmd.add_argument("--no-compare", action="store_true", help="do not run onnxruntime")
+    check_cmd.set_defaults(handler=_cmd_check)
 
     from onnx_stablehlo._finetune import add_finetune_command
 

@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, FrontendError, NonConstantInputError, ShapeError, UnsupportedDtypeError
+from onnx_stablehlo.errors import (
+    DataDependentShapeError, FeedError, FrontendError, NonConstantInputError, ShapeError, UnsupportedDtypeError,
+)
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
@@ -135,10 +137,17 @@ class CompiledModel:
         self.bucketing = bucketing
         self._artifact: LoweredModule | None = None
         self.dynamic_error: str | None = None
+        # --- split hook (runtime/split.py): a SplitModel that run() delegates to, set once a
+        # node's output size depends on run-time values (DataDependentShapeError).
+        self._split: Any = None
+        self._split_counted = 0
+        # --- end split hook
         static = self._static_shapes()
         if static is not None:
             try:
                 self._specialization(static)
+            except DataDependentShapeError as exc:  # split hook; None: value specialization may help
+                self._use_split(_split_for(self, exc, eager=True))
             except NonConstantInputError:
                 pass  # an input's value is needed at compile time: wait for the feeds of run()
         elif dynamic:
@@ -299,6 +308,8 @@ class CompiledModel:
             ShapeError: the model has symbolic dims and nothing was compiled yet (pass
                 ``input_shapes`` to ``compile`` or call ``run`` first).
         """
+        if self._split is not None:  # split hook
+            return self._split.mlir
         if self._last is None and self._artifact is not None:
             return self._artifact.text
         if self._last is None:
@@ -339,9 +350,33 @@ class CompiledModel:
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_feeds(feeds)
-        if self.bucketing is not None and self._artifact is not None:
-            return self._run_bucketed(arrays)
-        return self._run_checked(arrays)
+        if self._split is None:
+            try:
+                if self.bucketing is not None and self._artifact is not None:
+                    return self._run_bucketed(arrays)
+                return self._run_checked(arrays)
+            except DataDependentShapeError as exc:  # split hook (value specialization failed)
+                self._use_split(_split_for(self, exc))
+        return self._run_split(arrays)
+
+    # --- split hook: delegation to runtime/split.py's SplitModel -----------------------------
+
+    def _use_split(self, split: Any) -> None:
+        self._split = split
+        self._sync_split_count()
+
+    def _sync_split_count(self) -> None:
+        if self._split is not None:  # compile_count includes the parts' compiles
+            self.compile_count += self._split.compile_count - self._split_counted
+            self._split_counted = self._split.compile_count
+
+    def _run_split(self, arrays: dict[str, Any]) -> list[np.ndarray]:
+        try:
+            return self._split.run(arrays)
+        finally:
+            self._sync_split_count()
+
+    # --- end split hook
 
     def _run_bucketed(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         assert self._artifact is not None and self.bucketing is not None
@@ -453,6 +488,12 @@ class CompiledModel:
                         )
             arrays[name] = array
         return arrays
+
+
+def _split_for(model: CompiledModel, error: DataDependentShapeError, *, eager: bool = False) -> Any:
+    from onnx_stablehlo.runtime.split import split_for  # split hook (split.py imports this module)
+
+    return split_for(model, error, eager=eager)
 
 
 def _hashable(spec: Any) -> Any:

@@ -78,3 +78,24 @@ def test_errors_print_one_line_and_exit_1(argv, message, capsys):
     err = capsys.readouterr().err
     assert err.startswith(message)
     assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_check_compares_with_onnxruntime(capsys):
+    assert main(["check"]) == 0
+    printed = capsys.readouterr().out
+    assert "output hidden: float32 [2, 16, 64]  max abs diff vs onnxruntime" in printed
+    assert "OK: worst relative error" in printed
+
+
+def test_check_fills_symbolic_dims_from_dim_flags(tmp_path, capsys):
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, 4] x, int64[N] ids) => (float[N, 4] y, int64[N] z) {
+  y = Tanh(x)
+  z = Neg(ids)
+}""")
+    path = tmp_path / "sym.onnx"
+    onnx.save(model, path)
+    assert main(["check", str(path), "--dim", "N=3"]) == 0
+    printed = capsys.readouterr().out
+    assert "symbolic artifact: yes" in printed
+    assert "output y: float32 [3, 4]" in printed and "output z: int64 [3]" in printed
