@@ -841,6 +841,8 @@ def _set_dim_names(func_op: func.FuncOp, input_shapes: Sequence[Sequence[Any]], 
 
     ``specialize-shapes{dims=batch=2}`` reads it to bind dims by name.
     """
+    if not any(isinstance(d, SymbolicDim) for shape in input_shapes for d in shape):
+        return  # a static module carries no argument attributes
     attrs = []
     for index in range(count):
         shape = input_shapes[index] if index < len(input_shapes) else ()

@@ -54,7 +54,8 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
                 "onnx.ModelProto or onnx_ir.Model"
             )
         if check:
-            _check(proto)
+            # Checking by path lets the checker find external data next to the model.
+            _check(str(model) if base_dir is not None and not str(model).endswith((".onnxtxt", ".txt")) else proto)
         ir_model = onnx_ir.serde.deserialize_model(proto)
         if base_dir is not None:
             onnx_ir.external_data.set_base_dir(ir_model.graph, base_dir)
@@ -94,9 +95,9 @@ def _parse_bytes(data: bytes, what: str) -> onnx.ModelProto:
     return proto
 
 
-def _check(proto: onnx.ModelProto) -> None:
+def _check(model: onnx.ModelProto | str) -> None:
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as exc:
         message = " ".join(str(exc).strip().split("\n")[:2])
         raise ModelCheckError(f"the onnx checker rejected the model: {message}") from exc

@@ -23,6 +23,9 @@ def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
     try:
         with os.fdopen(fd, "wb") as handle:
             yield handle

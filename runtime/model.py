@@ -323,6 +323,8 @@ class CompiledModel:
     @property
     def lowered(self) -> LoweredModule:
         """The :class:`LoweredModule` of the most recently used specialization."""
+        if self._split is not None:  # split hook
+            raise ShapeError("the model is split at a data-dependent node: no single module (see mlir)")
         if self._last is None and self._artifact is not None:
             return self._artifact
         self.mlir  # raises the same error when nothing is compiled yet

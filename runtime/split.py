@@ -26,7 +26,11 @@ sequence or in parallel branches. ``Constant`` nodes are copied into every part 
 them instead of crossing a part boundary, so they stay compile-time constants there. Values
 crossing from the prefix into the suffix are graph inputs of the suffix; small integer ones
 that a suffix rule needs at compile time (a Reshape target computed in the prefix) are
-specialized on their values by the suffix's ``CompiledModel``, as for any graph input.
+specialized on their values by the suffix's ``CompiledModel``, as for any graph input. D's
+outputs are not: specializing on them would compile once per distinct *value* (NonZero's
+index set) where a further split compiles once per distinct *size*; only when a suffix rule
+needs one of them as a constant and nothing else works (a Reshape whose target is Unique's
+``counts``) does the suffix specialize on them.
 
 Value specialization comes first: when the data-dependent input is a small integer graph
 input (up to 64 elements), ``CompiledModel`` specializes the whole model on its value (one
@@ -62,20 +66,18 @@ shape (no symbolic artifact).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import onnx
 import onnx_ir
 
-from onnx_stablehlo.errors import DataDependentShapeError, ExecutionError, FeedError, ShapeError
+from onnx_stablehlo.errors import DataDependentShapeError, ExecutionError, FeedError, NonConstantInputError, ShapeError
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
-
-if TYPE_CHECKING:
-    from onnx_stablehlo.runtime.model import CompiledModel
+from onnx_stablehlo.runtime.model import CompiledModel  # model.py imports this module lazily
 
 __all__ = ["DATA_DEPENDENT_OPS", "SplitModel", "find_split_node", "split_for"]
 
@@ -116,7 +118,8 @@ def find_split_node(graph: onnx_ir.Graph, error: DataDependentShapeError | None 
     nodes = list(graph)
     if error is not None and error.node_name:
         for index, node in enumerate(nodes):
-            if (error.op_type is None or node.op_type == error.op_type) and _display_name(node, index) == error.node_name:
+            same_op = error.op_type is None or node.op_type == error.op_type
+            if same_op and _display_name(node, index) == error.node_name:
                 return index
     for index, node in enumerate(nodes):
         if not _is_default_domain(node) or node.op_type not in DATA_DEPENDENT_OPS:
@@ -156,6 +159,7 @@ def split_for(compiled: CompiledModel, error: DataDependentShapeError, *, eager:
     return SplitModel(
         compiled.model,
         index,
+        no_values=getattr(compiled, "no_values", frozenset()),
         device=compiled.device,
         input_shapes=getattr(compiled, "_fixed_shapes", None),
         weights=compiled.weights,
@@ -246,6 +250,22 @@ def _unique(values: Sequence[onnx_ir.Value]) -> list[onnx_ir.Value]:
     return result
 
 
+class _Part(CompiledModel):
+    """A part of a split model: a ``CompiledModel`` that does not specialize on the values of
+    the host node's outputs unless a rule needs them as constants (see ``SplitModel.run``).
+
+    Specializing on them would compile once per distinct *value* (NonZero's index set), where
+    a further split compiles once per distinct *size*.
+    """
+
+    def __init__(self, model: onnx_ir.Model, *, no_values: frozenset[str] = frozenset(), **options: Any) -> None:
+        self.no_values = no_values
+        super().__init__(model, **options)
+
+    def _small_integer_inputs(self, feeds: Mapping[str, np.ndarray] | None) -> set[str]:
+        return super()._small_integer_inputs(feeds) - self.no_values
+
+
 class SplitModel:
     """A model run as compiled prefix -> host node -> compiled suffix (see the module docstring).
 
@@ -271,8 +291,10 @@ class SplitModel:
         cache_size: int = 16,
         pipeline: str = "default",
         dims: Mapping[str, int] | None = None,
+        no_values: frozenset[str] = frozenset(),
     ) -> None:
         graph = model.graph
+        self._no_values = no_values  # inputs whose values come from a host node of an outer split
         nodes = list(graph)
         host = nodes[node_index]
         self.host_op_type = host.op_type
@@ -303,8 +325,9 @@ class SplitModel:
                 continue
             prefix.add(i)
             stack.extend(j for v in _uses(nodes[i]) if (j := producer_index(v)) is not None)
-        suffix = {i for i in range(len(nodes)) if i != node_index and i not in prefix and not _is_constant_node(nodes[i])}
-        self._host_value = host
+        suffix = {
+            i for i in range(len(nodes)) if i != node_index and i not in prefix and not _is_constant_node(nodes[i])
+        }
 
         def with_constants(indices: set[int]) -> list[int]:
             needed = set(indices)
@@ -321,7 +344,7 @@ class SplitModel:
         host_inputs = [v for v in host.inputs if v is not None and v.name]
         self._prefix_outputs = _unique([v for v in host_inputs if id(v) in prefix_values] + crossing)
         self._prefix_nodes = [nodes[i] for i in sorted(prefix)]
-        self.prefix: CompiledModel | None = None
+        self.prefix: _Part | None = None
         if self._prefix_nodes:
             prefix_uses = {id(v) for i in prefix for v in _uses(nodes[i])}
             self.prefix = self._part(
@@ -353,16 +376,24 @@ class SplitModel:
         self._evaluator = ReferenceEvaluator(host_model)
 
         # Suffix: everything else; made at the first run, when its input types are known.
-        self._suffix_nodes = [nodes[i] for i in with_constants(suffix)]
-        suffix_defined = {id(o) for i in suffix for o in nodes[i].outputs}
+        output_ids = {id(v) for v in graph.outputs}
+        constant_outputs = {  # Constant nodes whose outputs are graph outputs
+            i for i, node in enumerate(nodes)
+            if _is_constant_node(node) and any(id(o) in output_ids for o in node.outputs)
+        }
+        suffix_indices = sorted(set(with_constants(suffix)) | constant_outputs)
+        self._suffix_nodes = [nodes[i] for i in suffix_indices]
+        suffix_defined = {id(o) for i in suffix_indices for o in nodes[i].outputs}
         self._suffix_outputs = _unique([v for v in graph.outputs if id(v) in suffix_defined])
         graph_input_ids = {id(v) for v in inputs}
         host_output_ids = {id(o) for o in host.outputs if o is not None}
         external = [v for v in suffix_uses if id(v) not in suffix_defined and id(v) not in self._initializers]
-        external = [v for v in external if id(v) in graph_input_ids or id(v) in host_output_ids or id(v) in prefix_values]
-        ordered_inputs = [v for v in inputs if any(v is e for e in external)]
+        reachable = graph_input_ids | host_output_ids | prefix_values
+        external = [v for v in external if id(v) in reachable]
+        external_ids = {id(v) for v in external}
+        ordered_inputs = [v for v in inputs if id(v) in external_ids]
         self._suffix_inputs = _unique(ordered_inputs + [v for v in external if id(v) not in graph_input_ids])
-        self.suffix: CompiledModel | None = None
+        self.suffix: _Part | None = None
 
     # Parts ------------------------------------------------------------------------------------
 
@@ -373,9 +404,8 @@ class SplitModel:
         outputs: Sequence[onnx_ir.Value],
         nodes: Sequence[onnx_ir.Node],
         types: Mapping[str, Any] | None = None,
-    ) -> CompiledModel:
-        from onnx_stablehlo.runtime.model import CompiledModel
-
+        no_values: frozenset[str] = frozenset(),
+    ) -> _Part:
         used = [v for node in nodes for v in _uses(node)]
         initializers = _unique([v for v in used + list(outputs) if id(v) in self._initializers])
         graph = self._model.graph
@@ -392,16 +422,18 @@ class SplitModel:
             functions=list(self._model.functions.values()),
         )
         shapes = {v.name: s for v in inputs if (s := self._input_shapes.get(v.name)) is not None}
-        return CompiledModel(part, input_shapes=shapes, **self._options)
+        no_values = (no_values | self._no_values) & {v.name for v in inputs}
+        return _Part(part, input_shapes=shapes, no_values=frozenset(no_values), **self._options)
 
-    def _make_suffix(self, env: Mapping[str, Any]) -> CompiledModel:
+    def _make_suffix(self, env: Mapping[str, Any]) -> _Part:
         graph_inputs = {id(v) for v in self._graph_inputs}
         types: dict[str, Any] = {}
         for value in self._suffix_inputs:
             if id(value) in graph_inputs:
                 continue  # keeps its declared type
             types[value.name] = _type_of(value.name, env[value.name])
-        return self._part("suffix", self._suffix_inputs, self._suffix_outputs, self._suffix_nodes, types)
+        no_values = frozenset(self._host_outputs)
+        return self._part("suffix", self._suffix_inputs, self._suffix_outputs, self._suffix_nodes, types, no_values)
 
     # Running ----------------------------------------------------------------------------------
 
@@ -422,8 +454,7 @@ class SplitModel:
                 raise FeedError(f"missing feed for input '{name}'", name)
         env: dict[str, Any] = dict(feeds)
         if self.prefix is not None:
-            outputs = self.prefix.run({n: env[n] for n in self.prefix.input_names})
-            env.update(zip(self.prefix.output_names, outputs))
+            env.update(zip(self.prefix.output_names, _run_part(self.prefix, env)))
         try:
             results = self._evaluator.run(None, {n: self._value(n, env) for n in self._host_inputs})
         except Exception as exc:
@@ -435,8 +466,7 @@ class SplitModel:
         if self._suffix_outputs:
             if self.suffix is None:
                 self.suffix = self._make_suffix(env)
-            outputs = self.suffix.run({n: env[n] for n in self.suffix.input_names})
-            env.update(zip(self.suffix.output_names, outputs))
+            env.update(zip(self.suffix.output_names, _run_part(self.suffix, env)))
         return [self._value(n, env) for n in self.output_names]
 
     def __call__(self, **feeds: Any) -> list[Any]:
@@ -480,8 +510,22 @@ class SplitModel:
     def __repr__(self) -> str:
         return (
             f"SplitModel(at {self.host_op_type} {self.host_node}, prefix {len(self._prefix_nodes)} nodes, "
-            f"suffix {len(self._suffix_nodes)} nodes, {self.compile_count} compiles)"
+            f"suffix {sum(not _is_constant_node(n) for n in self._suffix_nodes)} nodes, "
+            f"{self.compile_count} compiles)"
         )
+
+
+def _run_part(part: _Part, env: Mapping[str, Any]) -> list[Any]:
+    feeds = {n: env[n] for n in part.input_names}
+    try:
+        return part.run(feeds)
+    except NonConstantInputError as exc:
+        if isinstance(exc, DataDependentShapeError) or not part.no_values:
+            raise
+        # A rule needs a host node's output as a constant (a Reshape target computed by
+        # Unique): specialize on the values of the small ones after all.
+        part.no_values = frozenset()
+        return part.run(feeds)
 
 
 def _text(part: CompiledModel) -> str:

@@ -247,16 +247,18 @@ def _slice_symbolic(
     """Slice with symbolic dims or bounds, as stablehlo.real_dynamic_slice (positive steps).
 
     A symbolic bound is taken to lie within its dim (exporters slice position tables and the
-    like by a sequence length); ints are clamped as the spec says.
+    like by a sequence length); an int bound against a symbolic dim is clamped at run time, and
+    the result dim is then unknown until the module is refined.
     """
     shape = list(emit.dims_of(data))
     rank = len(shape)
     axes = list(range(len(starts))) if axes is None else list(axes)
     steps = [1] * len(starts) if steps is None else list(steps)
-    begin: list[Dim] = [0] * rank
-    limit: list[Dim] = list(shape)
+    begin: list[Dim | None] = [0] * rank
+    limit: list[Dim | None] = list(shape)
     stride = [1] * rank
-    out = list(shape)
+    out: list[Dim | None] = list(shape)
+    runtime: dict[tuple[int, int], ir.Value] = {}
     for axis, start, end, step in zip(axes, starts, ends, steps):
         axis = ctx.axis(axis, rank)
         if step <= 0:
@@ -264,18 +266,39 @@ def _slice_symbolic(
         dim = shape[axis]
         first = _clamp_bound(start, dim)
         stop = _clamp_bound(end, dim)
+        for slot, (bound, raw) in enumerate(((first, start), (stop, end))):
+            if bound is None:  # an int bound against a symbolic dim: min(bound, dim) at run time
+                runtime[(slot, axis)] = stablehlo.MinOp(emit.dim_value(int(raw)), emit.dim_value(dim)).result
         begin[axis], limit[axis], stride[axis] = first, stop, step
-        out[axis] = ceil_div(stop - first, step) if not (isinstance(stop, int) and isinstance(first, int)) else max(
-            0, -(-(stop - first) // step)
-        )
+        if first is None or stop is None:
+            out[axis] = None
+        elif isinstance(stop, int) and isinstance(first, int):
+            out[axis] = max(0, -(-(stop - first) // step))
+        else:
+            out[axis] = ceil_div(stop - first, step)
+
+    def bounds(values: list, slot: int) -> ir.Value:
+        if all(v is not None for v in values) and not any(key[0] == slot for key in runtime):
+            return emit.shape_tensor(values)
+        parts = [
+            emit.reshape(runtime[(slot, axis)] if v is None else emit.dim_value(v), (1,))
+            for axis, v in enumerate(values)
+        ]
+        if len(parts) == 1:
+            return parts[0]
+        return stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)).result
+
     result_type = emit.tensor_type(out, emit.dtype_of(data))
     op = stablehlo.RealDynamicSliceOp(
-        result_type, data, emit.shape_tensor(begin), emit.shape_tensor(limit), emit.shape_tensor(stride)
+        result_type, data, bounds(begin, 0), bounds(limit, 1), emit.shape_tensor(stride)
     )
+    if any(d is None for d in out):
+        return op.result  # the importer names the unknown dims
     return emit.record(op.result, out)
 
 
-def _clamp_bound(bound: Dim, dim: Dim) -> Dim:
+def _clamp_bound(bound: Dim, dim: Dim) -> Dim | None:
+    """The bound clamped into [0, dim] as the spec says; ``None`` when only run time can tell."""
     if not isinstance(bound, int):
         return bound
     if bound >= _END:
@@ -283,7 +306,9 @@ def _clamp_bound(bound: Dim, dim: Dim) -> Dim:
     if bound < 0:
         bound = dim + bound
         return max(bound, 0) if isinstance(bound, int) else bound
-    return min(bound, dim) if isinstance(dim, int) else bound
+    if isinstance(dim, int):
+        return min(bound, dim)
+    return 0 if bound == 0 else None
 
 
 def _slice(

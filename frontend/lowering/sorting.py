@@ -193,8 +193,8 @@ def lower_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> list[np.n
         if ctx.has_input(index) and not ctx.is_constant_input(index):
             raise ctx.error(
                 f"the output size depends on the values of input {index} "
-                f"('{ctx.node.input_names[index]}'); data-dependent output sizes are not supported "
-                "yet, so every input must be known at compile time",
+                f"('{ctx.node.input_names[index]}'); one static module needs every input known at "
+                "compile time (CompiledModel splits the graph at this node instead)",
                 DataDependentShapeError,
             )
     center_point_box = node.attr_int("center_point_box")
