@@ -103,6 +103,8 @@ class LoweredModule:
     seconds: float = 0.0
     input_layouts: list[Layout] = dataclasses.field(default_factory=list)
     output_layouts: list[Layout] = dataclasses.field(default_factory=list)
+    value_shapes: dict[str, tuple[DataType, Shape]] = dataclasses.field(default_factory=dict)
+    """Every ONNX value of the main graph -> (dtype, dims), dims symbolic where unknown."""
 
     @property
     def text(self) -> str:
@@ -833,6 +835,11 @@ def import_model(
         seconds=time.perf_counter() - start,
         input_layouts=input_layouts,
         output_layouts=output_layouts,
+        value_shapes={
+            name: (value.dtype, tuple(value.shape))
+            for name, value in importer.values.own.items()
+            if value.kind == "tensor" and not value.parameter
+        },
     )
 
 

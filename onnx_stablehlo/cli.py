@@ -87,6 +87,10 @@ def _cmd_compile(args: argparse.Namespace) -> int:
             pass_timing=args.pass_timing,
             out=sys.stderr,
         )
+    if args.print_shapes:
+        for name, (dtype, dims) in lowered.value_shapes.items():
+            shown = ", ".join(str(d) for d in dims)
+            print(f"{name}: {dtype.name.lower()}[{shown}]", file=sys.stderr)
     text = lowered.text_with_locations() if args.debug_info else lowered.text
     if args.output and args.output != "-":
         _io.atomic_write_text(Path(args.output), text)
@@ -284,6 +288,10 @@ def _parser() -> argparse.ArgumentParser:
                              help="print the module after pass NAME; repeatable")
     compile_cmd.add_argument("--pass-timing", action="store_true", help="print per-pass times")
     compile_cmd.add_argument("--no-verify", action="store_true", help="skip verification after passes")
+    compile_cmd.add_argument(
+        "--print-shapes", action="store_true",
+        help="print every ONNX value's dtype and (symbolic) shape to stderr",
+    )
     compile_cmd.set_defaults(handler=_cmd_compile)
 
     run_cmd = commands.add_parser("run", help="compile and run a model, print its outputs")
