@@ -339,6 +339,18 @@ class LoweringContext:
         result[...] = array.astype(np.int64) if array.dtype.kind in "iub" else array
         return result
 
+    def constant_int(self, index: int, what: str) -> int:
+        """A compile-time scalar (or one-element) input as a Python int.
+
+        Raises:
+            NonConstantInputError: the input is computed at run time.
+            ShapeError: it holds more than one value (``what`` names it in the message).
+        """
+        array = np.asarray(self.constant_input(index))
+        if array.size != 1:
+            raise self.error(f"{what} must hold one value, got shape {list(array.shape)}", ShapeError)
+        return int(array.reshape(-1)[0])
+
     def optional_constant_input(self, index: int) -> np.ndarray | None:
         """Like :meth:`constant_input`, but ``None`` for an omitted input (or an empty name)."""
         return self.constant_input(index) if self.has_input(index) else None

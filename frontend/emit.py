@@ -108,6 +108,7 @@ __all__ = [
     "rank_of",
     "constant",
     "splat",
+    "full_like",
     "convert",
     "reshape",
     "broadcast_to",
@@ -194,6 +195,11 @@ def splat(value: float | int | bool, dtype: DataType, shape: Sequence[Dim] = ())
         return constant(np.full(tuple(int(d) for d in shape), value, dtype=dtypes.numpy_dtype(dtype)), dtype)
     scalar = constant(np.array(value, dtype=dtypes.numpy_dtype(dtype)), dtype)
     return broadcast_to(scalar, shape, dims=())
+
+
+def full_like(x: ir.Value, value: float | int | bool) -> ir.Value:
+    """A tensor of ``x``'s shape (symbolic dims allowed) and dtype filled with ``value``."""
+    return splat(value, dtype_of(x), dims_of(x))
 
 
 def convert(value: ir.Value, dtype: DataType) -> ir.Value:

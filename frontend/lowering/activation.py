@@ -33,9 +33,6 @@ _HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
 
 
-def _splat_like(value: float, x: ir.Value) -> ir.Value:
-    """A constant of ``x``'s shape and dtype filled with ``value``."""
-    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _reduce_keep(x: ir.Value, axes: Sequence[int], body_op: type, init: float) -> ir.Value:
@@ -137,7 +134,7 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     shape = emit.dims_of(x)
     rank = len(shape)
     if rank == 0:
-        return [_splat_like(1, x)]
+        return [emit.full_like(x, 1)]
     axes = _softmax_axes(ctx, node, rank)
     if node.since_version < 13:
         outer = int(np.prod(shape[: axes[0]], dtype=np.int64))
@@ -166,11 +163,11 @@ def _select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
 
 
 def _mul(x: ir.Value, factor: float) -> ir.Value:
-    return stablehlo.MulOp(x, _splat_like(factor, x)).result
+    return stablehlo.MulOp(x, emit.full_like(x, factor)).result
 
 
 def _add(x: ir.Value, term: float) -> ir.Value:
-    return stablehlo.AddOp(x, _splat_like(term, x)).result
+    return stablehlo.AddOp(x, emit.full_like(x, term)).result
 
 
 def _clamp01(x: ir.Value) -> ir.Value:
@@ -179,7 +176,7 @@ def _clamp01(x: ir.Value) -> ir.Value:
 
 def _softplus(x: ir.Value) -> ir.Value:
     """``log(1 + exp(x))`` as ``max(x, 0) + log1p(exp(-|x|))`` (no overflow for large x)."""
-    positive = stablehlo.MaxOp(x, _splat_like(0, x)).result
+    positive = stablehlo.MaxOp(x, emit.full_like(x, 0)).result
     tail = stablehlo.Log1pOp(stablehlo.ExpOp(stablehlo.NegOp(stablehlo.AbsOp(x).result).result).result).result
     return stablehlo.AddOp(positive, tail).result
 
@@ -187,7 +184,7 @@ def _softplus(x: ir.Value) -> ir.Value:
 def _elu(x: ir.Value, alpha: float) -> ir.Value:
     """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
     negative = _mul(stablehlo.Expm1Op(x).result, alpha)
-    return _select(emit.compare(x, _splat_like(0, x), "GT"), x, negative)
+    return _select(emit.compare(x, emit.full_like(x, 0), "GT"), x, negative)
 
 
 @lowering("Elu", since=6)
@@ -222,7 +219,7 @@ def lower_celu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     alpha = node.attr_float("alpha")
 
     def build(x: ir.Value) -> ir.Value:
-        zero = _splat_like(0, x)
+        zero = emit.full_like(x, 0)
         negative = _mul(stablehlo.Expm1Op(_mul(x, 1.0 / alpha)).result, alpha)
         return stablehlo.AddOp(stablehlo.MaxOp(x, zero).result, stablehlo.MinOp(negative, zero).result).result
 
@@ -237,7 +234,7 @@ def lower_leaky_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: LeakyRelu-6/16. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha = node.attr_float("alpha")
-    return _pointwise(ctx, lambda x: _select(emit.compare(x, _splat_like(0, x), "LT"), _mul(x, alpha), x))
+    return _pointwise(ctx, lambda x: _select(emit.compare(x, emit.full_like(x, 0), "LT"), _mul(x, alpha), x))
 
 
 def _broadcasts_to(source: Sequence[int], target: Sequence[int]) -> bool:
@@ -265,7 +262,7 @@ def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         message = f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}"
         raise ctx.error(message, ShapeError)
     slope = emit.broadcast_to(ctx.input(1), shape)
-    negative = emit.compare(x, _splat_like(0, x), "LT")
+    negative = emit.compare(x, emit.full_like(x, 0), "LT")
     return [_select(negative, stablehlo.MulOp(x, slope).result, x)]
 
 
@@ -278,7 +275,7 @@ def lower_thresholded_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     """
     alpha = node.attr_float("alpha")
     x = ctx.input(0)
-    return [_select(emit.compare(x, _splat_like(alpha, x), "GT"), x, _splat_like(0, x))]
+    return [_select(emit.compare(x, emit.full_like(x, alpha), "GT"), x, emit.full_like(x, 0))]
 
 
 @lowering("HardSigmoid", since=6)
@@ -379,10 +376,10 @@ def lower_shrink(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = ctx.input(0)
     lambd, bias = node.attr_float("lambd"), node.attr_float("bias")
-    below = emit.compare(x, _splat_like(-lambd, x), "LT")
-    above = emit.compare(x, _splat_like(lambd, x), "GT")
-    bias_value = _splat_like(bias, x)
-    inner = _select(above, stablehlo.SubtractOp(x, bias_value).result, _splat_like(0, x))
+    below = emit.compare(x, emit.full_like(x, -lambd), "LT")
+    above = emit.compare(x, emit.full_like(x, lambd), "GT")
+    bias_value = emit.full_like(x, bias)
+    inner = _select(above, stablehlo.SubtractOp(x, bias_value).result, emit.full_like(x, 0))
     return [_select(below, stablehlo.AddOp(x, bias_value).result, inner)]
 
 

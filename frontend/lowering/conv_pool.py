@@ -23,8 +23,12 @@ Pooling becomes ``stablehlo.reduce_window`` whose padding is the ONNX pads plus,
 - ``GlobalAveragePool``, ``GlobalMaxPool``, ``GlobalLpPool`` -> ``stablehlo.reduce`` over the
   spatial dims, keeping them as size 1.
 
-Shapes are static here: sizes are read with ``ctx.input_static_shape``, which raises a
-``ShapeError`` naming the input on a symbolic dim.
+Symbolic batch and spatial dims (channels and kernels static) keep ``?`` dims in the
+convolution and ``reduce_window`` types; output sizes are :class:`SymbolicDim` expressions
+(``floor((in + pads - k_eff) / stride) + 1``). Where the window geometry would depend on a
+symbolic size (SAME_* padding with a stride above 1, ``ceil_mode`` with a stride above 1,
+negative pads, MaxPool's Indices, ConvTranspose's cropping) the rule raises a ``ShapeError``
+and the model is lowered per shape instead.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, floor_div, product
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _CONV_FLOATS = "float16, bfloat16, float32, float64"
@@ -97,10 +102,14 @@ def _split_same_padding(total: int, auto_pad: str) -> tuple[int, int]:
     return begin, total - begin
 
 
+def _is_int(dim: Dim) -> bool:
+    return not isinstance(dim, SymbolicDim)
+
+
 def _window(
     ctx: LoweringContext,
     node: OnnxNode,
-    spatial_shape: Sequence[int],
+    spatial_shape: Sequence[Dim],
     kernel: Sequence[int],
     *,
     ceil_mode: bool = False,
@@ -114,7 +123,12 @@ def _window(
     first window then starts inside the input). VALID pads nothing; NOTSET uses ``pads``. With
     ``ceil_mode`` a last partial window is kept unless it would start in the end padding (the
     rule of MaxPool-22/AveragePool-22, and onnxruntime's).
+
+    A symbolic spatial size gives a symbolic output size; geometry that would depend on it
+    (SAME_* with a stride above 1, ``ceil_mode`` with a stride above 1) raises a ShapeError.
     """
+    if not all(_is_int(d) for d in spatial_shape):
+        return _symbolic_window(ctx, node, spatial_shape, kernel, ceil_mode=ceil_mode, clamp_same=clamp_same)
     rank = len(spatial_shape)
     strides = _spatial_ints(ctx, node, "strides", rank, 1)
     dilations = _spatial_ints(ctx, node, "dilations", rank, 1)
@@ -149,6 +163,72 @@ def _window(
         count = (-(-span // s) if ceil_mode else span // s) + 1
         if ceil_mode and (count - 1) * s >= size + begin:
             count -= 1  # the last window would start in the end padding
+        out.append(count)
+    return dataclasses.replace(window, pads=pads), tuple(out)
+
+
+def _symbolic_window(
+    ctx: LoweringContext,
+    node: OnnxNode,
+    spatial_shape: Sequence[Dim],
+    kernel: Sequence[int],
+    *,
+    ceil_mode: bool,
+    clamp_same: bool,
+) -> tuple[_Window, tuple[Dim, ...]]:
+    """:func:`_window` for spatial sizes some of which are symbolic."""
+    rank = len(spatial_shape)
+    strides = _spatial_ints(ctx, node, "strides", rank, 1)
+    dilations = _spatial_ints(ctx, node, "dilations", rank, 1)
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
+        raise ctx.error(f"strides {list(strides)} and dilations {list(dilations)} must be >= 1", ShapeError)
+    auto_pad = node.attr_str("auto_pad", "NOTSET")
+    window = _Window(tuple(kernel), strides, dilations, ((0, 0),) * rank)
+    effective = window.effective_kernel
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pads, out = [], []
+        for size, s, k in zip(spatial_shape, strides, effective):
+            if _is_int(size):
+                o = -(-size // s)
+                total = (o - 1) * s + k - size
+            elif s == 1:  # the total padding k - 1 does not depend on the size
+                o, total = size, k - 1
+            else:
+                raise ctx.error(
+                    f"auto_pad={auto_pad} with stride {s} on the symbolic size {size} needs a static shape",
+                    ShapeError,
+                )
+            out.append(o)
+            pads.append(_split_same_padding(max(0, total) if clamp_same else total, auto_pad))
+        return dataclasses.replace(window, pads=tuple(pads)), tuple(out)
+    if auto_pad == "VALID":
+        pads = ((0, 0),) * rank
+    elif auto_pad == "NOTSET":
+        flat = node.attr_ints("pads") or [0] * (2 * rank)
+        if len(flat) != 2 * rank:
+            raise ctx.error(f"attribute pads={flat} needs {2 * rank} values (begins, then ends)", ShapeError)
+        if any(p < 0 for p in flat):
+            raise ctx.unsupported_attribute("pads", flat, "non-negative values")
+        pads = tuple((flat[i], flat[i + rank]) for i in range(rank))
+    else:
+        raise ctx.unsupported_attribute("auto_pad", auto_pad, ", ".join(_AUTO_PADS))
+    out = []
+    for size, s, k, (begin, end) in zip(spatial_shape, strides, effective, pads):
+        span = size + begin + end - k
+        if _is_int(span):
+            if span < 0:
+                raise ctx.error(f"the window ({k}) is larger than the padded input ({size + begin + end})", ShapeError)
+            count = (-(-span // s) if ceil_mode else span // s) + 1
+            if ceil_mode and (count - 1) * s >= size + begin:
+                count -= 1
+        elif ceil_mode and s > 1:
+            raise ctx.error(f"ceil_mode with stride {s} on the symbolic size {size} needs a static shape", ShapeError)
+        else:
+            # stride 1: ceil and floor agree, and the last window starts at span <= size + begin - 1
+            # unless the end padding reaches a whole window (then the windows are the same).
+            if ceil_mode and end >= k:
+                raise ctx.error(f"ceil_mode with end padding {end} >= window {k} needs a static shape", ShapeError)
+            count = floor_div(span, s) + 1
         out.append(count)
     return dataclasses.replace(window, pads=pads), tuple(out)
 
@@ -193,8 +273,11 @@ def _convolution(
     groups: int,
     result_dtype: DataType,
 ) -> ir.Value:
-    """``stablehlo.convolution`` in ONNX layout: lhs ``[N, C, *S]``, rhs ``[M, C/g, *K]``."""
-    lhs_shape = emit.static_shape_of(lhs)
+    """``stablehlo.convolution`` in ONNX layout: lhs ``[N, C, *S]``, rhs ``[M, C/g, *K]``.
+
+    The batch and spatial dims of lhs may be symbolic (the result's are then symbolic too).
+    """
+    lhs_shape = emit.dims_of(lhs)
     rhs_shape = emit.static_shape_of(rhs)
     rank = len(lhs_shape) - 2
     spatial = list(range(2, rank + 2))
@@ -203,8 +286,9 @@ def _convolution(
         dilated_in = (lhs_shape[i + 2] - 1) * lhs_dilation[i] + 1
         dilated_k = (rhs_shape[i + 2] - 1) * rhs_dilation[i] + 1
         span = dilated_in + padding[i][0] + padding[i][1] - dilated_k
-        out_spatial.append(span // strides[i] + 1)
-    result_type = emit.tensor_type([lhs_shape[0], rhs_shape[0], *out_spatial], result_dtype)
+        out_spatial.append(floor_div(span, strides[i]) + 1)
+    out_dims = [lhs_shape[0], rhs_shape[0], *out_spatial]
+    result_type = emit.tensor_type(out_dims, result_dtype)
     numbers = stablehlo.ConvDimensionNumbers.get(
         input_batch_dimension=0,
         input_feature_dimension=1,
@@ -216,7 +300,7 @@ def _convolution(
         output_feature_dimension=1,
         output_spatial_dimensions=spatial,
     )
-    return stablehlo.ConvolutionOp(
+    result = stablehlo.ConvolutionOp(
         result_type,
         lhs,
         rhs,
@@ -229,18 +313,27 @@ def _convolution(
         rhs_dilation=list(rhs_dilation),
         precision_config=_precision_config(result_dtype),
     ).result
+    return emit.record(result, out_dims)
 
 
 def _add_bias(ctx: LoweringContext, y: ir.Value, bias_index: int) -> ir.Value:
     """``y + b`` with ``b`` of shape ``[M]`` broadcast along the feature dim of ``y``."""
     if not ctx.has_input(bias_index):
         return y
-    shape = emit.static_shape_of(y)
+    shape = emit.dims_of(y)
     bias = ctx.input(bias_index)
     if emit.static_shape_of(bias) != (shape[1],):
         raise ctx.error(f"bias shape {emit.static_shape_of(bias)} must be [{shape[1]}]", ShapeError)
     bias = emit.convert(bias, emit.dtype_of(y))
     return stablehlo.AddOp(y, emit.broadcast_to(bias, shape, dims=[1])).result
+
+
+def _batch_spatial_symbolic(ctx: LoweringContext, index: int) -> tuple[Dim, ...]:
+    """Input ``index``'s ``[N, C, *S]`` dims: N and S may be symbolic, C must be static."""
+    shape = tuple(ctx.input_shape(index))
+    if len(shape) >= 2 and not _is_int(shape[1]):
+        ctx.input_static_shape(index)  # raises the ShapeError naming the input
+    return shape
 
 
 def _check_conv_shapes(ctx: LoweringContext, x_shape: Sequence[int], w_shape: Sequence[int], groups: int) -> None:
@@ -277,7 +370,7 @@ def lower_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         ShapeError: inconsistent shapes, group or kernel_shape; a symbolic dim.
     """
     x, w = ctx.input(0), ctx.input(1)
-    x_shape, w_shape = ctx.input_static_shape(0), ctx.input_static_shape(1)
+    x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
     dtype = emit.dtype_of(x)
     if not dtypes.is_float(dtype):
         raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
@@ -339,7 +432,7 @@ def _transpose_kernel_pads(
     else:
         pads = window.pads
     out = tuple(f - b - e for f, (b, e) in zip(full, pads))
-    if any(o < 1 for o in out):
+    if any(_is_int(o) and o < 1 for o in out):
         raise ctx.error(f"pads {list(pads)} leave an empty output {list(out)}", ShapeError)
     return tuple(pads), out
 
@@ -363,7 +456,7 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         ShapeError: inconsistent shapes, group, kernel_shape or output_shape.
     """
     x, w = ctx.input(0), ctx.input(1)
-    x_shape, w_shape = ctx.input_static_shape(0), ctx.input_static_shape(1)
+    x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
     dtype = emit.dtype_of(x)
     if not dtypes.is_float(dtype):
         raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
@@ -398,6 +491,8 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         (lo, hi + (o - ((size - 1) * s + 1 + lo + hi - k + 1)))
         for (lo, hi), o, size, s, k in zip(conv_pads, out, x_shape[2:], strides, window.effective_kernel)
     ]
+    if not all(_is_int(lo) and _is_int(hi) for lo, hi in conv_pads):
+        raise ctx.error(f"padding {conv_pads} depends on a symbolic size; it needs a static shape", ShapeError)
     negative = [(max(0, -lo), max(0, -hi)) for lo, hi in conv_pads]
     y = _convolution(
         x,
@@ -410,6 +505,8 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         result_dtype=dtype,
     )
     if any(lo or hi for lo, hi in negative):
+        if not all(_is_int(d) for d in x_shape):
+            raise ctx.error(f"cropping {negative} of a symbolic output needs a static shape", ShapeError)
         shape = emit.static_shape_of(y)
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
@@ -558,7 +655,9 @@ def _reduce_window(
         out_spatial: the output size per spatial axis.
         body: ``body(lhs_args, rhs_args) -> results``, the scalar reduction.
     """
-    shape = emit.static_shape_of(operands[0])
+    shape = emit.dims_of(operands[0])
+    if not all(_is_int(d) for d in (*shape, *out_spatial)):
+        return _reduce_window_symbolic(operands, inits, window, out_spatial, body)
     padding = [(0, 0), (0, 0)]
     start, limit = [0, 0], list(shape[:2])
     for size, (begin, _), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
@@ -591,11 +690,61 @@ def _reduce_window(
     return list(op.results)
 
 
+def _reduce_window_symbolic(
+    operands: Sequence[ir.Value],
+    inits: Sequence[float | int],
+    window: _Window,
+    out_spatial: Sequence[Dim],
+    body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
+) -> list[ir.Value]:
+    """:func:`_reduce_window` for operands with symbolic dims.
+
+    The window's own pads are the padding (``reduce_window`` then yields exactly the floor-mode
+    windows :func:`_symbolic_window` counted); a static axis keeps the static computation.
+
+    Raises:
+        ShapeError: the padding would need a slice or a size-dependent tail.
+    """
+    shape = emit.dims_of(operands[0])
+    padding = [(0, 0), (0, 0)]
+    for size, (begin, end), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
+        if _is_int(size) and _is_int(o):
+            extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
+            tail = extent - begin - size
+            if tail < 0 and (size + begin + end - k) // s + 1 == o:
+                tail = end  # the unused tail is dropped by reduce_window itself
+            if begin < 0 or tail < 0:
+                raise ShapeError(f"pooling padding {window.pads} needs a static shape here")
+            padding.append((begin, tail))
+        else:
+            if begin < 0 or end < 0:
+                raise ShapeError(f"pooling padding {window.pads} on a symbolic size needs a static shape")
+            padding.append((begin, end))
+    element_dtypes = [emit.dtype_of(v) for v in operands]
+    out_shape = [shape[0], shape[1], *out_spatial]
+    op = stablehlo.ReduceWindowOp(
+        [emit.tensor_type(out_shape, d) for d in element_dtypes],
+        list(operands),
+        [emit.splat(init, d) for init, d in zip(inits, element_dtypes)],
+        emit.i64_array([1, 1, *window.kernel]),
+        window_strides=emit.i64_array([1, 1, *window.strides]),
+        window_dilations=emit.i64_array([1, 1, *window.dilations]),
+        padding=_padding_attr(padding),
+    )
+    scalar_types = [emit.tensor_type((), d) for d in element_dtypes]
+    block = op.body.blocks.append(*scalar_types, *scalar_types)
+    with ir.InsertionPoint(block):
+        count = len(operands)
+        args = list(block.arguments)
+        stablehlo.ReturnOp(body(args[:count], args[count:]))
+    return [emit.record(r, out_shape) for r in op.results]
+
+
 def _pool_input(
     ctx: LoweringContext, accepted: Sequence[DataType], accepted_text: str
 ) -> tuple[ir.Value, tuple[int, ...]]:
     x = ctx.input(0)
-    shape = ctx.input_static_shape(0)
+    shape = _batch_spatial_symbolic(ctx, 0)
     if len(shape) < 3:
         raise ctx.error(f"X {list(shape)} needs rank >= 3 ([N, C, D1 ...])", ShapeError)
     dtype = emit.dtype_of(x)
@@ -640,6 +789,7 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if not wants_indices:
         (y,) = _reduce_window([x], [_lowest(dtype)], window, out, lambda a, b: [stablehlo.MaxOp(a[0], b[0]).result])
         return [y]
+    shape = ctx.input_static_shape(0)  # Indices need static shapes
     storage_order = node.attr_int("storage_order", 0)
     if storage_order not in (0, 1):
         raise ctx.unsupported_attribute("storage_order", storage_order, "0 (row major), 1 (column major)")
@@ -727,10 +877,34 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     dtype = emit.dtype_of(x)
     (total,) = _reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+    if not all(_is_int(d) for d in shape):
+        return [_symbolic_average(x, total, window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))]
     counts = _window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
     out_shape = emit.static_shape_of(total)
     divisor = emit.broadcast_to(emit.constant(counts, dtype), out_shape, dims=range(2, len(out_shape)))
     return [stablehlo.DivOp(total, divisor).result]
+
+
+def _symbolic_average(
+    x: ir.Value, total: ir.Value, window: _Window, out: Sequence[Dim], *, include_pad: bool
+) -> ir.Value:
+    """``total`` divided by the window counts when X has symbolic dims.
+
+    With ``count_include_pad`` every (floor-mode) window counts the whole kernel; otherwise the
+    counts are a ``reduce_window(add)`` of ones over X's spatial dims, padded with zeros.
+    """
+    dtype = emit.dtype_of(x)
+    out_dims = emit.dims_of(total)
+    if include_pad or all(b == 0 and e == 0 for b, e in window.pads):
+        divisor = emit.splat(math.prod(window.kernel), dtype, out_dims)
+    else:
+        spatial = emit.dims_of(x)[2:]
+        ones = emit.splat(1, dtype, [1, 1, *spatial])
+        (counts,) = _reduce_window_symbolic(
+            [ones], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result]
+        )
+        divisor = emit.broadcast_to(counts, out_dims)
+    return stablehlo.DivOp(total, divisor).result
 
 
 def _lp_power(x: ir.Value, p: int) -> ir.Value:
@@ -740,7 +914,7 @@ def _lp_power(x: ir.Value, p: int) -> ir.Value:
     magnitude = stablehlo.AbsOp(x).result
     if p == 1:
         return magnitude
-    return stablehlo.PowOp(magnitude, emit.splat(p, emit.dtype_of(x), emit.static_shape_of(x))).result
+    return stablehlo.PowOp(magnitude, emit.splat(p, emit.dtype_of(x), emit.dims_of(x))).result
 
 
 def _lp_root(total: ir.Value, p: int) -> ir.Value:
@@ -749,7 +923,7 @@ def _lp_root(total: ir.Value, p: int) -> ir.Value:
         return total
     if p == 2:
         return stablehlo.SqrtOp(total).result
-    return stablehlo.PowOp(total, emit.splat(1.0 / p, emit.dtype_of(total), emit.static_shape_of(total))).result
+    return stablehlo.PowOp(total, emit.splat(1.0 / p, emit.dtype_of(total), emit.dims_of(total))).result
 
 
 def _lp_order(ctx: LoweringContext, node: OnnxNode) -> int:
@@ -798,7 +972,12 @@ def lower_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     """
     x, shape = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
     total = _global_reduce(x, stablehlo.AddOp, 0)
-    count = emit.splat(math.prod(shape[2:]), emit.dtype_of(x), emit.static_shape_of(total))
+    size = product(shape[2:])
+    if _is_int(size):
+        count = emit.splat(size, emit.dtype_of(x), emit.dims_of(total))
+    else:
+        count = emit.convert(emit.dim_value(size), emit.dtype_of(x))
+        count = emit.broadcast_to(count, emit.dims_of(total), dims=())
     return [stablehlo.DivOp(total, count).result]
 
 

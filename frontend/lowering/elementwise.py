@@ -46,11 +46,11 @@ def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -
 
 
 def _one_like(x: ir.Value) -> ir.Value:
-    return emit.splat(1, emit.dtype_of(x), emit.dims_of(x))
+    return emit.full_like(x, 1)
 
 
 def _zero_like(x: ir.Value) -> ir.Value:
-    return emit.splat(0, emit.dtype_of(x), emit.dims_of(x))
+    return emit.full_like(x, 0)
 
 
 def _relu(x: ir.Value) -> ir.Value:

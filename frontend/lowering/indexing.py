@@ -45,12 +45,6 @@ def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
     return [int(v) for v in np.asarray(ctx.constant_input(index)).reshape(-1)]
 
 
-def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
-    """A constant scalar (or one-element) input as a Python int."""
-    array = np.asarray(ctx.constant_input(index))
-    if array.size != 1:
-        raise ctx.error(f"{what} must hold one value, got shape {list(array.shape)}", ShapeError)
-    return int(array.reshape(-1)[0])
 
 
 # Shared builders -------------------------------------------------------------------------------
@@ -685,7 +679,7 @@ def lower_trilu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     plane = emit.tensor_type((rows, cols), DataType.INT64)
     offset = stablehlo.SubtractOp(stablehlo.IotaOp(plane, 1).result, stablehlo.IotaOp(plane, 0).result).result
     if ctx.has_input(1) and ctx.is_constant_input(1):
-        k = emit.splat(_scalar_int(ctx, 1, "k"), DataType.INT64, (rows, cols))
+        k = emit.splat(ctx.constant_int(1, "k"), DataType.INT64, (rows, cols))
     elif ctx.has_input(1):
         k = emit.broadcast_to(emit.reshape(emit.convert(ctx.input(1), DataType.INT64), []), (rows, cols))
     else:
@@ -760,7 +754,7 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = ctx.input(0)
     shape = emit.static_shape_of(x)
-    axis = ctx.axis(_scalar_int(ctx, 1, "axis"), len(shape))
+    axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
         x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result

@@ -34,12 +34,6 @@ _TRAINING = "ai.onnx.preview.training"
 _ML = "ai.onnx.ml"
 
 
-def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
-    """A constant one-element input as a Python int."""
-    array = np.asarray(ctx.constant_input(index))
-    if array.size != 1:
-        raise ctx.error(f"{what} must hold one value, got shape {list(array.shape)}", ShapeError)
-    return int(array.reshape(-1)[0])
 
 
 # BitCast -------------------------------------------------------------------------------------
@@ -159,7 +153,7 @@ def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = ctx.input(0)
     shape = emit.static_shape_of(x)
-    axis = ctx.axis(_scalar_int(ctx, 1, "axis"), len(shape))
+    axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
         x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result

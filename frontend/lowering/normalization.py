@@ -31,9 +31,6 @@ _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, 
 # Helpers -------------------------------------------------------------------------------------
 
 
-def _splat_like(value: float, x: ir.Value) -> ir.Value:
-    """A constant of ``x``'s shape and dtype filled with ``value``."""
-    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
@@ -41,7 +38,7 @@ def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     shape = emit.dims_of(x)
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
-    return stablehlo.DivOp(total, _splat_like(count, total)).result
+    return stablehlo.DivOp(total, emit.full_like(total, count)).result
 
 
 def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:
@@ -56,8 +53,8 @@ def _standardize(x: ir.Value, axes: Sequence[int], epsilon: float) -> tuple[ir.V
     mean = _mean_keep(x, axes)
     centered = stablehlo.SubtractOp(x, _broadcast_like(mean, x)).result
     variance = _mean_keep(stablehlo.MulOp(centered, centered).result, axes)
-    std_dev = stablehlo.SqrtOp(stablehlo.AddOp(variance, _splat_like(epsilon, variance)).result).result
-    inv_std_dev = stablehlo.DivOp(_splat_like(1, std_dev), std_dev).result
+    std_dev = stablehlo.SqrtOp(stablehlo.AddOp(variance, emit.full_like(variance, epsilon)).result).result
+    inv_std_dev = stablehlo.DivOp(emit.full_like(std_dev, 1), std_dev).result
     normalized = stablehlo.MulOp(centered, _broadcast_like(inv_std_dev, x)).result
     return normalized, mean, inv_std_dev
 
@@ -206,14 +203,14 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         momentum = node.attr_float("momentum")
         for position, (running, batch) in enumerate([(mean, batch_mean), (var, batch_var)], start=1):
             if _output_wanted(node, position):
-                old = stablehlo.MulOp(emit.convert(running, wide), _splat_like(momentum, batch)).result
-                new = stablehlo.MulOp(batch, _splat_like(1.0 - momentum, batch)).result
+                old = stablehlo.MulOp(emit.convert(running, wide), emit.full_like(batch, momentum)).result
+                new = stablehlo.MulOp(batch, emit.full_like(batch, 1.0 - momentum)).result
                 outputs[position] = emit.convert(stablehlo.AddOp(old, new).result, stats_dtype)
         mean_w, var_w = batch_mean, batch_var
     else:
         mean_w, var_w = emit.convert(mean, wide), emit.convert(var, wide)
     # Fold the per-channel parts first: y = x * a + b with a = scale / sqrt(var + eps).
-    inv_std = stablehlo.RsqrtOp(stablehlo.AddOp(var_w, _splat_like(epsilon, var_w)).result).result
+    inv_std = stablehlo.RsqrtOp(stablehlo.AddOp(var_w, emit.full_like(var_w, epsilon)).result).result
     factor = stablehlo.MulOp(emit.convert(scale, wide), inv_std).result
     offset = stablehlo.SubtractOp(emit.convert(bias, wide), stablehlo.MulOp(mean_w, factor).result).result
     y = stablehlo.AddOp(
@@ -318,7 +315,7 @@ def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     compute, _ = _stash_dtypes(ctx, node, dtype)
     xc = emit.convert(x, compute)
     mean_square = _mean_keep(stablehlo.MulOp(xc, xc).result, range(axis, len(shape)))
-    epsilon = _splat_like(node.attr_float("epsilon"), mean_square)
+    epsilon = emit.full_like(mean_square, node.attr_float("epsilon"))
     rms = stablehlo.SqrtOp(stablehlo.AddOp(mean_square, epsilon).result).result
     normalized = emit.convert(stablehlo.DivOp(xc, _broadcast_like(rms, xc)).result, dtype)
     scale = ctx.input(1)
@@ -354,7 +351,7 @@ def lower_lp_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         squares = stablehlo.MulOp(xw, xw).result
         norm = stablehlo.SqrtOp(emit.reduce(squares, [axis], stablehlo.AddOp, 0, keepdims=True)).result
     norm = _broadcast_like(norm, xw)
-    zero = _splat_like(0, xw)
+    zero = emit.full_like(xw, 0)
     is_zero = emit.compare(norm, zero, "EQ")
     y = stablehlo.SelectOp(is_zero, zero, stablehlo.DivOp(xw, norm).result).result
     return [emit.convert(y, dtype)]
@@ -405,9 +402,9 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
     square_sum = op.results[0]
     alpha, beta, bias = node.attr_float("alpha"), node.attr_float("beta"), node.attr_float("bias")
-    weighted = stablehlo.MulOp(square_sum, _splat_like(alpha / size, square_sum)).result
-    base = stablehlo.AddOp(weighted, _splat_like(bias, square_sum)).result
-    denominator = stablehlo.PowOp(base, _splat_like(beta, base)).result
+    weighted = stablehlo.MulOp(square_sum, emit.full_like(square_sum, alpha / size)).result
+    base = stablehlo.AddOp(weighted, emit.full_like(square_sum, bias)).result
+    denominator = stablehlo.PowOp(base, emit.full_like(base, beta)).result
     return [emit.convert(stablehlo.DivOp(xw, denominator).result, dtype)]
 
 
@@ -436,5 +433,5 @@ def lower_mean_variance_normalization(ctx: LoweringContext, node: OnnxNode) -> l
     mean = _broadcast_like(_mean_keep(xw, axes), xw)
     centered = stablehlo.SubtractOp(xw, mean).result
     std = stablehlo.SqrtOp(_mean_keep(stablehlo.MulOp(centered, centered).result, axes)).result
-    denominator = _broadcast_like(stablehlo.AddOp(std, _splat_like(_MVN_EPSILON, std)).result, xw)
+    denominator = _broadcast_like(stablehlo.AddOp(std, emit.full_like(std, _MVN_EPSILON)).result, xw)
     return [emit.convert(stablehlo.DivOp(centered, denominator).result, dtype)]

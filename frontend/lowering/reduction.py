@@ -93,8 +93,8 @@ class _Reduction:
 
 
 def _scalar(value: float | int | bool, dtype: DataType) -> ir.Value:
-    """A 0-d constant (``emit.splat`` with shape ``()`` yields ``tensor<1x...>`` today)."""
-    return emit.reshape(emit.splat(value, dtype), ())
+    """A 0-d constant."""
+    return emit.splat(value, dtype)
 
 
 def reduce_over(

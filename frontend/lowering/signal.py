@@ -47,12 +47,6 @@ def _compute_dtype(dtype: DataType) -> DataType:
 _SIGNAL_DTYPES = "float16, bfloat16, float32, float64"
 
 
-def _scalar_int(ctx: LoweringContext, index: int, what: str) -> int:
-    """A constant one-element input as a Python int."""
-    array = np.asarray(ctx.constant_input(index))
-    if array.size != 1:
-        raise ctx.error(f"{what} must be a scalar, got shape {list(array.shape)}", ShapeError)
-    return int(array.reshape(-1)[0])
 
 
 def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
@@ -259,7 +253,7 @@ def lower_dft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     _check_complex_dim(ctx, shape, "input")
     rank = len(shape)
     if node.since_version >= 20:
-        axis = _scalar_int(ctx, 2, "axis") if ctx.has_input(2) else -2
+        axis = ctx.constant_int(2, "axis") if ctx.has_input(2) else -2
     else:
         axis = node.attr_int("axis")
     if not (-rank <= axis <= -2 or 0 <= axis <= rank - 2):
@@ -268,7 +262,7 @@ def lower_dft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     inverse = _check_flag(ctx, node, "inverse")
     onesided = _check_flag(ctx, node, "onesided")
     if ctx.has_input(1):
-        length = _scalar_int(ctx, 1, "dft_length")
+        length = ctx.constant_int(1, "dft_length")
     elif inverse and onesided:
         length = 2 * (shape[axis] - 1)
     else:
@@ -317,13 +311,13 @@ def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"signal must have rank 3 [batch, length, c], got shape {list(shape)}", ShapeError)
     _check_complex_dim(ctx, shape, "signal")
     onesided = _check_flag(ctx, node, "onesided")
-    step = _scalar_int(ctx, 1, "frame_step")
+    step = ctx.constant_int(1, "frame_step")
     window = ctx.optional_input(2)
     window_shape = emit.static_shape_of(window) if window is not None else None
     if window_shape is not None and len(window_shape) != 1:
         raise ctx.error(f"window must be 1-D, got shape {list(window_shape)}", ShapeError)
     if ctx.has_input(3):
-        length = _scalar_int(ctx, 3, "frame_length")
+        length = ctx.constant_int(3, "frame_length")
         if window_shape is not None and window_shape[0] != length:
             raise ctx.error(f"window has {window_shape[0]} entries, frame_length is {length}", ShapeError)
     else:
@@ -349,7 +343,7 @@ def _cosine_window(ctx: LoweringContext, node: OnnxNode, a0: float, a1: float, a
     """``a0 - a1 cos(2 pi i / N) + a2 cos(4 pi i / N)`` for ``i < size``; ``N = size`` when
     periodic, ``size - 1`` when symmetric. Computed in float64 for float64 and integer outputs,
     else in float32."""
-    size = _scalar_int(ctx, 0, "size")
+    size = ctx.constant_int(0, "size")
     if size < 0:
         raise ctx.error(f"size must be non-negative, got {size}", ShapeError)
     periodic = _check_flag(ctx, node, "periodic")
@@ -459,8 +453,8 @@ def lower_mel_weight_matrix(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     Raises: NonConstantInputError if num_mel_bins or dft_length is computed at run time;
         UnsupportedAttributeError for an unknown output_datatype.
     """
-    mel_bins = _scalar_int(ctx, 0, "num_mel_bins")
-    dft_length = _scalar_int(ctx, 1, "dft_length")
+    mel_bins = ctx.constant_int(0, "num_mel_bins")
+    dft_length = ctx.constant_int(1, "dft_length")
     if mel_bins < 1 or dft_length < 1:
         raise ctx.error(f"num_mel_bins ({mel_bins}) and dft_length ({dft_length}) must be positive", ShapeError)
     out_dtype = _output_datatype(ctx, node)
