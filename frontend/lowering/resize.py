@@ -18,6 +18,10 @@ tables are computed in the graph from the run-time values, in float64 like the c
 Linear and cubic interpolation of integer tensors is computed in float32 (float64 for 64-bit
 integers) and converted back with saturation, truncating toward zero, as onnxruntime does.
 float16 and bfloat16 inputs are interpolated in float32.
+
+With symbolic dims in X, nearest upscaling by compile-time integer scales (the YOLO and
+PP-OCR upsampling) repeats elements with a broadcast and a reshape (``_resize_symbolic``);
+anything else raises a ``ShapeError`` and the model is lowered per shape.
 """
 
 from __future__ import annotations
@@ -524,8 +528,8 @@ def _resize(
 ) -> ir.Value | np.ndarray:
     """The body shared by every Resize and Upsample revision (an empty result is a numpy array)."""
     x = ctx.input(0)
-    shape = ctx.input_static_shape(0)
-    rank = len(shape)
+    dims = tuple(ctx.input_shape(0))
+    rank = len(dims)
     dtype = emit.dtype_of(x)
     if dtype in (DataType.STRING, DataType.COMPLEX64, DataType.COMPLEX128) or (
         spec.mode != "nearest" and not (dtypes.is_float(dtype) or dtypes.is_integer(dtype))
@@ -537,6 +541,10 @@ def _resize(
         axes = [ctx.axis(a, rank) for a in axes]
         if len(set(axes)) != len(axes):
             raise ctx.unsupported_attribute("axes", list(axes), "distinct axes")
+    if not all(isinstance(d, int) for d in dims):
+        return _resize_symbolic(ctx, spec, dims, axes, scales_index=scales_index, sizes_index=sizes_index,
+                                scales_attr=scales_attr)
+    shape = ctx.input_static_shape(0)
 
     use_sizes = sizes_index is not None and _optional_nonempty(ctx, sizes_index)
     use_scales = scales_attr is not None or (scales_index is not None and _optional_nonempty(ctx, scales_index))
@@ -672,6 +680,72 @@ def _resize(
     return _apply_plans(x, plans, spec)
 
 
+# (coordinate mode, nearest mode) pairs for which an integer upscale by k maps output y to
+# input y // k: asymmetric or tf_half_pixel_for_nn with floor (``simple`` is floor when
+# upsampling), and half_pixel or pytorch_half_pixel with round_prefer_* (the source
+# ``i + (j + 0.5) / k - 0.5`` is never a tie and rounds to ``i``).
+_REPEATS = {
+    ("asymmetric", "floor"), ("asymmetric", "simple"),
+    ("tf_half_pixel_for_nn", "floor"), ("tf_half_pixel_for_nn", "simple"),
+    ("half_pixel", "round_prefer_floor"), ("half_pixel", "round_prefer_ceil"),
+    ("pytorch_half_pixel", "round_prefer_floor"), ("pytorch_half_pixel", "round_prefer_ceil"),
+}
+
+
+def _resize_symbolic(
+    ctx: LoweringContext,
+    spec: _Interpolation,
+    dims: Sequence,
+    axes: Sequence[int],
+    *,
+    scales_index: int | None,
+    sizes_index: int | None,
+    scales_attr: Sequence[float] | None,
+) -> ir.Value:
+    """Resize of an X with symbolic dims: nearest upscaling by compile-time integer scales.
+
+    Each resized axis with scale ``k`` repeats every element ``k`` times (a broadcast to
+    ``[..., in, k, ...]`` and a reshape to ``[..., in * k, ...]``), which is what the
+    coordinate and nearest modes of ``_REPEATS`` compute; axes with scale 1 are left alone.
+
+    Raises:
+        ShapeError: sizes, run-time scales, a non-integer scale or another mode (the model is
+            then lowered per shape).
+    """
+    x = ctx.input(0)
+    if sizes_index is not None and _optional_nonempty(ctx, sizes_index):
+        raise ctx.error(f"'sizes' with the symbolic input shape {list(map(str, dims))} needs a static shape",
+                        ShapeError)
+    if scales_attr is not None:
+        scales = np.asarray(scales_attr, dtype=np.float64)
+    elif scales_index is not None and ctx.has_input(scales_index) and ctx.is_constant_input(scales_index):
+        scales = np.asarray(ctx.constant_input(scales_index), dtype=np.float64).reshape(-1)
+    else:
+        raise ctx.error("run-time 'scales' with a symbolic input shape need a static shape", ShapeError)
+    if len(scales) != len(axes):
+        raise ctx.error(f"'scales' has {len(scales)} values; expected {len(axes)} (one per resized axis)", ShapeError)
+    result = x
+    rank = len(dims)
+    for axis, scale in zip(axes, scales.tolist()):
+        if scale == 1.0:
+            continue
+        if spec.mode != "nearest" or (spec.coordinate_mode, spec.nearest_mode) not in _REPEATS:
+            raise ctx.error(
+                f"mode={spec.mode} ({spec.coordinate_mode}, {spec.nearest_mode}) with a symbolic input shape "
+                "needs a static shape (only nearest integer upscaling is shape-polymorphic)",
+                ShapeError,
+            )
+        if not float(scale).is_integer() or scale < 1:
+            raise ctx.error(f"scale {scale} with a symbolic input shape needs a static shape", ShapeError)
+        k = int(scale)
+        current = emit.dims_of(result)
+        expanded = [*current[: axis + 1], k, *current[axis + 1 :]]
+        mapping = [d if d <= axis else d + 1 for d in range(rank)]
+        repeated = emit.broadcast_to(result, expanded, dims=mapping)
+        result = emit.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
+    return result
+
+
 def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[str]) -> _Interpolation:
     mode = node.attr_str("mode")
     if mode not in _MODES:
@@ -702,7 +776,7 @@ def lower_resize_10(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-10 (asymmetric coordinates; scales only) to gathers or dot_generals.
 
     Spec: Resize-10.
-    Shapes: X static, any rank; scales [rank].
+    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); scales [rank].
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Deviations: nearest rounds up when downsampling and down otherwise, as onnxruntime does
         (the revision does not say).
@@ -723,7 +797,7 @@ def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-11/13 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-11/13.
-    Shapes: X static, any rank; roi [2 * rank]; scales [rank] or sizes [rank] (one non-empty).
+    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); roi [2 * rank]; scales [rank] or sizes [rank] (one non-empty).
     Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
     Deviations: with ``scales``, the ``length_resized`` of align_corners, tf_crop_and_resize and
         pytorch_half_pixel is the fractional ``in * scale`` (the spec's ``scale =
@@ -749,7 +823,7 @@ def lower_resize_18(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-18/19 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-18/19.
-    Shapes: X static, any rank; roi [2 * len(axes)]; scales or sizes [len(axes)].
+    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); roi [2 * len(axes)]; scales or sizes [len(axes)].
     Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
     Deviations: as Resize-11/13.
     Raises:
@@ -774,7 +848,7 @@ def lower_upsample_7(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Upsample-7 (scales attribute) like Resize-10.
 
     Spec: Upsample-7.
-    Shapes: X static; scales attribute [rank], each >= 1.
+    Shapes: X (symbolic dims: nearest integer upscaling only); scales attribute [rank], each >= 1.
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Raises:
         UnsupportedAttributeError: mode is not nearest or linear.
@@ -795,7 +869,7 @@ def lower_upsample_9(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Upsample-9/10 (scales input) like Resize-10.
 
     Spec: Upsample-9/10.
-    Shapes: X static; scales [rank].
+    Shapes: X (symbolic dims: nearest integer upscaling only); scales [rank].
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Raises:
         UnsupportedAttributeError: mode is not nearest or linear.

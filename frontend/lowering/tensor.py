@@ -457,7 +457,19 @@ def _slice_axis(value: ir.Value, axis: int, start: int, limit: int) -> ir.Value:
     starts = [0] * len(shape)
     limits = list(shape)
     starts[axis], limits[axis] = start, limit
-    return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
+    if all(isinstance(d, int) for d in shape):
+        return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
+    # Symbolic dims elsewhere: real_dynamic_slice with the full extent of every other dim.
+    out = list(shape)
+    out[axis] = limit - start
+    result = stablehlo.RealDynamicSliceOp(
+        emit.tensor_type(out, emit.dtype_of(value)),
+        value,
+        emit.shape_tensor(starts),
+        emit.shape_tensor(limits),
+        emit.shape_tensor([1] * len(shape)),
+    ).result
+    return emit.record(result, out)
 
 
 # DepthToSpace, SpaceToDepth --------------------------------------------------------------------

@@ -381,3 +381,61 @@ def test_global_pool_matches_onnxruntime(opset, shape, op, dtype, rng):
     assert_allclose_for_dtype(compile_and_run(model, {"x": x}), expected)
     text = emitted_text(model)
     assert "stablehlo.reduce" in text and "reduce_window" not in text
+
+
+# Symbolic batch and spatial dims: one artifact, refined per input shape ----------------------
+
+_SYMBOLIC_BODIES = {
+    "conv_strided": 'y = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)',
+    "conv_same_stride1": 'y = Conv <auto_pad = "SAME_UPPER"> (x, w, b)',
+    "conv_transpose": 'y = ConvTranspose <strides = [2, 2]> (x, wt, b)',
+    "maxpool_padded": 'y = MaxPool <kernel_shape = [5, 5], pads = [2, 2, 2, 2]> (x)',
+    "maxpool_same": 'y = MaxPool <kernel_shape = [2, 2], auto_pad = "SAME_UPPER"> (x)',
+    "maxpool_strided": 'y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
+    "avgpool_exclude_pad": 'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
+    "avgpool_include_pad": (
+        'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (x)'
+    ),
+    "global_average": "y = GlobalAveragePool (x)",
+    "global_max": "y = GlobalMaxPool (x)",
+}
+
+
+@pytest.mark.parametrize("body", list(_SYMBOLIC_BODIES.values()), ids=list(_SYMBOLIC_BODIES))
+def test_symbolic_batch_and_spatial_dims_lower_once(body, rng):
+    import onnx_stablehlo
+
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    wt = rng.standard_normal((3, 4, 2, 2)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+
+    def values(a: np.ndarray) -> str:
+        return ", ".join(repr(float(v)) for v in a.ravel())
+
+    model = parse(f"""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, C, OH, OW] y)
+<float[4, 3, 3, 3] w = {{{values(w)}}}, float[3, 4, 2, 2] wt = {{{values(wt)}}}, float[4] b = {{{values(b)}}}>
+{{
+  {body}
+}}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    for shape in [(1, 3, 8, 8), (2, 3, 11, 7)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 2
+
+
+def test_symbolic_dims_with_size_dependent_geometry_fall_back_to_per_shape(rng):
+    import onnx_stablehlo
+
+    # SAME padding with stride 2 depends on the input size: lowered per shape instead.
+    model = parse("""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y) {
+  y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], auto_pad = "SAME_UPPER"> (x)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "MaxPool" in compiled.dynamic_error
+    for shape in [(1, 3, 8, 8), (1, 3, 9, 7)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))

@@ -341,3 +341,50 @@ def test_resize_rejects_scales_of_wrong_length():
     model = parse(_resize_model((1, 1, 2, 2), (1, 1, 4, 4), scales=[2, 2], mode="nearest"))
     with pytest.raises(ShapeError, match="'scales' has 2 values; expected 4"):
         emitted_text(model)
+
+
+# Symbolic dims: nearest integer upscaling stays shape-polymorphic ----------------------------
+
+_SYMBOLIC_RESIZES = {
+    "resize_asymmetric_floor": (
+        'y = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> '
+        "(x, roi, scales)"
+    ),
+    "resize_half_pixel_round": (
+        'y = Resize <mode = "nearest", coordinate_transformation_mode = "half_pixel", '
+        'nearest_mode = "round_prefer_ceil"> (x, roi, scales)'
+    ),
+}
+
+
+@pytest.mark.parametrize("body", list(_SYMBOLIC_RESIZES.values()), ids=list(_SYMBOLIC_RESIZES))
+def test_symbolic_nearest_integer_upscale_lowers_once(body, rng):
+    import onnx_stablehlo
+
+    model = parse(f"""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y)
+<float[0] roi = {{}}, float[4] scales = {{1.0, 1.0, 2.0, 3.0}}>
+{{
+  {body}
+}}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    for shape in [(1, 3, 4, 5), (2, 3, 7, 3)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        np.testing.assert_array_equal(compiled.run(feeds)[0], ort_run(model, feeds)[0])
+    assert compiled.compile_count == 2
+
+
+def test_symbolic_linear_resize_falls_back_to_per_shape(rng):
+    import onnx_stablehlo
+
+    model = parse("""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y)
+<float[0] roi = {}, float[4] scales = {1.0, 1.0, 2.0, 2.0}>
+{
+  y = Resize <mode = "linear"> (x, roi, scales)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "Resize" in compiled.dynamic_error
+    feeds = {"x": rng.standard_normal((1, 3, 4, 5)).astype(np.float32)}
+    np.testing.assert_allclose(compiled.run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
