@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
@@ -167,7 +168,9 @@ def _check_tensor_shape(
             if isinstance(dim, int):
                 dims.append(dim)
                 continue
-            symbol = dim if isinstance(dim, str) and dim else f"{name}.{axis}"
+            # A dim_param that is not a name ('?', '-1', '') marks an unknown dim of its own.
+            named = isinstance(dim, str) and re.fullmatch(r"[A-Za-z_][\w.:/-]*", dim) is not None
+            symbol = dim if named else f"{name}.{axis}"
             dims.append(int(fixed[symbol]) if symbol in fixed else SymbolicDim(symbol))
         return tuple(dims)
     if shape is not None:
@@ -507,6 +510,10 @@ class _Importer:
         else:
             if not any(v.sym is not None for v in present):
                 return None
+            if node.op_type not in ("Cast", "Identity") and any(
+                v.sym is not None and dtypes.is_float(v.dtype) for v in present
+            ):
+                return None  # float arithmetic on dims (a true division, say) is not integer math
             values = []
             for value in inputs:
                 if value is None:
@@ -529,6 +536,8 @@ class _Importer:
             return None
         if node.op_type in ("Shape", "Size"):
             dtype = DataType.INT64
+        elif node.op_type == "Cast":
+            dtype = DataType(onnx_node.attr_int("to"))
         elif node.op_type == "Equal":
             dtype = DataType.BOOL
         else:

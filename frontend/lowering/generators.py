@@ -96,16 +96,20 @@ def lower_constant_of_shape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     """Lowers ConstantOfShape to a numpy array, or a splat stablehlo.constant when large.
 
     Spec: onnx.ai/onnx/operators/onnx__ConstantOfShape.html (ConstantOfShape-9, 20, 21, 23, 24, 25).
-    Shapes: input [rank] int64, must be constant; output that shape.
+    Shapes: input [rank] int64, constant or a shape computation with symbolic dims (then a
+        dynamic splat); output that shape.
     Dtypes: the `value` tensor's (float32 0 by default).
     Raises: NonConstantInputError if the shape is computed at run time; ShapeError for a
         negative dim; UnsupportedAttributeError if `value` has more than one element.
     """
-    shape = _shape_input(ctx, 0)
     value = node.attr("value")
     value = np.zeros((1,), np.float32) if value is None else np.asarray(value)
     if value.size != 1:
         raise ctx.unsupported_attribute("value", value.tolist(), "a one-element tensor")
+    if not ctx.is_constant_input(0) and ctx.lowered(0).sym is not None:
+        dims = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(0).reshape(-1)]
+        return [emit.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), dims)]
+    shape = _shape_input(ctx, 0)
     size = int(np.prod(shape, dtype=np.int64))
     if size > _MAX_FOLDED_ELEMENTS:
         return [emit.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), shape)]
@@ -165,7 +169,8 @@ def _symbolic_range(ctx: LoweringContext) -> ir.Value | None:
         return None
     start = np.asarray(ctx.constant_input(0)).reshape(())
     delta = np.asarray(ctx.constant_input(2)).reshape(())
-    if start.dtype.kind not in "iu" or int(delta) <= 0:
+    # A float range over a dim (``arange(float(W))``) is fine when start and delta are integral.
+    if start.dtype.kind not in "iuf" or float(start) != int(start) or float(delta) != int(delta) or int(delta) <= 0:
         return None
     limit = ctx.symbolic_input(1).reshape(())[()]
     count = ceil_div(limit - int(start), int(delta))

@@ -17,14 +17,7 @@ pytestmark = pytest.mark.models
 
 # (model, input name, two (height, width) crops of the zoo input; multiples of 32)
 CASES = [
-    pytest.param(
-        "nudenet-320n", "images", [(320, 320), (256, 192)],
-        marks=pytest.mark.xfail(
-            reason="the YOLO head's anchor Range takes a float limit (Cast of a Shape dim to float), "
-            "which is not a symbolic shape computation, so the model is lowered per shape",
-            strict=True,
-        ),
-    ),
+    pytest.param("nudenet-320n", "images", [(320, 320), (256, 192)]),
     pytest.param("rapidocr-det-ppocrv6-small", "x", [(480, 640), (320, 448)]),
     pytest.param("rapidocr-onnxruntime-det-ppocrv4", "x", [(480, 640), (320, 448)]),
 ]
