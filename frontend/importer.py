@@ -34,6 +34,7 @@ from jaxlib.mlir.dialects import func, stablehlo
 
 from onnx_stablehlo.errors import (
     FrontendError,
+    InvalidOptionError,
     LoweringError,
     ShapeError,
     UnsupportedDtypeError,
@@ -246,8 +247,26 @@ def _input_layouts(
             f"input_shapes names {', '.join(repr(n) for n in unknown)}, which the model does not "
             f"have; its inputs are {', '.join(repr(n) for n in sorted(known))}"
         )
+    fixed = dict(fixed_dims or {})
+    if dynamic:
+        known_names = {d for v in inputs for d in (_dims_of(v) or []) if isinstance(d, str)}
+        unknown_dims = sorted(set(fixed) - known_names)
+        if unknown_dims:
+            raise InvalidOptionError(
+                f"dims names {', '.join(repr(n) for n in unknown_dims)}, which no input has; the "
+                f"model's dim names are {', '.join(repr(n) for n in sorted(known_names)) or '(none)'}"
+            )
+        # A shape given for one input fixes its dim names in every other input too.
+        for v in inputs:
+            shape = given.get(v.name)
+            declared = _dims_of(v)
+            if shape is None or declared is None or onnx_kind(v.type) != "tensor":
+                continue
+            for dim, size in zip(declared, shape):
+                if isinstance(dim, str) and dim:
+                    fixed.setdefault(dim, int(size))
     return [
-        _layout_of_input(v.name, v.type, _dims_of(v), given.get(v.name), v.name in given, dynamic, fixed_dims)
+        _layout_of_input(v.name, v.type, _dims_of(v), given.get(v.name), v.name in given, dynamic, fixed)
         for v in inputs
     ]
 
@@ -353,7 +372,6 @@ class _DimResolver:
     def _emit_dim(self, dim: Any) -> ir.Value:
         if isinstance(dim, int):
             return emit.constant(np.array(dim, np.int64))
-        i64 = DataType.INT64
         total: ir.Value | None = None
         for monomial, coefficient in dim._terms.items():
             term = emit.constant(np.array(coefficient, np.int64))

@@ -118,8 +118,27 @@ def _load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
     return feeds
 
 
+def _dims_from_feeds(model, feeds: dict[str, np.ndarray], dims: dict[str, int] | None) -> dict[str, int]:
+    """Named dim sizes read off the given feeds (``batch`` from input_ids' shape, say)."""
+    from onnx_stablehlo.frontend.importer import graph_input_values
+
+    sizes = dict(dims or {})
+    for value in graph_input_values(model.graph):
+        if value.name not in feeds or value.shape is None:
+            continue
+        for dim, size in zip(value.shape, np.shape(feeds[value.name])):
+            name = getattr(dim, "value", None)
+            if isinstance(name, str) and name:
+                sizes.setdefault(name, int(size))
+    return sizes
+
+
 def generated_inputs(
-    model, shapes: dict[str, tuple[int, ...]] | None, seed: int = 0, dims: dict[str, int] | None = None
+    model,
+    shapes: dict[str, tuple[int, ...]] | None,
+    seed: int = 0,
+    dims: dict[str, int] | None = None,
+    given: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """Seeded random feeds of the right dtypes and shapes for a model's inputs.
 
@@ -135,8 +154,12 @@ def generated_inputs(
     from onnx_stablehlo.frontend.importer import graph_input_values
 
     rng = np.random.default_rng(seed)
+    given = given or {}
+    dims = _dims_from_feeds(model, given, dims)
     feeds = {}
     for value in graph_input_values(model.graph):
+        if value.name in given:
+            continue
         shape = (shapes or {}).get(value.name)
         if shape is None:
             named = dims or {}
@@ -176,7 +199,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     shapes = _shapes(args)
     feeds = _load_inputs(args.input or [])
     if len(feeds) < len(model.graph.inputs):
-        generated = generated_inputs(model, shapes, seed=args.seed, dims=_dims(args))
+        generated = generated_inputs(model, shapes, seed=args.seed, dims=_dims(args), given=feeds)
         for name, array in generated.items():
             if name not in feeds:
                 feeds[name] = array
@@ -204,7 +227,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
     shapes = _shapes(args)
     feeds = _load_inputs(args.input or [])
     if len(feeds) < len(model.graph.inputs):
-        for name, array in generated_inputs(model, shapes, seed=args.seed, dims=_dims(args)).items():
+        for name, array in generated_inputs(model, shapes, seed=args.seed, dims=_dims(args), given=feeds).items():
             feeds.setdefault(name, array)
     start = time.perf_counter()
     compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, dims=_dims(args))
@@ -271,7 +294,7 @@ def _parser() -> argparse.ArgumentParser:
         )
         sub.add_argument("--weights", choices=("args", "inline"), default="args",
                          help="weights as @main arguments (default) or inlined constants")
-        sub.add_argument("--traceback", action="store_true", help=argparse.SUPPRESS)
+        sub.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
 
     compile_cmd = commands.add_parser("compile", help="write the StableHLO text of a model")
     common(compile_cmd)

@@ -19,6 +19,7 @@ Hierarchy::
     │   │   └── DataDependentShapeError   an output size depends on run-time values
     │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
     │   └── LoweringError             the emitted StableHLO failed to build or verify
+    ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
     ├── RuntimeErrorBase
     │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
@@ -43,6 +44,7 @@ __all__ = [
     "DataDependentShapeError",
     "ShapeError",
     "LoweringError",
+    "InvalidOptionError",
     "RuntimeErrorBase",
     "DeviceNotFoundError",
     "FeedError",
@@ -160,6 +162,10 @@ class LoweringError(FrontendError):
     This points at a bug in a lowering rule rather than at the input; the message carries the
     MLIR diagnostics with their locations (ONNX node names).
     """
+
+
+class InvalidOptionError(OnnxStableHLOError, ValueError):
+    """An option passed to the API or CLI that cannot be used (a bucketing policy, a dim name)."""
 
 
 class RuntimeErrorBase(OnnxStableHLOError):

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from onnx_stablehlo.errors import InvalidOptionError
 from onnx_stablehlo.frontend.shapes import SymbolicDim
 
 __all__ = ["Bucketing"]
@@ -50,9 +51,11 @@ class Bucketing:
         for name, rule in self.dims.items():
             if isinstance(rule, str):
                 if rule != "pow2":
-                    raise ValueError(f"bucketing for '{name}': expected 'pow2' or a list of sizes, got {rule!r}")
+                    raise InvalidOptionError(
+                        f"bucketing for '{name}': expected 'pow2' or a list of sizes, got {rule!r}"
+                    )
             elif list(rule) != sorted(int(v) for v in rule) or not rule:
-                raise ValueError(f"bucketing for '{name}': sizes must be ascending, got {list(rule)}")
+                raise InvalidOptionError(f"bucketing for '{name}': sizes must be ascending, got {list(rule)}")
 
     def bucket(self, name: str, size: int) -> int:
         """The padded size for ``size`` along dim ``name``."""

@@ -21,7 +21,13 @@ import numpy as np
 import onnx_ir
 
 from onnx_stablehlo.errors import (
-    DataDependentShapeError, FeedError, FrontendError, NonConstantInputError, ShapeError, UnsupportedDtypeError,
+    DataDependentShapeError,
+    FeedError,
+    FrontendError,
+    InvalidOptionError,
+    NonConstantInputError,
+    ShapeError,
+    UnsupportedDtypeError,
 )
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -135,6 +141,15 @@ class CompiledModel:
         self.timings: dict[str, float] = {}
         self.dims = dict(dims or {})
         self.bucketing = bucketing
+        known_names = {
+            d for dims_ in self._declared.values() if isinstance(dims_, tuple) for d in dims_ if isinstance(d, str)
+        }
+        unknown_dims = sorted(set(self.dims) - known_names)
+        if unknown_dims:
+            raise InvalidOptionError(
+                f"dims names {', '.join(repr(n) for n in unknown_dims)}, which no input has; the "
+                f"model's dim names are {', '.join(repr(n) for n in sorted(known_names)) or '(none)'}"
+            )
         self._artifact: LoweredModule | None = None
         self.dynamic_error: str | None = None
         # --- split hook (runtime/split.py): a SplitModel that run() delegates to, set once a
@@ -483,6 +498,12 @@ class CompiledModel:
                         name,
                     )
                 for axis, (dim, size) in enumerate(zip(expected, array.shape)):
+                    if isinstance(dim, str) and dim in self.dims and self.dims[dim] != size:
+                        raise FeedError(
+                            f"input '{name}': dim {axis} ('{dim}') was fixed to {self.dims[dim]} by "
+                            f"dims, got shape {tuple(array.shape)}",
+                            name,
+                        )
                     if isinstance(dim, int) and dim != size:
                         raise FeedError(
                             f"input '{name}': dim {axis} must be {dim}, got shape {tuple(array.shape)}",

@@ -110,5 +110,22 @@ def test_bucket_sizes():
     assert onnx_stablehlo.Bucketing({"s": "pow2"}).bucket("s", 1) == 1
     assert onnx_stablehlo.Bucketing({"s": "pow2"}).bucket("s", 33) == 64
     assert onnx_stablehlo.Bucketing({"s": [8, 16]}).bucket("s", 20) == 20
-    with pytest.raises(ValueError, match="ascending"):
+    with pytest.raises(errors.InvalidOptionError, match="ascending"):
         onnx_stablehlo.Bucketing({"s": [16, 8]})
+
+
+def test_unknown_dim_name_is_rejected_with_the_models_names():
+    with pytest.raises(errors.InvalidOptionError) as info:
+        onnx_stablehlo.compile(parse(ATTENTION_LIKE), dims={"Batch": 2})
+    assert "'Batch'" in str(info.value) and "'batch', 'seq'" in str(info.value)
+
+
+def test_a_feed_must_agree_with_a_dim_fixed_by_dims(rng):
+    compiled = onnx_stablehlo.compile(parse(ATTENTION_LIKE), dims={"batch": 2})
+    with pytest.raises(errors.FeedError, match="fixed to 2 by dims"):
+        compiled.run(_feeds(rng, 3, 4))
+
+
+def test_a_shape_given_for_one_input_fixes_its_dims_in_the_others():
+    text = onnx_stablehlo.lower(parse(ATTENTION_LIKE), {"x": (2, 5, 8)}).text
+    assert "tensor<2x5xi64>" in text and "?" not in text.split("{", 1)[0]
