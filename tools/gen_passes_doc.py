@@ -82,7 +82,7 @@ def _pass_section(cls) -> list[str]:
             first = (inspect.getdoc(type(pattern)) or "").splitlines()[0]
             lines.append(f"- `{type(pattern).__name__}`: {first}")
         lines.append("")
-    module = cls.__module__.replace("onnx_stablehlo.passes.", "passes/") + ".py"
+    module = "passes/" + cls.__module__.removeprefix("onnx_stablehlo.passes.").replace(".", "/") + ".py"
     lines += [f"Source: `{module}`; tests: `lit_tests/passes/{cls.name}.mlir`.", ""]
     return lines
 
