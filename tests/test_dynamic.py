@@ -129,3 +129,18 @@ def test_a_feed_must_agree_with_a_dim_fixed_by_dims(rng):
 def test_a_shape_given_for_one_input_fixes_its_dims_in_the_others():
     text = onnx_stablehlo.lower(parse(ATTENTION_LIKE), {"x": (2, 5, 8)}).text
     assert "tensor<2x5xi64>" in text and "?" not in text.split("{", 1)[0]
+
+
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_pad_with_symbolic_dims(mode, rng):
+    model = parse(f"""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, C] x) => (float[M, D] y) {{
+  pads = Constant <value = int64[4] {{1, 2, 0, 3}}> ()
+  y = Pad <mode = "{mode}"> (x, pads)
+}}""")
+    compiled = onnx_stablehlo.compile(model)
+    # constant padding keeps the symbolic artifact; reflect needs static shapes (per-shape lowering)
+    assert (compiled.artifact is not None) == (mode == "constant"), compiled.dynamic_error
+    for n in (2, 5):
+        feeds = {"x": rng.standard_normal((n, 4)).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))

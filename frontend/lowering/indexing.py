@@ -614,7 +614,7 @@ def _pad(
     padding_value: Callable[[], ir.Value],
 ) -> ir.Value:
     """Pads ``data``; ``padding_value`` builds the scalar for mode=constant (only then)."""
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     rank = len(shape)
     if axes is None:
         axes = list(range(rank))
@@ -631,7 +631,10 @@ def _pad(
     if mode == "constant":
         if not any(low) and not any(high):
             return data
-        return stablehlo.PadOp(data, padding_value(), low, high, [0] * rank).result
+        padded = stablehlo.PadOp(data, padding_value(), low, high, [0] * rank).result
+        return emit.record(padded, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
+    if not is_static(shape):
+        raise ctx.error(f"mode={mode} needs static shapes (got {[str(d) for d in shape]})", ShapeError)
     result = data
     for axis in range(rank):
         if low[axis] == 0 and high[axis] == 0:
