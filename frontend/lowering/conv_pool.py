@@ -46,7 +46,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, floor_div, product
+from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, floor_div, product
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _CONV_FLOATS = "float16, bfloat16, float32, float64"
@@ -670,24 +670,7 @@ def _reduce_window(
             stablehlo.SliceOp(v, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape))).result
             for v in operands
         ]
-    element_dtypes = [emit.dtype_of(v) for v in operands]
-    out_shape = [shape[0], shape[1], *out_spatial]
-    op = stablehlo.ReduceWindowOp(
-        [emit.tensor_type(out_shape, d) for d in element_dtypes],
-        list(operands),
-        [emit.splat(init, d) for init, d in zip(inits, element_dtypes)],
-        emit.i64_array([1, 1, *window.kernel]),
-        window_strides=emit.i64_array([1, 1, *window.strides]),
-        window_dilations=emit.i64_array([1, 1, *window.dilations]),
-        padding=_padding_attr(padding),
-    )
-    scalar_types = [emit.tensor_type((), d) for d in element_dtypes]
-    block = op.body.blocks.append(*scalar_types, *scalar_types)
-    with ir.InsertionPoint(block):
-        count = len(operands)
-        args = list(block.arguments)
-        stablehlo.ReturnOp(body(args[:count], args[count:]))
-    return list(op.results)
+    return _emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
 
 
 def _reduce_window_symbolic(
@@ -720,8 +703,19 @@ def _reduce_window_symbolic(
             if begin < 0 or end < 0:
                 raise ShapeError(f"pooling padding {window.pads} on a symbolic size needs a static shape")
             padding.append((begin, end))
+    return _emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
+
+
+def _emit_reduce_window(
+    operands: Sequence[ir.Value],
+    inits: Sequence[float | int],
+    window: _Window,
+    out_shape: Sequence[Dim],
+    padding: Sequence[tuple[int, int]],
+    body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
+) -> list[ir.Value]:
+    """One ``stablehlo.reduce_window`` over N x C x spatial operands with a variadic ``body``."""
     element_dtypes = [emit.dtype_of(v) for v in operands]
-    out_shape = [shape[0], shape[1], *out_spatial]
     op = stablehlo.ReduceWindowOp(
         [emit.tensor_type(out_shape, d) for d in element_dtypes],
         list(operands),
