@@ -42,6 +42,19 @@ def onnx_type_name(dtype) -> str:
     return ONNX_TYPE_NAMES[np.dtype(dtype)]
 
 
+def attrs_text(attributes: dict) -> str:
+    """``<a = 1, b = [1, 2], c = "X">`` in ONNX text syntax (empty when there are none)."""
+    parts = []
+    for name, value in attributes.items():
+        if isinstance(value, str):
+            parts.append(f'{name} = "{value}"')
+        elif isinstance(value, (list, tuple)):
+            parts.append(f"{name} = [{', '.join(str(v) for v in value)}]")
+        else:
+            parts.append(f"{name} = {value}")
+    return f"<{', '.join(parts)}>" if parts else ""
+
+
 def parse(text: str) -> onnx.ModelProto:
     """Parses a model in ONNX text syntax and checks it."""
     model = onnx.parser.parse_model(text)

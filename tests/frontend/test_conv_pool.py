@@ -13,6 +13,7 @@ import pytest
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
 from tests.util import (
+    attrs_text as _attrs,
     assert_allclose_for_dtype,
     compile_and_run,
     emitted_text,
@@ -27,17 +28,6 @@ FLOATS = [np.float32, np.float16, np.float64]
 FLOAT_IDS = ["f32", "f16", "f64"]
 
 
-def _attrs(attributes: dict) -> str:
-    """``<a = 1, b = [1, 2], c = "X">`` in ONNX text syntax (empty when there are none)."""
-    parts = []
-    for name, value in attributes.items():
-        if isinstance(value, str):
-            parts.append(f'{name} = "{value}"')
-        elif isinstance(value, (list, tuple)):
-            parts.append(f"{name} = [{', '.join(str(v) for v in value)}]")
-        else:
-            parts.append(f"{name} = {value}")
-    return f"<{', '.join(parts)}>" if parts else ""
 
 
 def _typed(name: str, ty: str, shape: tuple) -> str:
