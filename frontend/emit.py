@@ -217,6 +217,68 @@ def convert(value: ir.Value, dtype: DataType) -> ir.Value:
     return stablehlo.ConvertOp(result_type, value).result
 
 
+def _constant_source(value: ir.Value) -> ir.Value | None:
+    """The ``stablehlo.constant`` result that ``value`` broadcasts, reshapes or converts, else None."""
+    for _ in range(4):
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return None
+        op = owner.operation
+        if op.name == "stablehlo.constant":
+            return value
+        if op.name not in ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.convert"):
+            return None
+        value = op.operands[0]
+    return None
+
+
+def divide(lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """``lhs / rhs`` (same shapes), correctly rounded like ONNX Runtime's division.
+
+    XLA's algebraic simplifier rewrites a float division by a constant into a multiplication by
+    the rounded reciprocal (``x / 169`` becomes ``x * 0.00591716``): one ulp away from the true
+    quotient, and LLVM may then contract the multiplication with a following subtraction into an
+    FMA (a softmax after an average pool then sees ``x - max(x) != 0`` for the maximum). A constant
+    divisor of a float type therefore passes through ``stablehlo.optimization_barrier`` at its
+    full shape (barriering only the scalar is not enough: XLA also rewrites a division by any
+    broadcast scalar). Integer and non-constant divisions are plain ``stablehlo.divide``.
+    """
+    source = _constant_source(rhs) if dtypes.is_float(dtype_of(rhs)) else None
+    if source is None:
+        return stablehlo.DivOp(lhs, rhs).result
+    (rhs,) = stablehlo.OptimizationBarrierOp([rhs]).results
+    return stablehlo.DivOp(lhs, rhs).result
+
+
+def rounded_product(value: ir.Value) -> ir.Value:
+    """``value`` itself, made opaque to FMA contraction when it is a float ``stablehlo.multiply``.
+
+    XLA CPU compiles with LLVM's FP-op fusion on, so ``a * b + c`` inside one fused kernel becomes
+    ``fma(a, b, c)``, which skips the rounding of ``a * b``. ONNX runs Mul and Add as two ops, each
+    rounded (onnxruntime does so at every optimization level), and int8 models amplify the
+    difference: a dequantized ``MatMulInteger`` output plus bias one ulp off flips a later
+    DynamicQuantizeLinear rounding. ``select(p == p, p, NaN)`` is ``p`` for every ``p`` (a NaN
+    stays NaN) and neither XLA nor LLVM folds it, so the product is rounded before the addition.
+    (A no-op ``reduce_precision`` or a bitcast round trip does not stop the contraction; measured.)
+    Values not produced by a multiply (through broadcasts and reshapes) are returned unchanged.
+    """
+    if not dtypes.is_float(dtype_of(value)):
+        return value
+    source = value
+    for _ in range(4):
+        owner = source.owner
+        if isinstance(owner, ir.Block):
+            return value
+        name = owner.operation.name
+        if name == "stablehlo.multiply":
+            nan = splat(float("nan"), dtype_of(value), dims_of(value))
+            return stablehlo.SelectOp(compare(value, value, "EQ"), value, nan).result
+        if name not in ("stablehlo.broadcast_in_dim", "stablehlo.reshape", "stablehlo.dynamic_broadcast_in_dim"):
+            return value
+        source = owner.operation.operands[0]
+    return value
+
+
 def compare(lhs: ir.Value, rhs: ir.Value, direction: str) -> ir.Value:
     """``stablehlo.compare`` with the comparison type chosen from the operand dtype."""
     dtype = dtype_of(lhs)

@@ -267,7 +267,7 @@ def quantize(
     onnx.reference does.
     """
     compute = compute or _promoted_float(emit.dtype_of(x), emit.dtype_of(scale))
-    q = stablehlo.DivOp(emit.convert(x, compute), emit.convert(scale, compute)).result
+    q = emit.divide(emit.convert(x, compute), emit.convert(scale, compute))
     shape = emit.dims_of(q)
     if target in _INTEGER_RANGES:
         low, high = _INTEGER_RANGES[target]
@@ -389,9 +389,9 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     low = stablehlo.MinOp(reduce_over(x, axes, stablehlo.MinOp, np.inf), zero).result
     span = stablehlo.SubtractOp(high, low).result
     empty = emit.compare(high, low, "EQ")
-    scale = stablehlo.DivOp(span, _splat(255, dtype, ())).result
+    scale = emit.divide(span, _splat(255, dtype, ()))
     scale = stablehlo.SelectOp(empty, _splat(1, dtype, ()), scale).result
-    initial = stablehlo.NegOp(stablehlo.DivOp(low, scale).result).result
+    initial = stablehlo.NegOp(emit.divide(low, scale)).result
     zero_point = stablehlo.RoundNearestEvenOp(
         stablehlo.ClampOp(zero, initial, _splat(255, dtype, ())).result
     ).result

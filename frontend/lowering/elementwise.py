@@ -103,17 +103,23 @@ for _op_type, _since, _build, _doc in _UNARY:
 
 def _make_binary(op_type: str, since: tuple[int, ...], op_class: type, doc: str) -> Callable:
     def body(ctx: LoweringContext) -> ir.Value:
-        return op_class(*emit.broadcast_values(ctx.input(0), ctx.input(1))).result
+        out = op_class(*emit.broadcast_values(ctx.input(0), ctx.input(1)))
+        return out if isinstance(out, ir.Value) else out.result
 
     return _define(op_type, since, body, f"{doc} after numpy broadcasting")
 
 
+def _unfused(op_class: type, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """``op_class(lhs, rhs)`` with multiply operands rounded first, as two ONNX ops would be."""
+    return op_class(emit.rounded_product(lhs), emit.rounded_product(rhs)).result
+
+
 # Integer Div: stablehlo.divide rounds toward zero, as ONNX (C semantics) requires.
-_BINARY: list[tuple[str, tuple[int, ...], type, str]] = [
-    ("Add", (7, 13, 14), stablehlo.AddOp, "stablehlo.add"),
-    ("Sub", (7, 13, 14), stablehlo.SubtractOp, "stablehlo.subtract"),
+_BINARY: list[tuple[str, tuple[int, ...], Callable, str]] = [
+    ("Add", (7, 13, 14), lambda a, b: _unfused(stablehlo.AddOp, a, b), "stablehlo.add (see emit.rounded_product)"),
+    ("Sub", (7, 13, 14), lambda a, b: _unfused(stablehlo.SubtractOp, a, b), "stablehlo.subtract (see emit.rounded_product)"),
     ("Mul", (7, 13, 14), stablehlo.MulOp, "stablehlo.multiply"),
-    ("Div", (7, 13, 14), stablehlo.DivOp, "stablehlo.divide"),
+    ("Div", (7, 13, 14), emit.divide, "stablehlo.divide (constant divisors behind a barrier, see emit.divide)"),
     ("And", (7,), stablehlo.AndOp, "stablehlo.and"),
     ("Or", (7,), stablehlo.OrOp, "stablehlo.or"),
     ("Xor", (7,), stablehlo.XorOp, "stablehlo.xor"),
@@ -312,7 +318,7 @@ def lower_mean(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     total = _variadic(ctx, stablehlo.AddOp)
     count = sum(1 for v in ctx.inputs() if v is not None)
     divisor = emit.splat(count, emit.dtype_of(total), emit.dims_of(total))
-    return [stablehlo.DivOp(total, divisor).result]
+    return [emit.divide(total, divisor)]
 
 
 @lowering("IsInf", since=10)

@@ -38,7 +38,7 @@ def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     shape = emit.dims_of(x)
     count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
     total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
-    return stablehlo.DivOp(total, emit.full_like(total, count)).result
+    return emit.divide(total, emit.full_like(total, count))
 
 
 def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:

@@ -135,7 +135,7 @@ def _divide_by_count(total: ir.Value, count: Dim) -> ir.Value:
     else:  # a symbolic count: its size at run time
         scalar = emit.convert(emit.dim_value(count), emit.dtype_of(total))
     divisor = emit.broadcast_to(scalar, shape, dims=[])
-    return stablehlo.DivOp(total, divisor).result
+    return emit.divide(total, divisor)
 
 
 _REDUCTIONS: dict[str, _Reduction] = {

@@ -467,12 +467,12 @@ def lower_mel_weight_matrix(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         return emit.splat(value, f64)
 
     def to_mel(hertz: ir.Value) -> ir.Value:
-        ratio = stablehlo.DivOp(hertz, scalar(700.0)).result
+        ratio = emit.divide(hertz, scalar(700.0))
         return stablehlo.MulOp(stablehlo.Log1pOp(ratio).result, scalar(2595.0 / ln10)).result
 
     low_mel, high_mel = to_mel(lower), to_mel(upper)
     edges = mel_bins + 2
-    mel_step = stablehlo.DivOp(stablehlo.SubtractOp(high_mel, low_mel).result, scalar(float(edges))).result
+    mel_step = emit.divide(stablehlo.SubtractOp(high_mel, low_mel).result, scalar(float(edges)))
     index = stablehlo.IotaOp(emit.tensor_type([edges], f64), 0).result
     mel = stablehlo.AddOp(
         stablehlo.MulOp(index, emit.broadcast_to(mel_step, [edges])).result, emit.broadcast_to(low_mel, [edges])

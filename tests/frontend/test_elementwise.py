@@ -200,3 +200,36 @@ g (uint32[4] x, uint32[4] s) => (uint32[4] y) {{
 }}""")
     feeds = {"x": np.array([1, 16, 255, 2**31], np.uint32), "s": np.array([1, 2, 3, 4], np.uint32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+# Rounding like two separate ONNX ops (see emit.divide and emit.rounded_product) ---------------
+
+
+def test_division_by_a_constant_is_correctly_rounded(rng):
+    """XLA would turn ``x / 1.4142135`` into ``x * 0.70710677``: one ulp off on ~20% of inputs."""
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[4096] x) => (float[4096] y) {
+  c = Constant <value = float {1.4142135}> ()
+  y = Div(x, c)
+}""")
+    x = rng.standard_normal(4096).astype(np.float32)
+    (actual,) = compile_and_run(model, {"x": x})
+    np.testing.assert_array_equal(actual, x / np.float32(1.4142135))
+    np.testing.assert_array_equal(actual, ort_run(model, {"x": x})[0])
+
+
+def test_product_plus_bias_is_rounded_twice_like_onnxruntime(rng):
+    """Mul then Add: XLA CPU would contract them into one FMA (found in int8 MiniLM's dequantize)."""
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[64, 1536] x, float scale, float[1536] bias) => (float[64, 1536] y) {
+  scaled = Mul(x, scale)
+  y = Add(bias, scaled)
+}""")
+    feeds = {
+        "x": rng.integers(-30000, 30000, (64, 1536)).astype(np.float32),
+        "scale": np.array(0.0137, np.float32),
+        "bias": rng.standard_normal(1536).astype(np.float32),
+    }
+    (actual,) = compile_and_run(model, feeds)
+    np.testing.assert_array_equal(actual, feeds["x"] * feeds["scale"] + feeds["bias"])
+    np.testing.assert_array_equal(actual, ort_run(model, feeds)[0])

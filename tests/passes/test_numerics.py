@@ -246,8 +246,9 @@ def test_default_pipeline_folds_node_suite_cases_with_constant_inputs(name):
 def test_default_pipeline_keeps_minilm_outputs(flavour):
     """all-MiniLM-L6-v2 (built offline by tools/build_minilm.py) before and after the pipeline.
 
-    ``atol=1e-5``: upstream ``cse`` merges duplicate ops, which changes XLA's fusion and so the
-    float summation order (measured 7.6e-6 on hidden states of magnitude ~10).
+    ``atol=1e-4`` (the tolerance against onnxruntime for MiniLM): upstream ``cse`` merges
+    duplicate ops, which changes XLA's fusion and so the float summation order (measured 7.6e-6
+    on hidden states of magnitude ~10, and 4.4e-5 on one of 10,752 values of the dynamo export).
     """
     import sys
     from pathlib import Path
@@ -272,4 +273,4 @@ def test_default_pipeline_keeps_minilm_outputs(flavour):
     assert ops_after < 0.85 * ops_before  # measured: 765 -> 569 (legacy), 741 -> 567 (dynamo)
     before, after = _run_text(before_text, arguments), _run_text(lowered.text, arguments)
     for b, a in zip(before, after):
-        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-4)
