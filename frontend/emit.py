@@ -327,7 +327,12 @@ def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
 
 
 def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
-    """Numpy (multidirectional) broadcasting of shapes; symbolic dims broadcast to their max.
+    """Numpy (multidirectional) broadcasting of shapes with symbolic dims.
+
+    A static size ``N != 1`` against a symbolic dim gives ``N`` (the only valid outcome). Two
+    different symbolic dims are merged by the importer's resolver (``merge``: the equality is
+    assumed, recorded as a :class:`DimEquality` and checked at run time) when both are made of
+    graph-input symbols, and broadcast to ``max(a, b)`` otherwise.
 
     Raises:
         ValueError: static dims that do not broadcast.
@@ -336,13 +341,23 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
         return tuple(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
     rank = max(len(s) for s in shapes)
     result: list[Dim] = [1] * rank
+    resolver = _RESOLVER.get()
     for shape in shapes:
         padded = (1,) * (rank - len(shape)) + tuple(shape)
         for axis, dim in enumerate(padded):
             current = result[axis]
             if isinstance(current, int) and isinstance(dim, int) and current != 1 and dim != 1 and current != dim:
                 raise ValueError(f"shapes {[tuple(map(str, s)) for s in shapes]} do not broadcast")
-            result[axis] = sym_max(current, dim)
+            if current == dim or dim == 1:
+                continue
+            if current == 1:
+                result[axis] = dim
+            elif isinstance(current, int) or isinstance(dim, int):
+                # A known size N != 1 against an unknown one: valid inputs give N.
+                result[axis] = current if isinstance(current, int) else dim
+            else:
+                merge = getattr(resolver, "merge", None)
+                result[axis] = merge(current, dim) if merge is not None else sym_max(current, dim)
     return tuple(result)
 
 

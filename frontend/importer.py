@@ -48,7 +48,7 @@ from onnx_stablehlo.frontend.layout import TENSOR, Layout, onnx_kind
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.frontend import symbolic_eval
-from onnx_stablehlo.frontend.shapes import Shape, SymbolicDim, format_shape, is_static
+from onnx_stablehlo.frontend.shapes import DimEquality, Shape, SymbolicDim, format_shape, is_static, sym_max, symbols_of
 from onnx_stablehlo.runtime import pjrt
 
 __all__ = ["LoweredModule", "import_model", "find_unsupported", "graph_input_values"]
@@ -91,6 +91,8 @@ class LoweredModule:
         parameters: weight name -> getter of its numpy value.
         output_names: graph outputs, the results of ``@main`` in order.
         output_types: ``(dtype, shape)`` per ``@main`` result.
+        dim_equalities: equalities of graph-input symbols that broadcasts implied and the
+            symbolic lowering assumed (checked against the feeds before the artifact is used).
         seconds: time spent lowering, in seconds.
     """
 
@@ -106,6 +108,7 @@ class LoweredModule:
     input_layouts: list[Layout] = dataclasses.field(default_factory=list)
     output_layouts: list[Layout] = dataclasses.field(default_factory=list)
     value_shapes: dict[str, tuple[DataType, Shape]] = dataclasses.field(default_factory=dict)
+    dim_equalities: list[DimEquality] = dataclasses.field(default_factory=list)
     """Every ONNX value of the main graph -> (dtype, dims), dims symbolic where unknown."""
 
     @property
@@ -326,6 +329,41 @@ class _DimResolver:
         self._cache: dict[tuple[int, Any], ir.Value] = {}
         self._fresh = 0
         self.scope_key = 0
+        # Symbol merging (see merge): graph-input symbols, symbol -> representative, assumptions.
+        self.input_symbols: set[str] = set()
+        self.merged: dict[str, Any] = {}
+        self.equalities: list[DimEquality] = []
+        self.node_name = ""
+
+    def merge(self, a: SymbolicDim, b: SymbolicDim) -> Any:
+        """The dim of a broadcast of ``a`` against ``b`` (both symbolic, different).
+
+        When both are made of graph-input symbols, ``a == b`` is assumed (the other valid case,
+        one of them being 1, is caught at run time by ``CompiledModel``, which then lowers that
+        shape on its own): the simpler dim is kept, a bare symbol on the other side is rewritten
+        to it from now on, and the assumption is recorded. Otherwise the result is ``max(a, b)``.
+        """
+        a, b = self.canonical(a), self.canonical(b)
+        if a == b:
+            return a
+        if not (a.symbols() | b.symbols()) <= self.input_symbols:
+            return sym_max(a, b)
+        keep, other = (a, b) if (len(str(a)), str(a)) <= (len(str(b)), str(b)) else (b, a)
+        if other.name is not None:
+            self.merged[other.name] = keep
+        self.equalities.append(DimEquality(keep, other, self.node_name))
+        return keep
+
+    def canonical(self, dim: Any) -> Any:
+        """``dim`` with merged symbols replaced by their representative."""
+        if not isinstance(dim, SymbolicDim) or not self.merged or not (dim.symbols() & self.merged.keys()):
+            return dim
+        for _ in range(len(self.merged) + 1):
+            substituted = dim.substitute(self.merged)
+            if substituted == dim or not isinstance(substituted, SymbolicDim):
+                return substituted
+            dim = substituted
+        return dim
 
     def bind(self, value: ir.Value, dims: Sequence[Any]) -> None:
         for axis, dim in enumerate(dims):
@@ -339,7 +377,7 @@ class _DimResolver:
     def dims_of(self, value: ir.Value) -> tuple:
         known = self.shapes.get(value)
         if known is not None:
-            return known
+            return tuple(self.canonical(d) for d in known) if self.merged else known
         static = emit.shape_of(value)
         dims: list[Any] = list(static)
         owner = value.owner
@@ -481,6 +519,10 @@ class _Importer:
 
     # Nodes ---------------------------------------------------------------------------------
 
+    def canonical_shape(self, shape: Sequence[Any]) -> tuple:
+        """``shape`` with merged symbols replaced by their representative."""
+        return tuple(self.resolver.canonical(d) for d in shape)
+
     def lower_node(self, node: onnx_ir.Node, index: int) -> None:
         domain = "" if node.domain in ("", "ai.onnx") else node.domain
         opset = node_opset(node, self.opsets)
@@ -493,6 +535,7 @@ class _Importer:
             if ir_value is not None and ir_value.name and value is None:
                 raise LoweringError(f"input '{ir_value.name}' is not defined before use", op_type=node.op_type,
                                     domain=domain, opset=opset, node_name=onnx_node.name)
+        self.resolver.node_name = onnx_node.name
         results = self.try_fold(node, onnx_node, inputs)
         if results is None:
             ctx = LoweringContext(onnx_node, inputs, self.materialize, self.lower_subgraph)
@@ -826,6 +869,7 @@ def import_model(
             for tensor in _flatten_lowered(lowered_input)[1]:
                 tensor.shape = tuple(next(flat_shapes))
                 importer.resolver.bind(tensor.value, tensor.shape)
+                importer.resolver.input_symbols |= symbols_of(tensor.shape)
             importer.values[value.name] = lowered_input
         with ir.InsertionPoint(entry), emit.dim_resolver(importer.resolver):
             for index, node in enumerate(graph):
@@ -842,13 +886,18 @@ def import_model(
                 with ir.Location.name(out.name):
                     for tensor in tensors:
                         output_values.append(importer.materialize(tensor))
-                        output_types.append((tensor.dtype, tensor.shape))
+                        output_types.append((tensor.dtype, importer.canonical_shape(tensor.shape)))
             func.ReturnOp(output_values)
         func_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in entry.arguments], [v.type for v in output_values])
         )
         if dynamic:
             _set_dim_names(func_op, [shape for _, shape in flat_types], len(entry.arguments))
+            if importer.resolver.equalities:
+                # The artifact states what it assumes: "s2 == s1 (node 'add')" per merge.
+                func_op.attributes["onnx.dim_equalities"] = ir.ArrayAttr.get(
+                    [ir.StringAttr.get(str(e)) for e in importer.resolver.equalities]
+                )
         _verify(module)
     return LoweredModule(
         module=module,
@@ -863,10 +912,11 @@ def import_model(
         input_layouts=input_layouts,
         output_layouts=output_layouts,
         value_shapes={
-            name: (value.dtype, tuple(value.shape))
+            name: (value.dtype, importer.canonical_shape(value.shape))
             for name, value in importer.values.own.items()
             if value.kind == "tensor" and not value.parameter
         },
+        dim_equalities=list(importer.resolver.equalities),
     )
 
 

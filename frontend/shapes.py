@@ -19,6 +19,7 @@ shape is static exactly when every dim is an ``int``.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Union
 
@@ -36,6 +37,7 @@ __all__ = [
     "format_shape",
     "symbols_of",
     "evaluate_dim",
+    "DimEquality",
 ]
 
 # An atom is a symbol name or ("floordiv" | "mod", expression, divisor).
@@ -377,3 +379,38 @@ def is_static(shape: Sequence[Dim]) -> bool:
 def format_shape(shape: Sequence[Dim]) -> str:
     """Formats a shape as ``[2, seq, 4]``."""
     return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+@dataclasses.dataclass(frozen=True)
+class DimEquality:
+    """An equality of two dims that an op implies, assumed when lowering with symbols.
+
+    Numpy broadcasting of two unknown dims ``a`` and ``b`` is valid only when they are equal or
+    one is 1. The importer assumes ``a == b`` (so the result dim is ``a``, not ``max(a, b)``, and
+    later shapes stay simple) and records the assumption; ``CompiledModel`` checks it against the
+    feeds' sizes before reusing the symbolic artifact.
+
+    Attributes:
+        lhs: the dim that was kept (the representative).
+        rhs: the dim merged into it.
+        node: the ONNX node whose broadcast implied the equality.
+    """
+
+    lhs: Dim
+    rhs: Dim
+    node: str
+
+    def holds(self, bindings: Mapping[str, int]) -> bool | None:
+        """True/False under ``bindings``; None when one side is 1 (numpy broadcasting, not equality)."""
+        left, right = evaluate_dim(self.lhs, bindings), evaluate_dim(self.rhs, bindings)
+        if left == right:
+            return True
+        return None if 1 in (left, right) else False
+
+    @property
+    def where(self) -> str:
+        """``node <name>`` (unnamed nodes are already described as ``node #3 producing 'y'``)."""
+        return self.node if self.node.startswith("node ") else f"node {self.node}"
+
+    def __str__(self) -> str:
+        return f"{self.lhs} == {self.rhs} ({self.where})"

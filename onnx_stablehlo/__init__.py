@@ -9,8 +9,12 @@ from onnx_stablehlo import errors
 from onnx_stablehlo.api import compile, load, lower  # noqa: A004
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
+from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes
 
-__all__ = ["compile", "load", "lower", "Bucketing", "CompiledModel", "errors", "example_model_path"]
+__all__ = [
+    "compile", "load", "lower", "infer_shapes", "annotate_shapes", "ShapeInference", "Bucketing",
+    "CompiledModel", "errors", "example_model_path",
+]
 __version__ = "0.1.0"
 
 

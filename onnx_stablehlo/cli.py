@@ -4,6 +4,8 @@ Commands:
     compile [MODEL] [-o OUT.mlir] [--input-shape NAME=D0,D1,...] [--weights args|inline]
             [-p PIPELINE|none] [--print-ir-after-all] [--print-ir-after NAME] [--pass-timing]
     run     [MODEL] [--input NAME=FILE.npy ...] [--input-shape ...] [-o OUT.npz] [--device D]
+    shapes  [MODEL] [--input-shape ...] [--dim NAME=N] [-o ANNOTATED.onnx]: print every value's
+            dtype and symbolic shape (and write them into the model's value_info)
     check   [MODEL] [--input ...] [--input-shape ...] [--dim NAME=N] [--rtol R]: run on generated
             inputs and print each output's error against onnxruntime (exit 2 on a mismatch)
     finetune MODEL --train FILE.npz [--eval FILE.npz] --loss NAME [--trainable PATTERN ...]
@@ -102,6 +104,18 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         )
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _cmd_shapes(args: argparse.Namespace) -> int:
+    from onnx_stablehlo.shape_inference import annotate_shapes, infer_shapes
+
+    model = _model_arg(args)
+    inferred = infer_shapes(model, _shapes(args), dims=_dims(args))
+    print(inferred.format())
+    if args.output:
+        annotate_shapes(model, args.output, input_shapes=_shapes(args), dims=_dims(args))
+        print(f"wrote {args.output}: value_info for {len(inferred.values)} values", file=sys.stderr)
     return 0
 
 
@@ -316,6 +330,11 @@ def _parser() -> argparse.ArgumentParser:
         help="print every ONNX value's dtype and (symbolic) shape to stderr",
     )
     compile_cmd.set_defaults(handler=_cmd_compile)
+
+    shapes_cmd = commands.add_parser("shapes", help="print every value's dtype and symbolic shape")
+    common(shapes_cmd)
+    shapes_cmd.add_argument("-o", "--output", help="write the model with the shapes in value_info here")
+    shapes_cmd.set_defaults(handler=_cmd_shapes)
 
     run_cmd = commands.add_parser("run", help="compile and run a model, print its outputs")
     common(run_cmd)

@@ -33,7 +33,7 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
-from onnx_stablehlo.frontend.shapes import SymbolicDim
+from onnx_stablehlo.frontend.shapes import SymbolicDim, symbols_of
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
@@ -202,6 +202,8 @@ class CompiledModel:
                     lowered = self._refine(shapes)
                 except FeedError:
                     raise
+                except _AssumptionFailed:
+                    pass  # a merged dim is 1 here: this shape is lowered on its own below
                 except Exception as exc:  # refinement failed: lower this model per shape instead
                     self.dynamic_error = f"refining the artifact failed: {type(exc).__name__}: {exc}"
                     self._artifact = None
@@ -279,7 +281,20 @@ class CompiledModel:
                         name,
                     )
                 seen.setdefault(dim.name, (name, axis, size))
-        return {symbol: size for symbol, (_, _, size) in seen.items()}
+        bindings = {symbol: size for symbol, (_, _, size) in seen.items()}
+        for equality in self._artifact.dim_equalities:
+            holds = equality.holds(bindings)
+            if holds is None:  # numpy broadcasting of a 1: valid, but not what the artifact assumed
+                raise _AssumptionFailed(str(equality))
+            if not holds:
+                symbols = sorted(symbols_of([equality.lhs, equality.rhs]))
+                sizes = ", ".join(f"'{s}' = {seen[s][2]} (input '{seen[s][0]}' axis {seen[s][1]})" for s in symbols)
+                raise FeedError(
+                    f"{equality.where} broadcasts dim {equality.rhs} against {equality.lhs}, "
+                    f"which must be equal or 1, but the feeds give {sizes}",
+                    seen[symbols[-1]][0],
+                )
+        return bindings
 
     def _refine(self, shapes: Mapping[str, Any]) -> LoweredModule:
         """The artifact specialized to ``shapes`` by StableHLO's shape refinement."""
@@ -511,6 +526,10 @@ class CompiledModel:
                         )
             arrays[name] = array
         return arrays
+
+
+class _AssumptionFailed(Exception):
+    """The feeds break a dim equality the artifact assumed (one side is 1: numpy broadcasting)."""
 
 
 def _split_for(model: CompiledModel, error: DataDependentShapeError, *, eager: bool = False) -> Any:

@@ -144,3 +144,52 @@ g (float[N, C] x) => (float[M, D] y) {{
     for n in (2, 5):
         feeds = {"x": rng.standard_normal((n, 4)).astype(np.float32)}
         assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+
+
+# Symbol merging: equalities that broadcasts imply --------------------------------------------
+
+TWO_NAMES = """<ir_version: 9, opset_import: ["" : 17]>
+g (float[batch, s1] x, float[batch, s2] y, float[batch, 6] b) => (float[batch, s1] z, float[batch, 6] w) {
+  a = Add(x, y)
+  z = Relu(a)
+  w = Mul(b, y)
+}"""
+
+
+def test_broadcast_of_two_symbols_merges_them():
+    lowered = onnx_stablehlo.lower(parse(TWO_NAMES))
+    shapes = {name: str(list(map(str, shape))) for name, (_, shape) in lowered.value_shapes.items()}
+    assert shapes["a"] == "['batch', 's1']"  # not max(s1, s2)
+    assert [str(e) for e in lowered.dim_equalities] == ["s1 == s2 (node #0 producing 'a')"]
+    # Later shapes use the representative; a static size against a symbol gives the static size.
+    assert shapes["w"] == "['batch', '6']"
+    text = lowered.text
+    assert 'onnx.dim_equalities = ["s1 == s2 (node #0 producing \'a\')"]' in text
+    assert "stablehlo.add %arg0, %arg1 : tensor<?x?xf32>" in text  # no broadcast needed
+
+
+def test_merged_symbols_run_equal_broadcast_and_mismatched_sizes(rng):
+    model = parse(TWO_NAMES)
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+
+    def feeds(s1, s2):
+        x = rng.standard_normal((2, s1)).astype(np.float32)
+        y = rng.standard_normal((2, s2)).astype(np.float32)
+        b = rng.standard_normal((2, 6)).astype(np.float32)
+        return {"x": x, "y": y, "b": b}
+
+    equal = feeds(6, 6)  # s1 == s2, as assumed: the artifact is refined
+    assert_allclose_for_dtype(compiled.run(equal), ort_run(model, equal))
+    assert "tensor<2x6xf32>" in compiled.lowered.text and compiled.artifact is not None
+    ones = feeds(6, 1)  # numpy broadcasting of a 1 breaks the assumption: lowered on its own
+    assert_allclose_for_dtype(compiled.run(ones), ort_run(model, ones))
+    assert compiled.compile_count == 2
+    assert compiled.artifact is not None  # still used for the next shapes
+    with pytest.raises(errors.FeedError) as info:
+        compiled.run(feeds(6, 4))
+    assert str(info.value) == (
+        "node #0 producing 'a' broadcasts dim s2 against s1, which must be equal or 1, but the feeds "
+        "give 's1' = 6 (input 'x' axis 1), 's2' = 4 (input 'y' axis 1)"
+    )
+

@@ -96,3 +96,13 @@ def test_max_of_dims_for_broadcasting():
     assert both.evaluate({"batch": 1, "seq": 7}) == 7
     assert str(both) == "max(batch, seq)"
     assert both.substitute({"batch": 1, "seq": 4}) == 4
+
+
+def test_dim_equality_holds_fails_or_is_a_broadcast():
+    from onnx_stablehlo.frontend.shapes import DimEquality
+
+    equality = DimEquality(SymbolicDim("s1"), 2 * SymbolicDim("half"), "'add'")
+    assert equality.holds({"s1": 8, "half": 4}) is True
+    assert equality.holds({"s1": 8, "half": 3}) is False
+    assert DimEquality(SymbolicDim("a"), SymbolicDim("b"), "'add'").holds({"a": 5, "b": 1}) is None
+    assert str(equality) == "s1 == 2*half (node 'add')"
