@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import onnx
 import onnx_ir
@@ -160,13 +160,30 @@ def _rename_subgraph_attribute(
     return result
 
 
-def expand_function_ops(model: onnx_ir.Model, registry: LoweringRegistry) -> onnx_ir.Model | None:
+def expand_function_ops(
+    model: onnx_ir.Model, registry: LoweringRegistry, input_shapes: Mapping[str, Sequence[int]] | None = None
+) -> onnx_ir.Model | None:
     """Expands nodes without a lowering whose op has a function body (top-level graph).
+
+    Args:
+        model: the model.
+        registry: the lowering registry (nodes it lowers are kept).
+        input_shapes: static shapes of graph inputs, written into the inputs' types first:
+            a context-dependent body (CausalConvWithState, ...) may need static shapes that the
+            model declares as symbols.
 
     Returns:
         A new model with those nodes expanded, or ``None`` when nothing was expanded.
     """
     proto = onnx_ir.serde.serialize_model(model)
+    for graph_input in proto.graph.input:
+        shape = (input_shapes or {}).get(graph_input.name)
+        if shape is not None and graph_input.type.HasField("tensor_type"):
+            dims = graph_input.type.tensor_type.shape.dim
+            if len(dims) == len(shape):
+                for dim, size in zip(dims, shape):
+                    dim.Clear()
+                    dim.dim_value = int(size)
     model_opsets = opset_imports(model)
     changed = False
     for round_index in range(_MAX_ROUNDS):

@@ -817,7 +817,9 @@ def import_model(
     missing = find_unsupported(model, registry)
     if missing:
         # Ops without a rule whose schema defines a function body are expanded into it.
-        expanded = expand_function_ops(model, registry)
+        known_shapes = {n: tuple(s) for n, s in (input_shapes or {}).items() if s is not None}
+        known_shapes.update({n: np.shape(a) for n, a in (constant_inputs or {}).items()})
+        expanded = expand_function_ops(model, registry, known_shapes)
         if expanded is not None:
             model = expanded
             missing = find_unsupported(model, registry)

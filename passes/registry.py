@@ -18,9 +18,11 @@ __all__ = ["pass_names", "get_pass_class", "all_pass_classes"]
 _PASSES: dict[str, str] = {
     "build-vjp": "autodiff.build_vjp:BuildVjpPass",
     "canonicalize-stablehlo": "canonicalize_stablehlo:CanonicalizeStableHLOPass",
+    "conv-kernel-layout": "conv_kernel_layout:ConvKernelLayoutPass",
     "convert-precision": "convert_precision:ConvertPrecisionPass",
     "fold-constants": "fold_constants:FoldConstantsPass",
     "fold-transposes": "fold_transposes:FoldTransposesPass",
+    "hoist-weights": "hoist_weights:HoistWeightsPass",
     "mlir-pipeline": "mlir_pipeline:MlirPipelinePass",
     "simplify-broadcasts": "simplify_broadcasts:SimplifyBroadcastsPass",
     "simplify-dot-general": "simplify_dot_general:SimplifyDotGeneralPass",

@@ -62,6 +62,7 @@ class Specialization:
         self.lower_seconds = lowered.seconds
         self.compile_seconds = compile_seconds
         self.mlir = lowered.text
+        self.hoisted_key: str | None = None  # set when @main takes hoisted weights (see CompiledModel)
 
 
 class CompiledModel:
@@ -135,6 +136,8 @@ class CompiledModel:
             )
         self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
         self._device_weights: dict[str, Any] = {}
+        # @hoisted_weights module text -> its results on the device (see _hoist_weights)
+        self._hoisted: dict[str, list[Any]] = {}
         self._last: Specialization | None = None
         self._value_specialized: set[str] = set()
         self.compile_count = 0
@@ -230,9 +233,11 @@ class CompiledModel:
                 run_pipeline(lowered.module, pipeline)
             pass_seconds = time.perf_counter() - start
         start = time.perf_counter()
-        executable = pjrt.compile_module(lowered.text, self.device)
+        main_text, hoisted_key = self._hoist_weights(lowered)
+        executable = pjrt.compile_module(main_text, self.device)
         compile_seconds = time.perf_counter() - start
         spec = Specialization(lowered, executable, compile_seconds)
+        spec.hoisted_key = hoisted_key
         self.compile_count += 1
         self.timings = {
             "lower_seconds": lowered.seconds,
@@ -244,6 +249,34 @@ class CompiledModel:
             self._cache.popitem(last=False)
         self._last = spec
         return spec
+
+    def _hoist_weights(self, lowered: LoweredModule) -> tuple[str, str | None]:
+        """``(text of @main to compile, key of its hoisted weights or None)``.
+
+        With weights as arguments, computations on weights alone (a conv kernel's transpose to
+        the layout XLA CPU wants, an int8 weight's dequantization) move into
+        ``@hoisted_weights`` (passes ``conv-kernel-layout`` on CPU, then ``hoist-weights``),
+        which is compiled and run once; its results stay on the device for every call.
+        """
+        if self.pipeline == "none" or self.weights != "args" or not lowered.parameter_names:
+            return lowered.text, None
+        from onnx_stablehlo.passes.conv_kernel_layout import ConvKernelLayoutPass
+        from onnx_stablehlo.passes.hoist_weights import HoistWeightsPass, split_hoisted
+
+        from jaxlib.mlir import ir
+
+        with lowered.context, ir.Location.unknown():
+            if self.device.platform == "cpu":
+                ConvKernelLayoutPass().run(lowered.module)
+            HoistWeightsPass(num_inputs=len(lowered.input_types)).run(lowered.module)
+        main_text, hoisted_text, _ = split_hoisted(lowered.text, lowered.context)
+        if hoisted_text is None:
+            return main_text, None
+        if hoisted_text not in self._hoisted:
+            executable = pjrt.compile_module(hoisted_text, self.device)
+            weights = [self._weight(name, lowered) for name in lowered.parameter_names]
+            self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
+        return main_text, hoisted_text
 
     def _lower_artifact(self) -> None:
         """Lowers the model once with its symbolic dims kept as ``?`` (see ``artifact``)."""
@@ -430,6 +463,8 @@ class CompiledModel:
             for tensor in layout.flatten(arrays[name])
         ]
         arguments += [self._weight(name, lowered) for name in lowered.parameter_names]
+        if spec.hoisted_key is not None:
+            arguments += self._hoisted[spec.hoisted_key]
         results = iter(pjrt.to_host(pjrt.execute(spec.executable, arguments)))
         return [layout.unflatten(results) for layout in lowered.output_layouts]
 

@@ -25,6 +25,7 @@ from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, is_static, product
 
 _HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 
@@ -71,7 +72,7 @@ def lower_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Softmax to exp(x - max) / sum(exp(x - max)) over the op's axes.
 
     Spec: Softmax-1/11 (axes [axis, rank)), Softmax-13 (the one axis).
-    Shapes: input [d0, ..., dn], static.
+    Shapes: input [d0, ..., dn], symbolic dims allowed.
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
@@ -91,7 +92,7 @@ def lower_log_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers LogSoftmax to (x - max) - log(sum(exp(x - max))) over the op's axes.
 
     Spec: LogSoftmax-1/11 (axes [axis, rank)), LogSoftmax-13 (the one axis).
-    Shapes: input [d0, ..., dn], static.
+    Shapes: input [d0, ..., dn], symbolic dims allowed.
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
@@ -109,8 +110,12 @@ def _hardmax_last_axis(x: ir.Value) -> ir.Value:
     shape = emit.dims_of(x)
     axis = len(shape) - 1
     is_max = emit.compare(x, _reduce_keep(x, [axis], stablehlo.MaxOp, -np.inf), "EQ")
-    index = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), axis).result
-    candidates = stablehlo.SelectOp(is_max, index, emit.splat(shape[axis], DataType.INT64, shape)).result
+    index = emit.iota(shape, axis, DataType.INT64)
+    if isinstance(shape[axis], int):
+        past_end = emit.splat(shape[axis], DataType.INT64, shape)
+    else:  # the axis size at run time
+        past_end = emit.broadcast_to(emit.dim_value(shape[axis]), shape, dims=[])
+    candidates = stablehlo.SelectOp(is_max, index, past_end).result
     first = _reduce_keep(candidates, [axis], stablehlo.MinOp, np.iinfo(np.int64).max)
     return emit.convert(emit.compare(index, first, "EQ"), emit.dtype_of(x))
 
@@ -126,7 +131,7 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     is moved last for the computation and back after.
 
     Spec: Hardmax-1/11, Hardmax-13.
-    Shapes: input [d0, ..., dn], static.
+    Shapes: input [d0, ..., dn], symbolic dims allowed.
     Dtypes: f16, bf16, f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
@@ -137,8 +142,8 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [emit.full_like(x, 1)]
     axes = _softmax_axes(ctx, node, rank)
     if node.since_version < 13:
-        outer = int(np.prod(shape[: axes[0]], dtype=np.int64))
-        inner = int(np.prod(shape[axes[0] :], dtype=np.int64))
+        outer = product(shape[: axes[0]])
+        inner = product(shape[axes[0] :])
         flat = _hardmax_last_axis(emit.reshape(x, (outer, inner)))
         return [emit.reshape(flat, shape)]
     axis = axes[0]
@@ -459,19 +464,53 @@ def lower_dropout_inference(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     return outputs
 
 
-def _uniform(shape: Sequence[int], seed: int) -> ir.Value:
-    """f32 uniforms in [0, 1) of ``shape`` from stablehlo.rng_bit_generator (Threefry)."""
-    state = emit.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
-    bits_type = emit.tensor_type(shape, DataType.UINT32)
-    generator = stablehlo.RngBitGeneratorOp(
-        state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state
-    )
-    bits = generator.output
+def _uniform(shape: Sequence[Dim], seed: int) -> ir.Value:
+    """f32 uniforms in [0, 1) of ``shape`` from stablehlo.rng_bit_generator (Threefry).
+
+    rng_bit_generator needs a static result shape, so a symbolic shape draws its bits from
+    :func:`_hashed_bits` instead (a different, equally seeded stream).
+    """
+    if is_static(shape):
+        state = emit.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
+        bits_type = emit.tensor_type(shape, DataType.UINT32)
+        generator = stablehlo.RngBitGeneratorOp(
+            state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state
+        )
+        bits = generator.output
+    else:
+        bits = _hashed_bits(shape, seed)
     # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
     mantissa = stablehlo.ShiftRightLogicalOp(bits, emit.splat(9, DataType.UINT32, shape)).result
     one_to_two = stablehlo.OrOp(mantissa, emit.splat(0x3F800000, DataType.UINT32, shape)).result
     floats = stablehlo.BitcastConvertOp(emit.tensor_type(shape, DataType.FLOAT), one_to_two).result
     return stablehlo.SubtractOp(floats, emit.splat(1.0, DataType.FLOAT, shape)).result
+
+
+def _hashed_bits(shape: Sequence[Dim], seed: int) -> ir.Value:
+    """uint32 random bits of a symbolic ``shape``: a counter-based generator.
+
+    Each element's row-major index ``i`` goes through two rounds of MurmurHash3's 32-bit
+    finalizer keyed by the seed, ``fmix32(fmix32(i + k0) ^ k1)``: a bijection of ``i`` for
+    each key, so no two elements share bits, built from dynamic_iota and wrapping uint32
+    arithmetic (any shape, no static size needed).
+    """
+    u32 = DataType.UINT32
+    flat = emit.iota([product(shape)], 0, u32)
+    counts = emit.reshape(flat, shape)
+
+    def const(value: int) -> ir.Value:
+        return emit.splat(value & 0xFFFFFFFF, u32, shape)
+
+    def fmix32(h: ir.Value) -> ir.Value:
+        h = stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(16)).result).result
+        h = stablehlo.MulOp(h, const(0x85EBCA6B)).result
+        h = stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(13)).result).result
+        h = stablehlo.MulOp(h, const(0xC2B2AE35)).result
+        return stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(16)).result).result
+
+    seed &= 2**64 - 1
+    mixed = fmix32(stablehlo.AddOp(counts, const(seed)).result)
+    return fmix32(stablehlo.XorOp(mixed, const((seed >> 32) ^ 0x9E3779B9)).result)
 
 
 def _scalar_input(ctx: LoweringContext, index: int, dtype: DataType) -> ir.Value:
@@ -494,10 +533,12 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
     between that and the identity.
 
     Spec: Dropout-12/13/22.
-    Shapes: data any, static; ratio and training_mode scalars.
+    Shapes: data any, symbolic dims allowed; ratio and training_mode scalars.
     Dtypes: f16, bf16, f32, f64 (the float8 types of 22 are not lowered).
     Deviations: the RNG state is a constant of the module, so every run of one compiled model
-        draws the same mask (onnxruntime draws a new one per run).
+        draws the same mask (onnxruntime draws a new one per run). With symbolic dims the bits
+        come from a seeded hash of each element's index (rng_bit_generator needs a static
+        shape), so the mask differs from the one a static lowering of the same shape draws.
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)

@@ -5,7 +5,7 @@
     If(cond) {then} {else}     -> the taken branch, inline, when cond is known at compile time;
                                   else stablehlo.if (both branches must give the same types)
     Loop(M, cond, v...)        -> stablehlo.while over (i: i64, cond: i1, v..., scan buffers...)
-    Scan(s..., x...)           -> stablehlo.while over the static sequence length: one
+    Scan(s..., x...)           -> stablehlo.while over the sequence length: one
                                   dynamic_slice per scan input, one dynamic_update_slice per
                                   scan output
     Scan-8(lens, s..., x...)   -> the Scan-9 loop once per batch element, results concatenated
@@ -20,7 +20,11 @@ Static shapes shape the choices:
 
 - Loop scan outputs are preallocated ``[N, ...]`` buffers, so the number of iterations ``N``
   must be known at compile time: a constant trip count with no condition, or a condition that
-  starts true and stays true (the body forwards it, or returns a constant true).
+  starts true and stays true (the body forwards it, or returns a constant true). A trip count
+  that is a symbolic dim (``Shape -> Gather``) counts as known: the buffers are ``[?, ...]``.
+- Symbolic dims: a Scan over a symbolic length runs ``get_dimension_size`` iterations; carried
+  values and scan outputs may have symbolic dims. Their run-time sizes are emitted before the
+  ``stablehlo.while`` and its block arguments carry the same symbolic dims.
 - Loop-carried values must keep their type from one iteration to the next.
 - When the ``stablehlo.while`` body cannot be lowered (a Slice whose start is the iteration
   number, a carried value that grows, a carried sequence) but the iteration count is known and
@@ -58,8 +62,9 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim
 
-__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row"]
+__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row", "slice_axis"]
 
 _MAX_UNROLLED_ITERATIONS = 64
 """A Loop whose ``stablehlo.while`` body cannot be lowered is unrolled up to this many steps."""
@@ -84,6 +89,10 @@ def while_loop(
 ) -> list[ir.Value]:
     """``stablehlo.while`` carrying ``init``; ``cond`` and ``body`` build its two regions.
 
+    Carried values may have symbolic dims: the run-time sizes of those dims are emitted before
+    the loop (so a region never defines a size that code after the loop reuses), and the
+    regions' block arguments carry the same symbolic dims as ``init``.
+
     Args:
         init: the initial carried values.
         cond: carried values -> ``tensor<i1>``, emitted in the condition region.
@@ -92,39 +101,58 @@ def while_loop(
     Returns:
         The carried values after the last iteration.
     """
+    dims = [_prepare_dims(v) for v in init]
     types = [v.type for v in init]
     op = stablehlo.WhileOp(types, list(init))
     cond_block = op.cond.blocks.append(*types)
     with ir.InsertionPoint(cond_block):
-        stablehlo.ReturnOp([cond(list(cond_block.arguments))])
+        stablehlo.ReturnOp([cond(_record_all(cond_block.arguments, dims))])
     body_block = op.body.blocks.append(*types)
     with ir.InsertionPoint(body_block):
-        stablehlo.ReturnOp(list(body(list(body_block.arguments))))
-    return list(op.results)
+        stablehlo.ReturnOp(list(body(_record_all(body_block.arguments, dims))))
+    return _record_all(op.results, dims)
+
+
+def _prepare_dims(value: ir.Value) -> tuple[Dim, ...] | None:
+    """A carried value's dims, its symbolic ones' sizes emitted here (None when static)."""
+    if all(d is not None for d in emit.shape_of(value)):
+        return None
+    dims = emit.dims_of(value)
+    for dim in dims:
+        if not isinstance(dim, int):
+            emit.dim_value(dim)  # cached by the importer: later uses in the regions reuse it
+    return dims
+
+
+def _record_all(values: Sequence[ir.Value], dims: Sequence[tuple[Dim, ...] | None]) -> list[ir.Value]:
+    return [v if d is None else emit.record(v, d) for v, d in zip(values, dims)]
 
 
 def counted_loop(
-    count: int,
+    count: Dim,
     init: Sequence[ir.Value],
     body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
 ) -> list[ir.Value]:
     """``for i in range(count)`` as a ``stablehlo.while`` with an i64 counter.
 
     Args:
-        count: the static number of iterations.
-        init: the initial carried values.
+        count: the number of iterations: an int, or a symbolic dim whose run-time size
+            (``stablehlo.get_dimension_size``) bounds the loop.
+        init: the initial carried values (symbolic dims allowed).
         body: ``(i: tensor<i64>, carried) -> next carried``.
 
     Returns:
         The carried values after ``count`` iterations.
     """
+    limit = None if isinstance(count, (int, np.integer)) else emit.dim_value(count)
 
     def step(args: list[ir.Value]) -> list[ir.Value]:
         counter = args[0]
         return [_increment(counter), *body(counter, args[1:])]
 
     def below(args: list[ir.Value]) -> ir.Value:
-        return emit.compare(args[0], emit.splat(count, DataType.INT64), "LT")
+        bound = emit.splat(int(count), DataType.INT64) if limit is None else limit
+        return emit.compare(args[0], bound, "LT")
 
     return while_loop([emit.splat(0, DataType.INT64), *init], below, step)[1:]
 
@@ -139,22 +167,77 @@ def _reverse_index(counter: ir.Value, length: int) -> ir.Value:
 
 
 def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``value[..., index, ...]`` (``index`` a scalar tensor along ``axis``), axis dropped."""
-    shape = emit.static_shape_of(value)
-    zero = emit.splat(0, emit.dtype_of(index))
-    starts = [index if d == axis else zero for d in range(len(shape))]
-    sizes = [1 if d == axis else n for d, n in enumerate(shape)]
-    row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
-    return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
+    """``value[..., index, ...]`` (``index`` a scalar tensor along ``axis``), axis dropped.
+
+    A static ``value`` gives ``stablehlo.dynamic_slice``; with symbolic dims the slice sizes
+    are run-time values, so it is a ``stablehlo.dynamic_gather`` of one index (a plain gather
+    once the module is refined to static shapes). An out-of-range index is clamped.
+    """
+    shape = emit.shape_of(value)
+    if all(d is not None for d in shape):
+        zero = emit.splat(0, emit.dtype_of(index))
+        starts = [index if d == axis else zero for d in range(len(shape))]
+        sizes = [1 if d == axis else n for d, n in enumerate(shape)]
+        row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
+        return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
+    dims = emit.dims_of(value)
+    rank = len(dims)
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=list(range(rank - 1)),
+        collapsed_slice_dims=[axis],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[axis],
+        index_vector_dim=0,
+    )
+    sizes = [1 if d == axis else n for d, n in enumerate(dims)]
+    out = [n for d, n in enumerate(dims) if d != axis]
+    start = emit.reshape(emit.convert(index, DataType.INT64), (1,))
+    row = stablehlo.DynamicGatherOp(
+        value, start, emit.shape_tensor(sizes), numbers, results=[emit.tensor_type(out, emit.dtype_of(value))]
+    ).result
+    return emit.record(row, out)
 
 
 def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``buffer`` with ``buffer[..., index, ...] = row`` along ``axis`` (dynamic_update_slice)."""
-    shape = emit.static_shape_of(buffer)
-    update = emit.reshape(row, [1 if d == axis else n for d, n in enumerate(shape)])
+    """``buffer`` with ``buffer[..., index, ...] = row`` along ``axis`` (dynamic_update_slice).
+
+    Symbolic dims are allowed (``dynamic_update_slice`` takes its sizes from ``row``).
+    """
+    dims = emit.dims_of(buffer)
+    row_dims = list(emit.dims_of(row))
+    row_dims.insert(axis, 1)
+    update = emit.reshape(row, row_dims)
     zero = emit.splat(0, emit.dtype_of(index))
-    starts = [index if d == axis else zero for d in range(len(shape))]
-    return stablehlo.DynamicUpdateSliceOp(buffer, update, starts).result
+    starts = [index if d == axis else zero for d in range(len(dims))]
+    result = stablehlo.DynamicUpdateSliceOp(buffer, update, starts).result
+    return emit.record(result, dims)
+
+
+def slice_axis(value: ir.Value, axis: int, start: int, stop: int) -> ir.Value:
+    """``value[..., start:stop, ...]`` along ``axis`` (static bounds within a static dim).
+
+    ``stablehlo.slice`` when ``value`` is static; with symbolic dims elsewhere it is a
+    ``stablehlo.real_dynamic_slice`` whose other limits are the run-time dims.
+    """
+    dims = list(emit.dims_of(value))
+    begin = [0] * len(dims)
+    limit = list(dims)
+    begin[axis], limit[axis] = start, stop
+    if all(isinstance(d, int) for d in dims):
+        return stablehlo.SliceOp(
+            value, emit.i64_array(begin), emit.i64_array(limit), emit.i64_array([1] * len(dims))
+        ).result
+    out = list(dims)
+    out[axis] = stop - start
+    result = stablehlo.RealDynamicSliceOp(
+        emit.tensor_type(out, emit.dtype_of(value)),
+        value,
+        emit.shape_tensor(begin),
+        emit.shape_tensor(limit),
+        emit.shape_tensor([1] * len(dims)),
+    ).result
+    return emit.record(result, out)
 
 
 def _constant_bool(value: ir.Value) -> bool | None:
@@ -354,10 +437,13 @@ def lower_loop(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarr
 class _LoopInput:
     """The trip count or cond of a Loop: absent, a compile-time constant, or a run-time value."""
 
-    def __init__(self, absent: bool, const: int | bool | None, value: ir.Value | None) -> None:
+    def __init__(
+        self, absent: bool, const: int | bool | None, value: ir.Value | None, dim: Dim | None = None
+    ) -> None:
         self.absent = absent
         self.const = const
         self.value = value
+        self.dim = dim  # a trip count that is a symbolic dim (``Shape -> Gather``): known up to symbols
 
     @classmethod
     def of(cls, ctx: LoweringContext, index: int, what: str, dtype: DataType) -> _LoopInput:
@@ -369,10 +455,14 @@ class _LoopInput:
                 raise ctx.error(f"{what} must hold one element, got {flat.size}", ShapeError)
             const = bool(flat[0]) if dtype == DataType.BOOL else int(flat[0])
             return cls(False, const, None)
+        dim = None
+        if dtype == DataType.INT64 and ctx.lowered(index).sym is not None:
+            flat = ctx.symbolic_input(index).reshape(-1)
+            dim = flat[0] if flat.size == 1 else None
         value = ctx.input(index)
         if emit.dtype_of(value) != dtype or int(np.prod(emit.static_shape_of(value), dtype=np.int64)) != 1:
             raise ctx.error(f"{what} must be one {dtype.name.lower()} element, got {value.type}", ShapeError)
-        return cls(False, None, emit.reshape(value, ()))
+        return cls(False, None, emit.reshape(value, ()), dim)
 
     def materialize(self, dtype: DataType) -> ir.Value:
         return self.value if self.value is not None else emit.splat(self.const, dtype)
@@ -384,13 +474,15 @@ def _unrollable(trip: _LoopInput, cond: _LoopInput) -> bool:
     return trip.const is not None or cond.const is not None
 
 
-def _iterations(trip: _LoopInput, cond: _LoopInput, cond_stays: bool | None) -> int | None:
-    """The number of iterations when known at compile time.
+def _iterations(trip: _LoopInput, cond: _LoopInput, cond_stays: bool | None) -> Dim | None:
+    """The number of iterations when known at compile time (a symbolic dim counts as known).
 
     ``cond_stays`` says what the body does with cond: True when it forwards it or returns a
     constant true, False when it returns a constant false, None when it computes it.
     """
-    bound = None if trip.absent else (max(trip.const, 0) if trip.const is not None else None)
+    bound: Dim | None = None
+    if not trip.absent:
+        bound = max(trip.const, 0) if trip.const is not None else trip.dim
     if cond.absent:
         return bound
     if cond.const is False:
@@ -402,7 +494,7 @@ def _iterations(trip: _LoopInput, cond: _LoopInput, cond_stays: bool | None) -> 
     if cond_stays is False:
         if trip.absent:
             return 1
-        return None if bound is None else min(bound, 1)
+        return min(bound, 1) if isinstance(bound, int) else None
     return None
 
 
@@ -417,10 +509,13 @@ def _loop_while(
     counter_init = emit.splat(0, DataType.INT64)
     cond_init = [] if cond.absent else [cond.materialize(DataType.BOOL)]
     init = [counter_init, *cond_init, *carried]
+    init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(_prepare_dims(v) for v in carried)]
+    if trip.dim is not None and not isinstance(trip.dim, int):
+        emit.dim_value(trip.dim)  # a scan output's length, emitted before the loop
     holder, block = _placeholder([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
-            args = list(block.arguments)
+            args = _record_all(list(block.arguments), init_dims)
             counter = args[0]
             cond_arg = args[1] if cond_init else emit.splat(True, DataType.BOOL)
             state = args[1 + len(cond_init):]
@@ -445,17 +540,21 @@ def _loop_while(
                     "unchanged (or no cond)",
                     NonConstantInputError,
                 )
-            if iterations == 0:
+            if isinstance(iterations, int) and iterations == 0:
                 return [*carried, *(_empty(e, (0, *emit.static_shape_of(e))) for e in elements)]
+            with ir.InsertionPoint(holder.operation):
+                for element in elements:  # sizes for the buffers, emitted before the loop
+                    _prepare_dims(element)
             buffers = []
             for element in elements:
-                shape = (iterations, *emit.static_shape_of(element))
+                shape = (iterations, *emit.dims_of(element))
                 buffer_type = emit.tensor_type(shape, emit.dtype_of(element))
-                buffers.append(block.add_argument(buffer_type, ir.Location.unknown()))
+                buffers.append(emit.record(block.add_argument(buffer_type, ir.Location.unknown()), shape))
+                init_dims.append(shape)
             written = [write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
             next_cond = [cond_out] if cond_init else []
             stablehlo.ReturnOp([_increment(counter), *next_cond, *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), emit.static_shape_of(b)) for b in block.arguments[len(init):]]
+        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], init_dims[len(init):])]
         op = stablehlo.WhileOp([v.type for v in init], init)
         cond_block = op.cond.blocks.append(*[v.type for v in init])
         with ir.InsertionPoint(cond_block):
@@ -469,7 +568,7 @@ def _loop_while(
         block.append_to(op.body)
     finally:
         holder.operation.erase()
-    return list(op.results)[1 + len(cond_init):]
+    return _record_all(list(op.results), init_dims)[1 + len(cond_init):]
 
 
 def _cond_stays(cond_out: ir.Value, cond_arg: ir.Value | None) -> bool | None:
@@ -538,25 +637,42 @@ def _scan_loop(
         output_axes: per scan output, the axis of the stacked output (may be negative).
         output_reverse: per scan output, whether rows are written last to first.
 
+    Symbolic dims: a symbolic sequence length runs ``get_dimension_size`` iterations; states
+    and scan outputs may carry symbolic dims (their run-time sizes are emitted before the loop,
+    so a dim bound only inside the body cannot size a scan output: the module then fails to
+    verify and the model is lowered per shape).
+
     Returns:
         Final states, then the stacked scan outputs.
     """
-    lengths = {emit.static_shape_of(v)[axis] for v, axis, _ in scan_inputs}
-    if len(lengths) != 1:
-        raise ctx.error(f"scan inputs have different sequence lengths {sorted(lengths)}", ShapeError)
-    (length,) = lengths
+    found = [emit.dims_of(v)[axis] for v, axis, _ in scan_inputs]
+    static = {d for d in found if isinstance(d, int)}
+    if len(static) > 1 or (static and len(set(found)) > 1):
+        raise ctx.error(f"scan inputs have different sequence lengths {sorted(map(str, set(found)))}", ShapeError)
+    # Symbolic lengths that differ by name are equal at run time (the spec requires it).
+    length = found[0]
+    symbolic = not isinstance(length, int)
+    for value in [*states, *(v for v, _, _ in scan_inputs)]:
+        _prepare_dims(value)
+    last = emit.dim_value(length - 1) if symbolic else None
+
+    def reverse_index(counter: ir.Value) -> ir.Value:
+        return _reverse_index(counter, length) if last is None else stablehlo.SubtractOp(last, counter).result
+
     counter_init = emit.splat(0, DataType.INT64)
     init = [counter_init, *states]
+    init_dims = [None, *(_prepare_dims(v) for v in states)]
     holder, block = _placeholder([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
-            counter = block.arguments[0]
-            state = list(block.arguments)[1:]
+            arguments = _record_all(list(block.arguments), init_dims)
+            counter = arguments[0]
+            state = arguments[1:]
             backward = None
             slices = []
             for value, axis, reverse in scan_inputs:
                 if reverse and backward is None:
-                    backward = _reverse_index(counter, length)
+                    backward = reverse_index(counter)
                 slices.append(dynamic_index(value, backward if reverse else counter, axis))
             outputs = ctx.lower_subgraph(body, [*state, *slices])
             next_state = outputs[: len(states)]
@@ -575,6 +691,9 @@ def _scan_loop(
                     ShapeError,
                 )
             axes = [ctx.axis(a, emit.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
+            with ir.InsertionPoint(holder.operation):
+                for element in elements:  # sizes for the buffers, emitted before the loop
+                    _prepare_dims(element)
             if length == 0:
                 empties = []
                 for element, axis in zip(elements, axes):
@@ -583,23 +702,28 @@ def _scan_loop(
                     empties.append(_empty(element, shape))
                 return [*states, *empties]
             written = []
+            buffer_dims = []
             for element, axis, reverse in zip(elements, axes, output_reverse):
-                shape = list(emit.static_shape_of(element))
+                shape = list(emit.dims_of(element))
                 shape.insert(axis, length)
                 buffer = block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown())
+                buffer_dims.append(tuple(shape))
+                emit.record(buffer, shape)
                 if reverse and backward is None:
-                    backward = _reverse_index(counter, length)
+                    backward = reverse_index(counter)
                 written.append(write_row(buffer, element, backward if reverse else counter, axis))
             stablehlo.ReturnOp([_increment(counter), *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), emit.static_shape_of(b)) for b in block.arguments[len(init):]]
+        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], buffer_dims)]
+        init_dims += buffer_dims
         op = stablehlo.WhileOp([v.type for v in init], init)
         cond_block = op.cond.blocks.append(*[v.type for v in init])
         with ir.InsertionPoint(cond_block):
-            stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], emit.splat(length, DataType.INT64), "LT")])
+            limit = emit.splat(length, DataType.INT64) if not symbolic else emit.dim_value(length)
+            stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], limit, "LT")])
         block.append_to(op.body)
     finally:
         holder.operation.erase()
-    return list(op.results)[1:]
+    return _record_all(list(op.results), init_dims)[1:]
 
 
 def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
@@ -624,8 +748,8 @@ def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarr
     """Lowers Scan to stablehlo.while over the sequence length.
 
     Spec: Scan-9/11/16/19/21/23/24/25.
-    Shapes: scan inputs static, equal length along their scan axes; the states keep their
-        types; scan outputs stack along ``scan_output_axes``.
+    Shapes: scan inputs of equal length along their scan axes (symbolic dims allowed, the
+        length too); the states keep their types; scan outputs stack along ``scan_output_axes``.
     Dtypes: any tensor type.
     Raises: ShapeError for lengths or attribute counts that do not fit; UnsupportedAttributeError
         for a direction other than 0 or 1.

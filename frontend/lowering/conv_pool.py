@@ -25,10 +25,20 @@ Pooling becomes ``stablehlo.reduce_window`` whose padding is the ONNX pads plus,
 
 Symbolic batch and spatial dims (channels and kernels static) keep ``?`` dims in the
 convolution and ``reduce_window`` types; output sizes are :class:`SymbolicDim` expressions
-(``floor((in + pads - k_eff) / stride) + 1``). Where the window geometry would depend on a
-symbolic size (SAME_* padding with a stride above 1, ``ceil_mode`` with a stride above 1,
-negative pads, MaxPool's Indices, ConvTranspose's cropping) the rule raises a ``ShapeError``
-and the model is lowered per shape instead.
+(``floor((in + pads - k_eff) / stride) + 1``). Padding that depends on a symbolic size is a
+:class:`SymbolicDim` too, applied with ``stablehlo.dynamic_pad`` before a convolution or
+``reduce_window`` that pads that axis no further:
+
+- SAME_* with a stride ``s`` above 1 and a window ``k >= s``: ``ceil(in / s)`` outputs, the total
+  ``(ceil(in / s) - 1) * s + k - in`` (never negative then) split as ONNX says;
+- ``ceil_mode`` with a stride above 1 when ``end + s <= k`` (no window can start in the end
+  padding): ``ceil((in + pads - k) / s) + 1`` outputs, the tail padded to cover the last window;
+- ConvTranspose's cropping (pads beyond ``k - 1``) is a ``real_dynamic_slice``.
+
+What still raises a ``ShapeError`` (the model is then lowered per shape): SAME_* with a stride
+above a window larger than 1 (the padding is ``max(k - in mod s, 0)``-like), ``ceil_mode``
+where the last window may start in the end padding, negative pads, MaxPool's Indices,
+ConvTranspose's ``output_shape``.
 """
 
 from __future__ import annotations
@@ -46,7 +56,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, floor_div, product
+from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, floor_div, product
 
 _AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 _CONV_FLOATS = "float16, bfloat16, float32, float64"
@@ -102,6 +112,12 @@ def _split_same_padding(total: int, auto_pad: str) -> tuple[int, int]:
     return begin, total - begin
 
 
+def _split_same_padding_symbolic(total: Dim, auto_pad: str) -> tuple[Dim, Dim]:
+    """:func:`_split_same_padding` of a non-negative symbolic total (truncation is floor)."""
+    begin = floor_div(total, 2) if auto_pad == "SAME_UPPER" else floor_div(total + 1, 2)
+    return begin, total - begin
+
+
 def _is_int(dim: Dim) -> bool:
     return not isinstance(dim, SymbolicDim)
 
@@ -124,8 +140,8 @@ def _window(
     ``ceil_mode`` a last partial window is kept unless it would start in the end padding (the
     rule of MaxPool-22/AveragePool-22, and onnxruntime's).
 
-    A symbolic spatial size gives a symbolic output size; geometry that would depend on it
-    (SAME_* with a stride above 1, ``ceil_mode`` with a stride above 1) raises a ShapeError.
+    A symbolic spatial size gives a symbolic output size and, for SAME_* with strides, symbolic
+    pads (see the module docstring for what raises a ShapeError).
     """
     if not all(_is_int(d) for d in spatial_shape):
         return _symbolic_window(ctx, node, spatial_shape, kernel, ceil_mode=ceil_mode, clamp_same=clamp_same)
@@ -193,9 +209,20 @@ def _symbolic_window(
                 total = (o - 1) * s + k - size
             elif s == 1:  # the total padding k - 1 does not depend on the size
                 o, total = size, k - 1
+            elif k >= s:
+                # total = (ceil(in / s) - 1) * s + k - in is k - s when s divides in, else k - (in mod s):
+                # never negative, so clamping does nothing; the split is symbolic (dynamic_pad).
+                o = ceil_div(size, s)
+                total = (o - 1) * s + k - size
+                out.append(o)
+                pads.append(_split_same_padding_symbolic(total, auto_pad))
+                continue
+            elif clamp_same and k == 1:  # (ceil(in / s) - 1) * s + 1 - in <= 0: no padding
+                o, total = ceil_div(size, s), 0
             else:
                 raise ctx.error(
-                    f"auto_pad={auto_pad} with stride {s} on the symbolic size {size} needs a static shape",
+                    f"auto_pad={auto_pad} with stride {s} larger than the window {k} on the symbolic size "
+                    f"{size} needs a static shape (the padding would depend on the size modulo the stride)",
                     ShapeError,
                 )
             out.append(o)
@@ -222,7 +249,16 @@ def _symbolic_window(
             if ceil_mode and (count - 1) * s >= size + begin:
                 count -= 1
         elif ceil_mode and s > 1:
-            raise ctx.error(f"ceil_mode with stride {s} on the symbolic size {size} needs a static shape", ShapeError)
+            # The last window starts at ceil(span / s) * s <= span + s - 1 = in + begin + end - k + s - 1,
+            # so with end + s <= k it always starts inside the input (or the begin padding) and no
+            # window is dropped; the end padding it needs is symbolic (see _reduce_window_symbolic).
+            if end + s > k:
+                raise ctx.error(
+                    f"ceil_mode with stride {s}, end padding {end} and window {k} on the symbolic size "
+                    f"{size} needs a static shape (whether the last window is kept depends on the size)",
+                    ShapeError,
+                )
+            count = ceil_div(span, s) + 1
         else:
             # stride 1: ceil and floor agree, and the last window starts at span <= size + begin - 1
             # unless the end padding reaches a whole window (then the windows are the same).
@@ -363,7 +399,7 @@ def lower_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Conv to stablehlo.convolution (plus a broadcast add of the bias).
 
     Spec: Conv-1/11/22.
-    Shapes: X [N, C, D1 ... Dn] (n >= 1), W [M, C/group, k1 ... kn], B [M]; all static.
+    Shapes: X [N, C, D1 ... Dn] (n >= 1; N and D symbolic allowed), W [M, C/group, k1 ... kn], B [M].
     Dtypes: float16, bfloat16, float32, float64.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
@@ -379,11 +415,12 @@ def lower_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     kernel = tuple(w_shape[2:])
     _kernel_shape_matches(ctx, node, kernel)
     window, _ = _window(ctx, node, x_shape[2:], kernel)
+    (x,), padding = _pad_symbolic([x], [0], [(0, 0), (0, 0), *window.pads])
     y = _convolution(
         x,
         w,
         strides=window.strides,
-        padding=window.pads,
+        padding=padding[2:],
         lhs_dilation=[1] * len(kernel),
         rhs_dilation=window.dilations,
         groups=groups,
@@ -444,7 +481,8 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     """Lowers ConvTranspose to stablehlo.convolution with lhs_dilation = strides.
 
     Spec: ConvTranspose-1/11/22.
-    Shapes: X [N, C, D1 ... Dn], W [C, M/group, k1 ... kn], B [M]; all static.
+    Shapes: X [N, C, D1 ... Dn] (N and D symbolic allowed, without output_shape), W [C, M/group,
+        k1 ... kn], B [M].
     Dtypes: float16, bfloat16, float32, float64.
     Deviations: with ``output_shape`` (or SAME_*), the split of an odd total padding follows
         the ConvTranspose-11 text (and onnxruntime) for every revision: the extra element goes
@@ -504,9 +542,21 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         groups=groups,
         result_dtype=dtype,
     )
-    if any(lo or hi for lo, hi in negative):
-        if not all(_is_int(d) for d in x_shape):
-            raise ctx.error(f"cropping {negative} of a symbolic output needs a static shape", ShapeError)
+    if any(lo or hi for lo, hi in negative) and not all(_is_int(d) for d in emit.dims_of(y)):
+        # crop a static amount off each end of symbolic dims: real_dynamic_slice
+        shape = emit.dims_of(y)
+        start = [0, 0, *(lo for lo, _ in negative)]
+        limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
+        cropped = [lim - st for st, lim in zip(start, limit)]
+        y = stablehlo.RealDynamicSliceOp(
+            emit.tensor_type(cropped, dtype),
+            y,
+            emit.shape_tensor(start),
+            emit.shape_tensor(limit),
+            emit.shape_tensor([1] * len(shape)),
+        ).result
+        y = emit.record(y, cropped)
+    elif any(lo or hi for lo, hi in negative):
         shape = emit.static_shape_of(y)
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
@@ -691,7 +741,7 @@ def _reduce_window_symbolic(
     shape = emit.dims_of(operands[0])
     padding = [(0, 0), (0, 0)]
     for size, (begin, end), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
-        if _is_int(size) and _is_int(o):
+        if _is_int(size) and _is_int(o) and _is_int(begin) and _is_int(end):
             extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
             tail = extent - begin - size
             if tail < 0 and (size + begin + end - k) // s + 1 == o:
@@ -699,11 +749,53 @@ def _reduce_window_symbolic(
             if begin < 0 or tail < 0:
                 raise ShapeError(f"pooling padding {window.pads} needs a static shape here")
             padding.append((begin, tail))
-        else:
+        elif _is_int(begin) and _is_int(end) and floor_div(size + begin + end - k, s) + 1 == o:
+            # floor-mode windows: reduce_window drops the unused tail of the end padding itself
             if begin < 0 or end < 0:
                 raise ShapeError(f"pooling padding {window.pads} on a symbolic size needs a static shape")
             padding.append((begin, end))
+        else:
+            # symbolic SAME pads, or the ceil_mode tail: exactly the padding the o windows cover
+            if _is_int(begin) and begin < 0:
+                raise ShapeError(f"pooling padding {window.pads} on a symbolic size needs a static shape")
+            padding.append((begin, (o - 1) * s + k - begin - size))
+    operands, padding = _pad_symbolic(operands, inits, padding)
     return _emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
+
+
+def _pad_symbolic(
+    operands: Sequence[ir.Value], values: Sequence[float | int], padding: Sequence[tuple[Dim, Dim]]
+) -> tuple[list[ir.Value], list[tuple[int, int]]]:
+    """Applies the symbolic entries of ``padding`` with ``stablehlo.dynamic_pad``.
+
+    Args:
+        operands: values of one shape (rank = len(padding)).
+        values: the padding value per operand.
+        padding: ``(low, high)`` per dim; ints or :class:`SymbolicDim` expressions (non-negative
+            at run time).
+
+    Returns:
+        The operands, padded along every dim that has a symbolic amount, and the padding left
+        for the consumer's static padding attribute (0 where applied here).
+    """
+    if all(_is_int(lo) and _is_int(hi) for lo, hi in padding):
+        return list(operands), [(int(lo), int(hi)) for lo, hi in padding]
+    dynamic = [not (_is_int(lo) and _is_int(hi)) for lo, hi in padding]
+    low = [lo if d else 0 for d, (lo, _) in zip(dynamic, padding)]
+    high = [hi if d else 0 for d, (_, hi) in zip(dynamic, padding)]
+    shape = emit.dims_of(operands[0])
+    padded_dims = [size + lo + hi for size, lo, hi in zip(shape, low, high)]
+    low_t, high_t = emit.shape_tensor(low), emit.shape_tensor(high)
+    interior = emit.constant(np.zeros(len(shape), np.int64))
+    padded = []
+    for value, fill in zip(operands, values):
+        dtype = emit.dtype_of(value)
+        op = stablehlo.DynamicPadOp(
+            emit.tensor_type(padded_dims, dtype), value, emit.splat(fill, dtype), low_t, high_t, interior
+        )
+        padded.append(emit.record(op.result, padded_dims))
+    rest = [(0, 0) if d else (int(lo), int(hi)) for d, (lo, hi) in zip(dynamic, padding)]
+    return padded, rest
 
 
 def _emit_reduce_window(
@@ -765,7 +857,7 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     order.
 
     Spec: MaxPool-1/8/10/11/12/22.
-    Shapes: X [N, C, D1 ... Dn] static; kernel_shape required.
+    Shapes: X [N, C, D1 ... Dn] (N and D symbolic allowed without Indices); kernel_shape required.
     Dtypes: float16, bfloat16, float32, float64, int8, uint8; Indices int64.
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
         revision (MaxPool-22 wrote this down; onnxruntime always did it). SAME_* pads for the
@@ -856,7 +948,7 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers AveragePool to stablehlo.reduce_window(add) divided by constant window counts.
 
     Spec: AveragePool-7/10/11/19/22.
-    Shapes: X [N, C, D1 ... Dn] static; kernel_shape required.
+    Shapes: X [N, C, D1 ... Dn] (N and D symbolic allowed); kernel_shape required.
     Dtypes: float16, bfloat16, float32, float64.
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
         revision (AveragePool-22 wrote this down); the ``ceil_mode`` tail is never counted,
@@ -876,7 +968,7 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     counts = _window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
     out_shape = emit.static_shape_of(total)
     divisor = emit.broadcast_to(emit.constant(counts, dtype), out_shape, dims=range(2, len(out_shape)))
-    return [stablehlo.DivOp(total, divisor).result]
+    return [emit.divide(total, divisor)]
 
 
 def _symbolic_average(
@@ -889,16 +981,33 @@ def _symbolic_average(
     """
     dtype = emit.dtype_of(x)
     out_dims = emit.dims_of(total)
-    if include_pad or all(b == 0 and e == 0 for b, e in window.pads):
+    spatial = emit.dims_of(x)[2:]
+    covered = all(
+        floor_div(size + b + e - k, s) + 1 == o
+        for size, (b, e), s, k, o in zip(spatial, window.pads, window.strides, window.effective_kernel, out)
+    )
+    if not covered and include_pad:
+        # ceil_mode: the tail past the end padding does not count; pad ones with ones (the pads)
+        # and let the reduce_window pad the tail with zeros.
+        ones = emit.splat(1, dtype, [1, 1, *spatial])
+        low = [0, 0, *(b for b, _ in window.pads)]
+        high = [0, 0, *(e for _, e in window.pads)]
+        ones = emit.record(
+            stablehlo.PadOp(ones, emit.splat(1, dtype), low, high, [0] * len(low)).result,
+            [1, 1, *(size + b + e for size, (b, e) in zip(spatial, window.pads))],
+        )
+        bare = dataclasses.replace(window, pads=((0, 0),) * len(spatial))
+        (counts,) = _reduce_window_symbolic([ones], [0], bare, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+        divisor = emit.broadcast_to(counts, out_dims)
+    elif include_pad or (covered and all(_is_int(b) and _is_int(e) and b == 0 and e == 0 for b, e in window.pads)):
         divisor = emit.splat(math.prod(window.kernel), dtype, out_dims)
     else:
-        spatial = emit.dims_of(x)[2:]
         ones = emit.splat(1, dtype, [1, 1, *spatial])
         (counts,) = _reduce_window_symbolic(
             [ones], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result]
         )
         divisor = emit.broadcast_to(counts, out_dims)
-    return stablehlo.DivOp(total, divisor).result
+    return emit.divide(total, divisor)
 
 
 def _lp_power(x: ir.Value, p: int) -> ir.Value:
@@ -972,7 +1081,7 @@ def lower_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     else:
         count = emit.convert(emit.dim_value(size), emit.dtype_of(x))
         count = emit.broadcast_to(count, emit.dims_of(total), dims=())
-    return [stablehlo.DivOp(total, count).result]
+    return [emit.divide(total, count)]
 
 
 @lowering("GlobalMaxPool", since=1)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import ml_dtypes
 import numpy as np
 from jaxlib.mlir import ir
@@ -22,6 +24,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static
 
 _SATURATING_FLOAT8 = (
     DataType.FLOAT8E4M3FN,
@@ -203,34 +206,48 @@ _INTEGER_RANGES = {
 
 
 def quantization_parameter(
-    ctx: LoweringContext, value: ir.Value, shape: tuple[int, ...], axis: int, block_size: int
+    ctx: LoweringContext, value: ir.Value, shape: tuple[Dim, ...], axis: int, block_size: int
 ) -> ir.Value:
     """A scale or zero point broadcast to the data's ``shape``.
 
     A scalar (or one-element) value is per-tensor, a 1-D one runs along ``axis``, and with
     ``block_size > 0`` each entry covers ``block_size`` consecutive elements along ``axis``.
 
+    Symbolic dims: a 1-D value of symbolic length is broadcast along ``axis`` with
+    dynamic_broadcast_in_dim, which also expands a length of 1 (per-tensor) at run time (for a
+    rank where ``axis`` does not exist, it is per-tensor: a one-element reshape); a
+    blocked value needs ``ceil(d / block_size)`` entries along ``axis`` (checked where both are
+    static; otherwise when the module is refined to the feeds' shapes).
+
     Raises:
         ShapeError: the value's shape fits none of these.
     """
     given = emit.dims_of(value)
     rank = len(shape)
-    size = int(np.prod(given, dtype=np.int64))
-    if size == 1 and (len(given) <= 1 or not block_size):
+    per_tensor = not given or (
+        is_static(given) and int(np.prod(given, dtype=np.int64)) == 1 and (len(given) <= 1 or not block_size)
+    )
+    # A 1-D value of symbolic length whose axis does not exist can only be one element.
+    per_tensor = per_tensor or (len(given) == 1 and not block_size and not -rank <= axis < rank)
+    if per_tensor:
         return emit.broadcast_to(emit.reshape(value, ()), shape, dims=[])
     axis = ctx.axis(axis, rank)
     if not block_size:
-        if len(given) != 1 or given[0] != shape[axis]:
+        if len(given) != 1 or (is_static([given[0], shape[axis]]) and given[0] != shape[axis]):
             raise ctx.error(
-                f"per-axis scale/zero point must be [{shape[axis]}] (dim {axis} of {list(shape)}), got {list(given)}",
+                f"per-axis scale/zero point must be [{shape[axis]}] (dim {axis} of "
+                f"{list(map(str, shape))}), got {list(map(str, given))}",
                 ShapeError,
             )
         return emit.broadcast_to(value, shape, dims=[axis])
-    blocks = -(-shape[axis] // block_size)
+    blocks = ceil_div(shape[axis], block_size)
     expected = tuple(blocks if i == axis else d for i, d in enumerate(shape))
-    if tuple(given) != expected:
+    if len(given) != rank or any(
+        is_static([g, e]) and g != e for g, e in zip(given, expected)
+    ):
         raise ctx.error(
-            f"blocked scale/zero point must be {list(expected)} for block_size={block_size}, got {list(given)}",
+            f"blocked scale/zero point must be {list(map(str, expected))} for block_size={block_size}, "
+            f"got {list(map(str, given))}",
             ShapeError,
         )
     # [.., nb, ..] -> [.., nb, B, ..] -> [.., nb * B, ..] -> slice to D.
@@ -239,9 +256,23 @@ def quantization_parameter(
     value = emit.broadcast_to(value, widened, dims=dims)
     value = emit.reshape(value, [*shape[:axis], blocks * block_size, *shape[axis + 1 :]])
     if blocks * block_size != shape[axis]:
-        limits = list(shape)
-        value = stablehlo.SliceOp(value, [0] * rank, limits, [1] * rank).result
+        value = _slice_to(value, shape)
     return value
+
+
+def _slice_to(value: ir.Value, shape: Sequence[Dim]) -> ir.Value:
+    """``value[:d0, :d1, ...]``: stablehlo.slice, or real_dynamic_slice for symbolic dims."""
+    rank = len(shape)
+    if is_static(shape) and is_static(emit.dims_of(value)):
+        return stablehlo.SliceOp(value, [0] * rank, list(shape), [1] * rank).result
+    result = stablehlo.RealDynamicSliceOp(
+        emit.tensor_type(shape, emit.dtype_of(value)),
+        value,
+        emit.shape_tensor([0] * rank),
+        emit.shape_tensor(shape),
+        emit.shape_tensor([1] * rank),
+    ).result
+    return emit.record(result, shape)
 
 
 def _promoted_float(*types: DataType) -> DataType:
@@ -303,14 +334,15 @@ def lower_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
 
     Spec: onnx.ai/onnx/operators/onnx__QuantizeLinear.html (QuantizeLinear-10, 13, 19, 21, 23,
     24, 25, 28).
-    Shapes: x [d0, ..., dn] static; scale and zero point scalar, [d_axis], or blocked.
+    Shapes: x [d0, ..., dn], symbolic dims allowed; scale and zero point scalar, [d_axis], or
+        blocked (see quantization_parameter).
     Dtypes: x f32, f16, bf16, i32; output int8/uint8/int16/uint16/int4/uint4/int2/uint2,
         float8 (saturating or not) and float4e2m1.
     Raises: ShapeError for a scale shape that fits no granularity; UnsupportedDtypeError for
         float6 targets; UnsupportedAttributeError when `output_dtype` disagrees with the zero point.
     """
     x, scale = ctx.input(0), ctx.input(1)
-    shape = ctx.input_static_shape(0)
+    shape = emit.dims_of(ctx.input(0))
     axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
     output_dtype = node.attr_int("output_dtype", 0)
     if ctx.has_input(2):
@@ -346,13 +378,14 @@ def lower_dequantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
 
     Spec: onnx.ai/onnx/operators/onnx__DequantizeLinear.html (DequantizeLinear-10, 13, 19, 21,
     23, 24, 25, 28).
-    Shapes: x [d0, ..., dn] static; scale and zero point scalar, [d_axis], or blocked.
+    Shapes: x [d0, ..., dn], symbolic dims allowed; scale and zero point scalar, [d_axis], or
+        blocked (see quantization_parameter).
     Dtypes: x int8/uint8/int16/uint16/int32/int4/uint4/int2/uint2, float8, float4e2m1; the
         result has the scale's dtype, or `output_dtype`.
     Raises: ShapeError for a scale shape that fits no granularity.
     """
     x, scale = ctx.input(0), ctx.input(1)
-    shape = ctx.input_static_shape(0)
+    shape = emit.dims_of(ctx.input(0))
     axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
     output_dtype = node.attr_int("output_dtype", 0)
     target = _target_dtype(ctx, output_dtype) if output_dtype else ctx.input_dtype(1)
@@ -374,14 +407,14 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     ``zero_point = round(clamp(-min / scale, 0, 255))``, then QuantizeLinear.
 
     Spec: onnx.ai/onnx/operators/onnx__DynamicQuantizeLinear.html (DynamicQuantizeLinear-11).
-    Shapes: x any static shape; y_scale and y_zero_point scalars.
+    Shapes: x any, symbolic dims allowed; y_scale and y_zero_point scalars.
     Dtypes: x f32; y and y_zero_point uint8.
     Deviations: for an all-zero x the scale is 1, as onnxruntime gives (onnx.reference: 1/255).
     """
     from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
     x = ctx.input(0)
-    shape = ctx.input_static_shape(0)
+    shape = emit.dims_of(ctx.input(0))
     dtype = emit.dtype_of(x)
     axes = list(range(len(shape)))
     zero = _splat(0, dtype, ())

@@ -7,10 +7,12 @@
     GatherND(x, i), GatherElements(x, i)-> stablehlo.gather
     ScatterND, ScatterElements, Scatter -> stablehlo.scatter with a reduction body
     Pad(x, pads)                        -> stablehlo.pad (constant) or stablehlo.gather with a
-                                           compile-time index map (reflect, edge, wrap)
+                                           compile-time index map (reflect, edge, wrap); on a
+                                           symbolic axis the map is computed from dynamic_iota
     Trilu(x, k)                         -> stablehlo.iota + compare + select
     OneHot(i, depth, values)            -> stablehlo.iota + compare + select
     CumSum(x, axis)                     -> log2(n) steps of stablehlo.pad (shift) + stablehlo.add
+                                           (a stablehlo.while of masked gathers when n is symbolic)
     ReverseSequence(x, lens)            -> stablehlo.gather with run-time time indices
     Compress(x, cond)                   -> stablehlo.gather with the compile-time nonzero positions
     NonZero(x), Unique(x)               -> computed at compile time (x must be known)
@@ -36,6 +38,7 @@ from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.lowering.control_flow import while_loop
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static
 
@@ -63,6 +66,39 @@ def _normalize_indices(indices: ir.Value, bounds: np.ndarray) -> ir.Value:
         bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
     negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
     return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+
+
+def _normalize_symbolic(indices: ir.Value, bounds: Sequence[Dim], vector: bool) -> ir.Value:
+    """:func:`_normalize_indices` for bounds and index shapes that may be symbolic.
+
+    Args:
+        indices: run-time indices, any shape.
+        bounds: one bound for every index (``vector=False``, ``bounds[0]``), or one per entry of
+            the indices' last axis (``vector=True``, ScatterND-style index vectors).
+        vector: which of the two.
+
+    Returns ``i + bound where i < 0`` (unsigned indices unchanged); a static case is exactly
+    :func:`_normalize_indices`.
+    """
+    shape = emit.dims_of(indices)
+    if is_static(bounds) and is_static(shape):
+        return _normalize_indices(indices, np.asarray(bounds if vector else bounds[0], dtype=np.int64))
+    dtype = emit.dtype_of(indices)
+    if dtypes.is_unsigned_int(dtype):
+        return indices
+    if vector:
+        bound = emit.broadcast_to(emit.convert(emit.shape_tensor(bounds), dtype), shape, dims=[len(shape) - 1])
+    else:
+        bound = emit.broadcast_to(emit.convert(emit.dim_value(bounds[0]), dtype), shape, dims=())
+    negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
+    return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+
+
+def _fits(dims: Sequence[Dim], expected: Sequence[Dim]) -> bool:
+    """Equal ranks and equal dims wherever both are static (symbolic dims bind at run time)."""
+    if len(dims) != len(expected):
+        return False
+    return all(not isinstance(a, int) or not isinstance(b, int) or a == b for a, b in zip(dims, expected))
 
 
 def _take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
@@ -116,23 +152,25 @@ def _element_coordinates(indices: ir.Value, axis: int) -> ir.Value:
     Coordinate ``d`` of entry ``(i0, ..., i_{r-1})`` is ``i_d`` for ``d != axis`` and
     ``indices[i0, ..., i_{r-1}]`` for ``d == axis``.
     """
-    shape = list(emit.static_shape_of(indices))
-    column_type = emit.tensor_type(shape + [1], DataType.INT64)
+    shape = list(emit.dims_of(indices))
     columns = []
     for dim in range(len(shape)):
         if dim == axis:
             columns.append(emit.reshape(emit.convert(indices, DataType.INT64), shape + [1]))
         else:
-            columns.append(stablehlo.IotaOp(column_type, dim).result)
+            columns.append(emit.iota(shape + [1], dim, DataType.INT64))
     if len(columns) == 1:
         return columns[0]
-    return stablehlo.ConcatenateOp(columns, len(shape)).result
+    return emit.record(stablehlo.ConcatenateOp(columns, len(shape)).result, shape + [len(shape)])
 
 
 def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
-    """Gathers single elements: ``points`` is ``[..., r]`` full coordinates into ``value``."""
-    shape = emit.static_shape_of(value)
-    point_shape = emit.static_shape_of(points)
+    """Gathers single elements: ``points`` is ``[..., r]`` full coordinates into ``value``.
+
+    Slices are 1x...x1, so this is a plain stablehlo.gather even when dims are symbolic.
+    """
+    shape = emit.dims_of(value)
+    point_shape = emit.dims_of(points)
     rank = len(shape)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=[],
@@ -143,7 +181,8 @@ def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
         index_vector_dim=len(point_shape) - 1,
     )
     result_type = emit.tensor_type(point_shape[:-1], emit.dtype_of(value))
-    return stablehlo.GatherOp(value, points, numbers, [1] * rank, results=[result_type]).result
+    result = stablehlo.GatherOp(value, points, numbers, [1] * rank, results=[result_type]).result
+    return emit.record(result, point_shape[:-1])
 
 
 _REDUCTIONS = ("none", "add", "mul", "max", "min")
@@ -193,7 +232,8 @@ def lower_slice_attrs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Slice-1 (starts, ends, axes as attributes; step 1) to stablehlo.slice.
 
     Spec: Slice-1.
-    Shapes: data static; starts/ends clamped to the dims, negative counting from the end.
+    Shapes: data any (symbolic dims as in :func:`lower_slice`); starts/ends clamped to the dims,
+        negative counting from the end.
     Dtypes: any.
     Raises: ShapeError if the attribute lengths differ or an axis repeats.
     """
@@ -202,6 +242,8 @@ def lower_slice_attrs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if starts is None or ends is None:
         raise ctx.error("attributes starts and ends are required", ShapeError)
     axes = node.attr_ints("axes")
+    if not is_static(ctx.input_shape(0)):
+        return [_slice_symbolic(ctx, ctx.input(0), list(starts), list(ends), axes, None)]
     return [_slice(ctx, ctx.input(0), starts, ends, axes, None)]
 
 
@@ -212,8 +254,10 @@ def lower_slice(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Slice to stablehlo.slice, reversing axes with a negative step first.
 
     Spec: Slice-10/11/13.
-    Shapes: data static; starts, ends, axes, steps int32/int64 [k] known at compile time
+    Shapes: data any; starts, ends, axes, steps int32/int64 [k] known at compile time
         (INT64_MAX / INT64_MIN mean "to the end"); omitted axes are [0, k), omitted steps 1.
+        With symbolic dims (or starts/ends computed from them) it is one real_dynamic_slice,
+        negative steps reversing their axes first (see :func:`_slice_symbolic`).
     Dtypes: any.
     Raises: NonConstantInputError if starts/ends/axes/steps are computed at run time;
         ShapeError for mismatched lengths, repeated axes or a zero step.
@@ -238,11 +282,13 @@ def _slice_symbolic(
     axes: Sequence[int] | None,
     steps: Sequence[int] | None,
 ) -> ir.Value:
-    """Slice with symbolic dims or bounds, as stablehlo.real_dynamic_slice (positive steps).
+    """Slice with symbolic dims or bounds, as stablehlo.real_dynamic_slice.
 
     A symbolic bound is taken to lie within its dim (exporters slice position tables and the
     like by a sequence length); an int bound against a symbolic dim is clamped at run time, and
-    the result dim is then unknown until the module is refined.
+    the result dim is then unknown until the module is refined. A negative step reverses its
+    axis (``stablehlo.reverse``) and slices the reversed axis with step ``-step`` and mirrored
+    bounds (:func:`_mirror_bound`).
     """
     shape = list(emit.dims_of(data))
     rank = len(shape)
@@ -253,11 +299,19 @@ def _slice_symbolic(
     stride = [1] * rank
     out: list[Dim | None] = list(shape)
     runtime: dict[tuple[int, int], ir.Value] = {}
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise ctx.error(
+            f"starts, ends, axes {list(axes)} and steps {list(steps)} must have the same length", ShapeError
+        )
+    mirrored = []
     for axis, start, end, step in zip(axes, starts, ends, steps):
         axis = ctx.axis(axis, rank)
-        if step <= 0:
-            raise ctx.error(f"step {step} with symbolic bounds is not supported (positive steps only)", ShapeError)
+        if step == 0:
+            raise ctx.error(f"step 0 on axis {axis}", ShapeError)
         dim = shape[axis]
+        if step < 0:
+            start, end, step = _mirror_bound(start, dim), _mirror_bound(end, dim), -step
+            mirrored.append(axis)
         first = _clamp_bound(start, dim)
         stop = _clamp_bound(end, dim)
         for slot, (bound, raw) in enumerate(((first, start), (stop, end))):
@@ -282,6 +336,8 @@ def _slice_symbolic(
             return parts[0]
         return stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)).result
 
+    if mirrored:
+        data = emit.record(stablehlo.ReverseOp(data, emit.i64_array(sorted(mirrored))).result, shape)
     result_type = emit.tensor_type(out, emit.dtype_of(data))
     op = stablehlo.RealDynamicSliceOp(
         result_type, data, bounds(begin, 0), bounds(limit, 1), emit.shape_tensor(stride)
@@ -289,6 +345,22 @@ def _slice_symbolic(
     if any(d is None for d in out):
         return op.result  # the importer names the unknown dims
     return emit.record(op.result, out)
+
+
+def _mirror_bound(bound: Dim, dim: Dim) -> Dim:
+    """A bound of a negative-step slice as a bound on the reversed axis (position p -> n-1-p).
+
+    With step < 0 ONNX clamps a bound into [-1, n-1] (after adding n to a negative one); on the
+    reversed axis that is ``n - 1 - bound`` in [0, n]. Ints stay relative so that
+    :func:`_clamp_bound` clamps them: ``b < 0`` -> ``-1 - b`` (from the start), ``0 <= b`` ->
+    ``-(b + 1)`` (from the end), ``b >= INT64_MAX``-ish -> 0; ``b <= INT64_MIN``-ish maps past
+    the end by itself.
+    """
+    if not isinstance(bound, int):
+        return dim - 1 - bound
+    if bound >= _END:
+        return 0
+    return -1 - bound
 
 
 def _clamp_bound(bound: Dim, dim: Dim) -> Dim | None:
@@ -399,13 +471,14 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     """Lowers GatherElements (``numpy.take_along_axis``) to a pointwise stablehlo.gather.
 
     Spec: GatherElements-11/13.
-    Shapes: data and indices static, same rank; the result has the indices' shape.
+    Shapes: data and indices the same rank, symbolic dims allowed (the gather's slices are
+        1x...x1); the result has the indices' shape.
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
-    indices = _normalize_indices(ctx.input(1), np.asarray(shape[axis]))
+    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False)
     return [_gather_points(data, _element_coordinates(indices, axis))]
 
 
@@ -417,9 +490,12 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: GatherND-11/12/13.
     Shapes: data rank r, indices rank q with last dim k <= r - b (b = batch_dims, the leading
-        dims both share); result indices.shape[:-1] + data.shape[b + k:].
+        dims both share); result indices.shape[:-1] + data.shape[b + k:]. Dims may be symbolic;
+        a symbolic k is read from the ranks, as the result has rank q - 1 + r - b - k (the
+        output's rank from the model's value info).
     Dtypes: any data type; indices int64 (negative counts from the end).
-    Raises: ShapeError if k or batch_dims do not fit the ranks.
+    Raises: ShapeError if k or batch_dims do not fit the ranks, or k is symbolic and the output
+        rank is unknown.
     """
     data = ctx.input(0)
     shape = emit.dims_of(data)
@@ -427,27 +503,19 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     batch = node.attr_int("batch_dims", 0) if node.since_version >= 12 else 0
     rank, index_rank = len(shape), len(index_shape)
     depth = index_shape[-1] if index_rank else 0
+    if not isinstance(depth, int):
+        depth = _gather_nd_depth(ctx, node, rank, index_rank, batch)
     if index_rank < 1 or not 0 <= batch < min(rank, index_rank) or batch + depth > rank:
         raise ctx.error(
-            f"indices of shape {list(index_shape)} with batch_dims={batch} do not fit data of shape {list(shape)}",
+            f"indices of shape {list(map(str, index_shape))} with batch_dims={batch} do not fit data of "
+            f"shape {list(map(str, shape))}",
             ShapeError,
         )
-    if not isinstance(depth, int):
-        raise ctx.error("the last dim of indices must be static", ShapeError)
     if is_static(index_shape[:batch]) and is_static(shape[:batch]) and tuple(index_shape[:batch]) != tuple(shape[:batch]):
         raise ctx.error(
             f"batch dims {list(index_shape[:batch])} differ from the data's {list(shape[:batch])}", ShapeError
         )
-    bounds = shape[batch : batch + depth]
-    if is_static(bounds):
-        indices = _normalize_indices(ctx.input(1), np.asarray(bounds, dtype=np.int64))
-    else:
-        raw = ctx.input(1)
-        index_dtype = emit.dtype_of(raw)
-        vector = emit.convert(emit.shape_tensor(bounds), index_dtype)
-        bound = emit.broadcast_to(vector, index_shape, dims=[len(index_shape) - 1])
-        negative = emit.compare(raw, emit.splat(0, index_dtype, index_shape), "LT")
-        indices = stablehlo.SelectOp(negative, stablehlo.AddOp(raw, bound).result, raw).result
+    indices = _normalize_symbolic(ctx.input(1), shape[batch : batch + depth], vector=True)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(index_rank - 1, index_rank - 1 + rank - batch - depth)),
         collapsed_slice_dims=list(range(batch, batch + depth)),
@@ -468,6 +536,24 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     return [emit.record(result, result_shape)]
 
 
+def _gather_nd_depth(ctx: LoweringContext, node: OnnxNode, rank: int, index_rank: int, batch: int) -> int:
+    """GatherND's index depth k when the last dim of indices is symbolic: the result has rank
+    ``q - 1 + r - b - k``, so k follows from the output's rank when the model states it.
+
+    Raises:
+        ShapeError: the output's rank is unknown, or gives a k outside ``[1, r - b]``.
+    """
+    output = node.ir_node.outputs[0]
+    out_rank = len(output.shape) if output.shape is not None else None
+    depth = None if out_rank is None else index_rank - 1 + rank - batch - out_rank
+    if depth is None or not 1 <= depth <= rank - batch:
+        raise ctx.error(
+            f"the last dim of indices is symbolic and the ranks do not tell it (output rank {out_rank})",
+            ShapeError,
+        )
+    return depth
+
+
 # Scatter family --------------------------------------------------------------------------------
 
 
@@ -480,7 +566,8 @@ def lower_scatter_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: ScatterND-11/13/16/18.
     Shapes: data rank r; indices rank q, last dim k <= r; updates
-        indices.shape[:-1] + data.shape[k:].
+        indices.shape[:-1] + data.shape[k:]; dims may be symbolic (a symbolic k is
+        q - 1 + r - rank(updates)).
     Dtypes: any data type; indices int64 (negative counts from the end).
     Deviations: with reduction=none, duplicate indices leave one of the updates (unspecified
         which), as the spec allows.
@@ -488,20 +575,24 @@ def lower_scatter_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         fit.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
-    index_shape = emit.static_shape_of(ctx.input(1))
-    update_shape = emit.static_shape_of(ctx.input(2))
+    shape = emit.dims_of(data)
+    index_shape = emit.dims_of(ctx.input(1))
+    update_shape = emit.dims_of(ctx.input(2))
     reduction = _reduction(ctx, node)
     rank, index_rank = len(shape), len(index_shape)
     depth = index_shape[-1] if index_rank else rank + 1
-    expected = tuple(index_shape[:-1]) + tuple(shape[depth:])
-    if depth > rank or tuple(update_shape) != expected:
+    if not isinstance(depth, int):
+        # The ranks tell it: updates have rank q - 1 + r - k.
+        depth = index_rank - 1 + rank - len(update_shape)
+        if not 0 < depth <= rank:
+            raise ctx.error("the last dim of indices is symbolic and the ranks do not tell it", ShapeError)
+    if depth > rank or not _fits(update_shape, tuple(index_shape[:-1]) + tuple(shape[depth:])):
         raise ctx.error(
             f"updates of shape {list(update_shape)} and indices of shape {list(index_shape)} do not fit "
             f"data of shape {list(shape)}",
             ShapeError,
         )
-    indices = _normalize_indices(ctx.input(1), np.asarray(shape[:depth], dtype=np.int64))
+    indices = _normalize_symbolic(ctx.input(1), shape[:depth], vector=True)
     numbers = stablehlo.ScatterDimensionNumbers.get(
         update_window_dims=list(range(index_rank - 1, index_rank - 1 + rank - depth)),
         inserted_window_dims=list(range(depth)),
@@ -523,7 +614,7 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     """Lowers ScatterElements (and the deprecated Scatter) to a pointwise stablehlo.scatter.
 
     Spec: Scatter-9/11, ScatterElements-11/13/16/18.
-    Shapes: data rank r; indices and updates the same shape, rank r.
+    Shapes: data rank r; indices and updates the same shape, rank r; symbolic dims allowed.
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
     Deviations: with reduction=none, duplicate indices leave one of the updates (unspecified
         which), as the spec allows.
@@ -531,13 +622,13 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         updates differ in shape.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
-    index_shape = emit.static_shape_of(ctx.input(1))
-    if tuple(emit.static_shape_of(ctx.input(2))) != tuple(index_shape) or len(index_shape) != len(shape):
+    shape = emit.dims_of(data)
+    index_shape = emit.dims_of(ctx.input(1))
+    if not _fits(emit.dims_of(ctx.input(2)), index_shape) or len(index_shape) != len(shape):
         raise ctx.error("indices and updates must have the same shape, of the data's rank", ShapeError)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     reduction = _reduction(ctx, node) if node.op_type == "ScatterElements" else "none"
-    indices = _normalize_indices(ctx.input(1), np.asarray(shape[axis]))
+    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False)
     points = _element_coordinates(indices, axis)
     rank = len(shape)
     numbers = stablehlo.ScatterDimensionNumbers.get(
@@ -579,10 +670,12 @@ def lower_pad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Pad: ``constant`` to stablehlo.pad, ``reflect``/``edge``/``wrap`` to a gather.
 
     Negative pads crop. For the non-constant modes every padded axis becomes a stablehlo.gather
-    with a compile-time index map (numpy.pad's definition of each mode).
+    with a compile-time index map (numpy.pad's definition of each mode); on an axis of symbolic
+    size the map is computed at run time from ``dynamic_iota`` and the run-time size, and the
+    gather is a ``dynamic_gather`` when other dims are symbolic.
 
     Spec: Pad-2/11/13/18/19/21/23/24/25.
-    Shapes: data static, rank r; pads int64 [2 * len(axes)] known at compile time; axes
+    Shapes: data rank r (symbolic dims allowed); pads int64 [2 * len(axes)] known at compile time; axes
         (from 18) int32/int64 known at compile time; constant_value a scalar, may be computed at
         run time.
     Dtypes: any.
@@ -633,8 +726,6 @@ def _pad(
             return data
         padded = stablehlo.PadOp(data, padding_value(), low, high, [0] * rank).result
         return emit.record(padded, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
-    if not is_static(shape):
-        raise ctx.error(f"mode={mode} needs static shapes (got {[str(d) for d in shape]})", ShapeError)
     result = data
     for axis in range(rank):
         if low[axis] == 0 and high[axis] == 0:
@@ -642,9 +733,58 @@ def _pad(
         dim = shape[axis]
         if dim == 0:
             raise ctx.error(f"mode={mode} cannot pad axis {axis}, which is empty", ShapeError)
-        positions = np.arange(-low[axis], dim + high[axis], dtype=np.int64)
-        result = _take_constant(result, _pad_source(positions, dim, mode), axis)
+        if isinstance(dim, int):
+            positions = np.arange(-low[axis], dim + high[axis], dtype=np.int64)
+            source = _pad_source(positions, dim, mode)
+            if is_static(emit.dims_of(result)):
+                result = _take_constant(result, source, axis)
+            else:
+                result = _take(result, emit.constant(source, DataType.INT64), axis)
+        else:
+            result = _take(result, _pad_source_symbolic(dim, low[axis], high[axis], mode), axis)
     return result
+
+
+def _pad_source_symbolic(dim: Dim, low: int, high: int, mode: str) -> ir.Value:
+    """:func:`_pad_source` for a symbolic axis size: an int64 ``[dim + low + high]`` index vector.
+
+    Positions come from ``stablehlo.dynamic_iota`` shifted by ``-low``; ``n`` is the run-time
+    size. edge: ``clamp(0, p, n - 1)``; wrap: ``((p rem n) + n) rem n``; reflect: with the period
+    ``P = max(2 * (n - 1), 1)``, ``f = ((p rem P) + P) rem P`` and ``f < n ? f : P - f`` (a
+    single element has ``P = 1``, so every position reads index 0). ``rem`` truncates, hence the
+    ``+ n``/``+ P`` before the second ``rem``. A run-time size of 0 is an error in the spec
+    (onnxruntime rejects it); here the indices are then undefined.
+    """
+    i64 = DataType.INT64
+    out = dim + low + high
+    shape = [out]
+
+    def scalar(value: ir.Value | int) -> ir.Value:
+        if isinstance(value, int):
+            return emit.splat(value, i64, shape)
+        return emit.broadcast_to(value, shape, dims=())
+
+    positions = emit.iota(shape, 0, i64)
+    if low:
+        positions = stablehlo.SubtractOp(positions, scalar(low)).result
+    n = emit.dim_value(dim)
+    if mode == "edge":
+        last = stablehlo.SubtractOp(n, emit.constant(np.array(1, np.int64))).result
+        return stablehlo.ClampOp(scalar(0), positions, scalar(last)).result
+
+    def positive_rem(value: ir.Value, divisor: ir.Value) -> ir.Value:
+        wide = scalar(divisor)
+        first = stablehlo.RemOp(value, wide).result
+        return stablehlo.RemOp(stablehlo.AddOp(first, wide).result, wide).result
+
+    if mode == "wrap":
+        return positive_rem(positions, n)
+    one = emit.constant(np.array(1, np.int64))
+    period = stablehlo.MulOp(stablehlo.SubtractOp(n, one).result, emit.constant(np.array(2, np.int64))).result
+    period = stablehlo.MaxOp(period, one).result
+    folded = positive_rem(positions, period)
+    inside = emit.compare(folded, scalar(n), "LT")
+    return stablehlo.SelectOp(inside, folded, stablehlo.SubtractOp(scalar(period), folded).result).result
 
 
 def _pad_source(positions: np.ndarray, dim: int, mode: str) -> np.ndarray:
@@ -670,17 +810,18 @@ def lower_trilu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     ``upper=1`` keeps ``j - i >= k``; ``upper=0`` keeps ``j - i <= k``.
 
     Spec: Trilu-14.
-    Shapes: data [..., N, M] static, rank >= 2; k an int64 scalar, may be computed at run time.
+    Shapes: data [..., N, M], rank >= 2, symbolic dims allowed (the mask is a dynamic_iota);
+        k an int64 scalar, may be computed at run time.
     Dtypes: any.
     Raises: ShapeError for rank < 2.
     """
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = emit.dims_of(data)
     if len(shape) < 2:
-        raise ctx.error(f"expects rank >= 2, got shape {list(shape)}", ShapeError)
+        raise ctx.error(f"expects rank >= 2, got shape {[str(d) for d in shape]}", ShapeError)
     rows, cols = shape[-2], shape[-1]
-    plane = emit.tensor_type((rows, cols), DataType.INT64)
-    offset = stablehlo.SubtractOp(stablehlo.IotaOp(plane, 1).result, stablehlo.IotaOp(plane, 0).result).result
+    plane = (rows, cols)
+    offset = stablehlo.SubtractOp(emit.iota(plane, 1, DataType.INT64), emit.iota(plane, 0, DataType.INT64)).result
     if ctx.has_input(1) and ctx.is_constant_input(1):
         k = emit.splat(ctx.constant_int(1, "k"), DataType.INT64, (rows, cols))
     elif ctx.has_input(1):
@@ -700,7 +841,7 @@ def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers OneHot to compare(indices, iota) + select(on, off).
 
     Spec: OneHot-9/11/28.
-    Shapes: indices static, rank r; depth a scalar known at compile time; values [2] (off, on),
+    Shapes: indices rank r, symbolic dims allowed; depth a scalar known at compile time; values [2] (off, on),
         may be computed at run time; result rank r + 1 with depth inserted at ``axis``.
     Dtypes: indices any numeric type (float indices match only integral values); depth any
         numeric type; values any.
@@ -708,7 +849,7 @@ def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: NonConstantInputError if depth is computed at run time.
     """
     indices = ctx.input(0)
-    index_shape = list(emit.static_shape_of(indices))
+    index_shape = list(emit.dims_of(indices))
     depth = int(np.asarray(ctx.constant_input(1)).reshape(-1)[0])
     if depth <= 0:
         raise ctx.error(f"depth must be positive, got {depth}", ShapeError)
@@ -725,7 +866,7 @@ def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         indices = emit.convert(indices, index_dtype)
     indices = _normalize_indices(indices, np.asarray(depth))
     spread = emit.broadcast_to(indices, result_shape, dims=[d for d in range(out_rank) if d != axis])
-    positions = stablehlo.IotaOp(emit.tensor_type(result_shape, index_dtype), axis).result
+    positions = emit.iota(result_shape, axis, index_dtype)
     hot = emit.compare(spread, positions, "EQ")
     values = ctx.input(2)
     off, on = (
@@ -748,28 +889,65 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     than the O(n**2) of a full-length reduce_window). ``exclusive`` shifts the input by one
     first; ``reverse`` reverses the axis before and after.
 
+    A symbolic length n along the axis makes the steps a stablehlo.while (``s`` doubling while
+    ``s < n``), each shift a gather of ``x[i - s]`` masked to zero where ``i < s``; symbolic dims
+    on other axes keep the static steps.
+
     Spec: CumSum-11/14.
-    Shapes: x static; axis an int32/int64 scalar known at compile time.
+    Shapes: x any, symbolic dims allowed; axis an int32/int64 scalar known at compile time.
     Dtypes: f16, bf16, f32, f64, i32, i64, u32, u64.
     Deviations: float sums are associated pairwise, not left to right (differences within
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
-        x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
+        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
     if node.attr_int("exclusive"):
         x = _shift(x, axis, 1)
-    step = 1
-    while step < shape[axis]:
-        x = stablehlo.AddOp(x, _shift(x, axis, step)).result
-        step *= 2
+    if isinstance(shape[axis], int):
+        step = 1
+        while step < shape[axis]:
+            x = stablehlo.AddOp(x, _shift(x, axis, step)).result
+            step *= 2
+    else:
+        x = _cumsum_symbolic(x, axis)
     if reverse:
-        x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
+        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
     return [x]
+
+
+def _cumsum_symbolic(x: ir.Value, axis: int) -> ir.Value:
+    """Inclusive prefix sums along an axis of symbolic length n: log-steps in a stablehlo.while.
+
+    Carries ``(s, x)`` from ``(1, x)``; each step adds ``x[i - s]`` (a gather at ``max(i - s,
+    0)``, zero where ``i < s``) and doubles ``s``, while ``s < n``.
+    """
+    shape = emit.dims_of(x)
+    length = shape[axis]
+    i64 = DataType.INT64
+    along = emit.iota([length], 0, i64)  # i, for the gather's indices
+    positions = emit.iota(shape, axis, i64)  # i at every element, for the mask
+    limit = emit.dim_value(length)
+
+    def below(args: list[ir.Value]) -> ir.Value:
+        return emit.compare(args[0], limit, "LT")
+
+    def step(args: list[ir.Value]) -> list[ir.Value]:
+        s, acc = args
+        source = stablehlo.MaxOp(
+            stablehlo.SubtractOp(along, emit.broadcast_to(s, [length], dims=())).result, emit.splat(0, i64, [length])
+        ).result
+        moved = _take(acc, source, axis)
+        keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
+        shifted = stablehlo.SelectOp(keep, moved, emit.splat(0, emit.dtype_of(acc), shape)).result
+        doubled = stablehlo.MulOp(s, emit.splat(2, i64)).result
+        return [doubled, stablehlo.AddOp(acc, shifted).result]
+
+    return while_loop([emit.splat(1, i64), x], below, step)[1]
 
 
 def _shift(value: ir.Value, axis: int, amount: int) -> ir.Value:
@@ -778,7 +956,7 @@ def _shift(value: ir.Value, axis: int, amount: int) -> ir.Value:
     low, high = [0] * rank, [0] * rank
     low[axis], high[axis] = amount, -amount
     zero = emit.splat(0, emit.dtype_of(value))
-    return stablehlo.PadOp(value, zero, low, high, [0] * rank).result
+    return emit.record(stablehlo.PadOp(value, zero, low, high, [0] * rank).result, emit.dims_of(value))
 
 
 @lowering("ReverseSequence", since=10)
@@ -789,12 +967,13 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Entry ``[b, t]`` reads time ``lens[b] - 1 - t`` where ``t < lens[b]``, else ``t``.
 
     Spec: ReverseSequence-10/28.
-    Shapes: x static, rank >= 2; sequence_lens int64 [batch], may be computed at run time.
+    Shapes: x rank >= 2, symbolic dims allowed; sequence_lens int64 [batch], may be computed
+        at run time.
     Dtypes: any x type.
     Raises: ShapeError if batch_axis and time_axis are not distinct axes among the first two.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     rank = len(shape)
     batch_axis = ctx.axis(node.attr_int("batch_axis"), rank)
     time_axis = ctx.axis(node.attr_int("time_axis"), rank)
@@ -802,17 +981,17 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         raise ctx.error(f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1", ShapeError)
     if batch_axis == 1:
         x = emit.transpose(x, [1, 0] + list(range(2, rank)))
-    batch, time = emit.static_shape_of(x)[:2]
-    grid = emit.tensor_type((batch, time), DataType.INT64)
-    times = stablehlo.IotaOp(grid, 1).result
+    batch, time = emit.dims_of(x)[:2]
+    times = emit.iota((batch, time), 1, DataType.INT64)
     lengths = emit.broadcast_to(emit.convert(ctx.input(1), DataType.INT64), (batch, time), dims=[0])
     reversed_times = stablehlo.SubtractOp(
         stablehlo.SubtractOp(lengths, emit.splat(1, DataType.INT64, (batch, time))).result, times
     ).result
     source = stablehlo.SelectOp(emit.compare(times, lengths, "LT"), reversed_times, times).result
-    batches = stablehlo.IotaOp(emit.tensor_type((batch, time, 1), DataType.INT64), 0).result
+    batches = emit.iota((batch, time, 1), 0, DataType.INT64)
     points = stablehlo.ConcatenateOp([batches, emit.reshape(source, (batch, time, 1))], 2).result
-    rest = list(emit.static_shape_of(x)[2:])
+    points = emit.record(points, (batch, time, 2))
+    rest = list(emit.dims_of(x)[2:])
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(2, rank)),
         collapsed_slice_dims=[0, 1],
@@ -822,7 +1001,12 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         index_vector_dim=2,
     )
     result_type = emit.tensor_type([batch, time] + rest, emit.dtype_of(x))
-    result = stablehlo.GatherOp(x, points, numbers, [1, 1] + rest, results=[result_type]).result
+    if is_static(rest):
+        result = stablehlo.GatherOp(x, points, numbers, [1, 1] + rest, results=[result_type]).result
+    else:
+        sizes = emit.shape_tensor([1, 1] + rest)
+        result = stablehlo.DynamicGatherOp(x, points, sizes, numbers, results=[result_type]).result
+    result = emit.record(result, [batch, time] + rest)
     if batch_axis == 1:
         result = emit.transpose(result, [1, 0] + list(range(2, rank)))
     return [result]

@@ -32,6 +32,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim
 from onnx_stablehlo.frontend.shapes import product as _product
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
@@ -150,18 +151,19 @@ def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     and ``beta != 0``.
 
     Spec: onnx.ai/onnx/operators/onnx__Gemm.html (Gemm-7, 9, 11, 13).
-    Shapes: A [M, K] ([K, M] if transA), B [K, N] ([N, K] if transB), C broadcastable to [M, N].
+    Shapes: A [M, K] ([K, M] if transA), B [K, N] ([N, K] if transB), C broadcastable to [M, N];
+        symbolic dims allowed (a symbolic K is assumed to agree, as MatMul does).
     Dtypes: f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64.
     Raises: ShapeError for operands that are not 2-D or do not fit.
     """
     a, b = ctx.input(0), ctx.input(1)
-    a_shape, b_shape = ctx.input_static_shape(0), ctx.input_static_shape(1)
+    a_shape, b_shape = emit.dims_of(a), emit.dims_of(b)
     if len(a_shape) != 2 or len(b_shape) != 2:
         raise ctx.error(f"A and B must be 2-D, got {list(a_shape)} and {list(b_shape)}", ShapeError)
     trans_a, trans_b = node.attr_int("transA"), node.attr_int("transB")
     a_k = a_shape[0] if trans_a else a_shape[1]
     b_k = b_shape[1] if trans_b else b_shape[0]
-    if a_k != b_k:
+    if isinstance(a_k, int) and isinstance(b_k, int) and a_k != b_k:
         raise ctx.error(
             f"contracted dims differ: A {list(a_shape)} (transA={trans_a}), B {list(b_shape)} (transB={trans_b})",
             ShapeError,
@@ -174,9 +176,13 @@ def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         result = stablehlo.MulOp(result, _scalar_like(alpha, dtype, shape)).result
     c = ctx.optional_input(2)
     if c is not None and beta != 0.0:
-        c_shape = ctx.input_static_shape(2)
-        if len(c_shape) > 2 or any(d not in (1, want) for d, want in zip(c_shape[::-1], shape[::-1])):
+        c_shape = emit.dims_of(c)
+        if len(c_shape) > 2 or any(
+            isinstance(d, int) and isinstance(want, int) and d not in (1, want)
+            for d, want in zip(c_shape[::-1], shape[::-1])
+        ):
             raise ctx.error(f"C {list(c_shape)} does not broadcast to {list(shape)}", ShapeError)
+        # A symbolic dim of C is 1 or the result's dim at run time (unidirectional broadcast).
         c = emit.broadcast_to(c, shape)
         if beta != 1.0:
             c = stablehlo.MulOp(c, _scalar_like(beta, dtype, shape)).result
@@ -243,9 +249,8 @@ def _take_diagonals(value: ir.Value, labels: list[str]) -> tuple[ir.Value, list[
         first = next(i for i, label in enumerate(labels) if labels.index(label) != i)
         keep = labels.index(labels[first])
         shape = emit.dims_of(value)
-        index_type = emit.tensor_type(shape, DataType.INT64)
         on_diagonal = emit.compare(
-            stablehlo.IotaOp(index_type, keep).result, stablehlo.IotaOp(index_type, first).result, "EQ"
+            emit.iota(shape, keep, DataType.INT64), emit.iota(shape, first, DataType.INT64), "EQ"
         )
         zeros = emit.broadcast_to(emit.reshape(emit.splat(0, emit.dtype_of(value)), ()), shape, dims=[])
         value = stablehlo.SelectOp(on_diagonal, value, zeros).result
@@ -283,14 +288,18 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
     """
     shapes = [emit.dims_of(v) for v in values]
     operands, output = _parse_einsum(equation, [len(s) for s in shapes])
-    sizes: dict[str, int] = {}
+    sizes: dict[str, Dim] = {}
     for labels, shape in zip(operands, shapes):
         for label, size in zip(labels, shape):
             seen = sizes.get(label)
             if seen is None or seen == 1:
                 sizes[label] = size
-            elif size not in (1, seen):
+            elif size == 1 or size == seen:
+                continue
+            elif isinstance(size, int) and isinstance(seen, int):
                 raise ValueError(f"label {label!r} has sizes {seen} and {size}")
+            else:  # a symbolic size: the two are assumed equal (or broadcast), as for numpy broadcasting
+                sizes[label] = emit.broadcast_shapes((seen,), (size,))[0]
     terms = [_take_diagonals(v, labels) for v, labels in zip(values, operands)]
     out = set(output)
 
@@ -320,7 +329,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
     return emit.transpose(value, [labels.index(label) for label in output])
 
 
-def _broadcast_labels(value: ir.Value, labels: list[str], which: Sequence[str], sizes: dict[str, int]) -> ir.Value:
+def _broadcast_labels(value: ir.Value, labels: list[str], which: Sequence[str], sizes: dict[str, Dim]) -> ir.Value:
     """Broadcasts size-1 dims of ``which`` labels to the label's full size."""
     shape = emit.dims_of(value)
     target = [sizes[label] if label in which else d for label, d in zip(labels, shape)]
@@ -335,13 +344,12 @@ def lower_einsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Einsum to pairwise stablehlo.dot_general (+ reduce, diagonal select, transpose).
 
     Spec: onnx.ai/onnx/operators/onnx__Einsum.html (Einsum-12, 28).
-    Shapes: every operand static; ellipsis dims broadcast (size 1 against n).
+    Shapes: symbolic dims allowed (one label's sizes are assumed equal); ellipsis dims broadcast
+        (size 1 against n).
     Dtypes: f16, bf16 (accumulated in f32), f32, f64, integers.
     Raises: ShapeError when the equation does not fit the operands.
     """
     values = [ctx.input(i) for i in range(ctx.num_inputs)]
-    for i in range(ctx.num_inputs):
-        ctx.input_static_shape(i)
     try:
         return [einsum(values, node.attr_str("equation"))]
     except ValueError as exc:

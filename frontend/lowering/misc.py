@@ -28,7 +28,10 @@ from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.lowering.control_flow import while_loop
+from onnx_stablehlo.frontend.lowering.indexing import _take as take
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, is_static
 
 _TRAINING = "ai.onnx.preview.training"
 _ML = "ai.onnx.ml"
@@ -56,8 +59,8 @@ def _bitcast(value: ir.Value, dtype: DataType) -> ir.Value:
     """stablehlo.bitcast_convert between types of equal width (no op for the same type)."""
     if emit.dtype_of(value) == dtype:
         return value
-    result_type = emit.tensor_type(emit.static_shape_of(value), dtype)
-    return stablehlo.BitcastConvertOp(result_type, value).result
+    dims = emit.dims_of(value)
+    return emit.record(stablehlo.BitcastConvertOp(emit.tensor_type(dims, dtype), value).result, dims)
 
 
 def _to_bits(value: ir.Value) -> ir.Value:
@@ -70,7 +73,7 @@ def _to_bits(value: ir.Value) -> ir.Value:
         half, full = DataType.UINT32, DataType.UINT64
         real = emit.convert(_bitcast(stablehlo.RealOp(value).result, half), full)
         imag = emit.convert(_bitcast(stablehlo.ImagOp(value).result, half), full)
-        shift = emit.splat(32, full, emit.static_shape_of(value))
+        shift = emit.splat(32, full, emit.dims_of(value))
         return stablehlo.OrOp(stablehlo.ShiftLeftOp(imag, shift).result, real).result
     return value
 
@@ -82,8 +85,8 @@ def _from_bits(bits: ir.Value, dtype: DataType) -> ir.Value:
     if dtype == DataType.COMPLEX64:
         part, half, full = DataType.FLOAT, DataType.UINT32, DataType.UINT64
         bits = _bitcast(bits, full)
-        shift = emit.splat(32, full, emit.static_shape_of(bits))
-        low = stablehlo.AndOp(bits, emit.splat(0xFFFFFFFF, full, emit.static_shape_of(bits))).result
+        shift = emit.splat(32, full, emit.dims_of(bits))
+        low = stablehlo.AndOp(bits, emit.splat(0xFFFFFFFF, full, emit.dims_of(bits))).result
         real = _bitcast(emit.convert(low, half), part)
         imag = _bitcast(emit.convert(stablehlo.ShiftRightLogicalOp(bits, shift).result, half), part)
         return stablehlo.ComplexOp(real, imag).result
@@ -98,7 +101,7 @@ def lower_bit_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     complex values go through their float halves, the real part in the low bits.
 
     Spec: BitCast-26.
-    Shapes: any static shape; the result has the same shape.
+    Shapes: any, symbolic dims allowed; the result has the same shape.
     Dtypes: every non-string type; input and ``to`` must have the same bit width.
     Raises: UnsupportedAttributeError if ``to`` is not a type of the input's bit width (or
         is string).
@@ -133,7 +136,7 @@ def _shift(value: ir.Value, axis: int, amount: int, fill: float | int) -> ir.Val
     low, high = [0] * rank, [0] * rank
     low[axis], high[axis] = amount, -amount
     padding = emit.splat(fill, emit.dtype_of(value))
-    return stablehlo.PadOp(value, padding, low, high, [0] * rank).result
+    return emit.record(stablehlo.PadOp(value, padding, low, high, [0] * rank).result, emit.dims_of(value))
 
 
 @lowering("CumProd", since=26)
@@ -142,30 +145,63 @@ def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Each step is a stablehlo.pad (shift by ``s`` along the axis, ones in) and a
     stablehlo.multiply, as CumSum's lowering does with adds; ``exclusive`` shifts the input by
-    one first; ``reverse`` reverses the axis before and after.
+    one first; ``reverse`` reverses the axis before and after. A symbolic length n along the
+    axis makes the steps a stablehlo.while (``s`` doubling while ``s < n``), each shift a gather
+    of ``x[i - s]`` with ones where ``i < s`` (as CumSum's symbolic form).
 
     Spec: CumProd-26.
-    Shapes: x static; axis an int32/int64 scalar known at compile time.
+    Shapes: x any, symbolic dims allowed; axis an int32/int64 scalar known at compile time.
     Dtypes: float16, bfloat16, float32, float64, int32, int64, uint32, uint64.
     Deviations: float products are associated pairwise, not left to right (differences within
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
-        x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
+        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
     if node.attr_int("exclusive"):
         x = _shift(x, axis, 1, 1)
-    step = 1
-    while step < shape[axis]:
-        x = stablehlo.MulOp(x, _shift(x, axis, step, 1)).result
-        step *= 2
+    if isinstance(shape[axis], int):
+        step = 1
+        while step < shape[axis]:
+            x = stablehlo.MulOp(x, _shift(x, axis, step, 1)).result
+            step *= 2
+    else:
+        x = _cum_prod_symbolic(x, axis)
     if reverse:
-        x = stablehlo.ReverseOp(x, emit.i64_array([axis])).result
+        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
     return [x]
+
+
+def _cum_prod_symbolic(x: ir.Value, axis: int) -> ir.Value:
+    """Inclusive prefix products along an axis of symbolic length n, in a stablehlo.while.
+
+    Carries ``(s, x)`` from ``(1, x)``; each step multiplies by ``x[i - s]`` (a gather at
+    ``max(i - s, 0)``, one where ``i < s``) and doubles ``s``, while ``s < n``.
+    """
+    shape = emit.dims_of(x)
+    length = shape[axis]
+    i64 = DataType.INT64
+    along = emit.iota([length], 0, i64)
+    positions = emit.iota(shape, axis, i64)
+    limit = emit.dim_value(length)
+
+    def below(args: list[ir.Value]) -> ir.Value:
+        return emit.compare(args[0], limit, "LT")
+
+    def step(args: list[ir.Value]) -> list[ir.Value]:
+        s, acc = args
+        back = stablehlo.SubtractOp(along, emit.broadcast_to(s, [length], dims=())).result
+        moved = take(acc, stablehlo.MaxOp(back, emit.splat(0, i64, [length])).result, axis)
+        keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
+        shifted = stablehlo.SelectOp(keep, moved, emit.splat(1, emit.dtype_of(acc), shape)).result
+        doubled = stablehlo.MulOp(s, emit.splat(2, i64)).result
+        return [doubled, stablehlo.MulOp(acc, shifted).result]
+
+    return while_loop([emit.splat(1, i64), x], below, step)[1]
 
 
 # TensorScatter -------------------------------------------------------------------------------
@@ -182,9 +218,11 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     other dim is a window.
 
     Spec: TensorScatter-24.
-    Shapes: past_cache static ``[batch, D1, ..., max_len, ..., Dn]``; update the same but
+    Shapes: past_cache ``[batch, D1, ..., max_len, ..., Dn]``; update the same but
         ``sequence_length <= max_len`` along ``axis``; write_indices int64 ``[batch]``, may be
-        computed at run time (omitted: zeros).
+        computed at run time (omitted: zeros). Symbolic dims allowed: update's dims off ``axis``
+        are assumed equal to the cache's (checked when the feeds bind them), and
+        ``sequence_length <= max_len`` is not checked for symbolic sizes.
     Dtypes: every type except string.
     Deviations: in linear mode, positions past the cache end (an error in the spec) are
         dropped.
@@ -195,27 +233,32 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if mode not in _SCATTER_MODES:
         raise ctx.unsupported_attribute("mode", mode, ", ".join(_SCATTER_MODES))
     cache, update = ctx.input(0), ctx.input(1)
-    shape, update_shape = emit.static_shape_of(cache), emit.static_shape_of(update)
+    shape, update_shape = emit.dims_of(cache), emit.dims_of(update)
     rank = len(shape)
     axis = ctx.axis(node.attr_int("axis"), rank)
     if axis == 0:
         raise ctx.error("axis must not be 0 (the batch dimension)", ShapeError)
-    expected = list(shape)
-    expected[axis] = update_shape[axis] if len(update_shape) == rank else -1
-    if len(update_shape) != rank or list(update_shape) != expected or update_shape[axis] > shape[axis]:
+    if len(update_shape) != rank or any(
+        isinstance(a, int) and isinstance(b, int) and (a > b if d == axis else a != b)
+        for d, (a, b) in enumerate(zip(update_shape, shape))
+    ):
         raise ctx.error(
-            f"update {list(update_shape)} must match past_cache {list(shape)} except along axis "
-            f"{axis}, where it may not be longer",
+            f"update {list(map(str, update_shape))} must match past_cache {list(map(str, shape))} "
+            f"except along axis {axis}, where it may not be longer",
             ShapeError,
         )
+    # Symbolic dims that must agree are merged (the equality is checked at run time).
+    shape = tuple(
+        d if i == axis else emit.broadcast_shapes((d,), (u,))[0] for i, (d, u) in enumerate(zip(shape, update_shape))
+    )
     batch, length, max_length = shape[0], update_shape[axis], shape[axis]
     if ctx.has_input(2):
         starts = emit.broadcast_to(emit.convert(ctx.input(2), DataType.INT64), (batch, length), dims=[0])
     else:
         starts = emit.splat(0, DataType.INT64, (batch, length))
-    positions = stablehlo.AddOp(starts, stablehlo.IotaOp(emit.tensor_type((batch, length), DataType.INT64), 1).result).result
+    positions = stablehlo.AddOp(starts, emit.iota((batch, length), 1, DataType.INT64)).result
     if mode == "circular":
-        bound = emit.splat(max_length, DataType.INT64, (batch, length))
+        bound = emit.broadcast_to(emit.dim_value(max_length), (batch, length), dims=())
         positions = stablehlo.RemOp(stablehlo.AddOp(stablehlo.RemOp(positions, bound).result, bound).result, bound).result
     indices = emit.reshape(positions, (batch, length, 1))
     window_dims = [d for d in range(1, rank) if d != axis]
@@ -232,7 +275,7 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     block = op.update_computation.blocks.append(scalar_type, scalar_type)
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([block.arguments[1]])
-    return [op.results[0]]
+    return [emit.record(op.results[0], shape)]
 
 
 # ai.onnx.preview.training optimizers ---------------------------------------------------------
@@ -252,9 +295,12 @@ def _optimizer_groups(ctx: LoweringContext, groups: int, op_type: str) -> list[l
 
 
 def _scalar_like(ctx: LoweringContext, index: int, dtype: DataType) -> ir.Value:
-    """Input ``index`` (a one-element tensor) as a 0-d value of ``dtype``."""
-    shape = ctx.input_static_shape(index)
-    if int(np.prod(shape, dtype=np.int64)) != 1:
+    """Input ``index`` (a one-element tensor) as a 0-d value of ``dtype``.
+
+    A symbolic shape is assumed to hold one element (a dynamic_reshape to ``[]``, whose
+    element count is checked when refined to the feeds' shapes)."""
+    shape = emit.dims_of(ctx.input(index))
+    if is_static(shape) and int(np.prod(shape, dtype=np.int64)) != 1:
         raise ctx.error(f"input {index} ('{ctx.node.input_names[index]}') must be a scalar, got shape {list(shape)}", ShapeError)
     return emit.convert(emit.reshape(ctx.input(index), []), dtype)
 
@@ -266,10 +312,16 @@ def _check_float(ctx: LoweringContext, value: ir.Value) -> DataType:
     return dtype
 
 
+def _common_shape(*values: ir.Value) -> tuple[Dim, ...]:
+    """The shape an optimizer's tensors share (X_i, G_i, ...): their symbolic dims are merged,
+    the equality checked when the feeds bind them."""
+    return emit.broadcast_shapes(*[emit.dims_of(v) for v in values])
+
+
 class _Elementwise:
     """Scalar-broadcasting arithmetic on values of one shape and dtype, for update formulas."""
 
-    def __init__(self, shape: tuple[int, ...], dtype: DataType) -> None:
+    def __init__(self, shape: tuple[Dim, ...], dtype: DataType) -> None:
         self.shape, self.dtype = shape, dtype
 
     def lift(self, value: ir.Value | float) -> ir.Value:
@@ -309,7 +361,7 @@ def lower_adagrad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     ``X' = X - r * G' / (sqrt(H') + epsilon)``.
 
     Spec: ai.onnx.preview.training Adagrad-1.
-    Shapes: R and T scalars; X_i, G_i, H_i static, one shape per i. Outputs X'_1.., H'_1...
+    Shapes: R and T scalars; X_i, G_i, H_i, one shape per i (symbolic dims allowed). Outputs X'_1.., H'_1...
     Dtypes: float32, float64 (R is converted to each tensor's dtype).
     Raises: ShapeError if the inputs do not split into three equal groups.
     """
@@ -322,7 +374,7 @@ def lower_adagrad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         dtype = _check_float(ctx, x)
         scalars = _Elementwise((), dtype)
         rate = scalars.div(_scalar_like(ctx, 0, dtype), scalars.add(1.0, scalars.mul(_scalar_like(ctx, 1, dtype), decay)))
-        f = _Elementwise(emit.static_shape_of(x), dtype)
+        f = _Elementwise(_common_shape(x, g, h), dtype)
         g_reg = _regularized(f, x, g, norm)
         h_new = f.add(h, f.mul(g_reg, g_reg))
         x_new = f.sub(x, f.div(f.mul(rate, g_reg), f.add(f.sqrt(h_new), epsilon)))
@@ -340,7 +392,7 @@ def lower_adam(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     ``R``, ``X' = (1 - norm_coefficient_post) (X - R' V' / (sqrt(H') + epsilon))``.
 
     Spec: ai.onnx.preview.training Adam-1.
-    Shapes: R and T scalars; X_i, G_i, V_i, H_i static, one shape per i. Outputs
+    Shapes: R and T scalars; X_i, G_i, V_i, H_i, one shape per i (symbolic dims allowed). Outputs
         X'_1.., V'_1.., H'_1...
     Dtypes: float32, float64 (R and T are converted to each tensor's dtype).
     Raises: ShapeError if the inputs do not split into four equal groups.
@@ -361,7 +413,7 @@ def lower_adam(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         alpha_power = stablehlo.PowOp(s.lift(alpha), step).result
         corrected = s.div(s.mul(rate, s.sqrt(s.sub(1.0, beta_power))), s.sub(1.0, alpha_power))
         rate = stablehlo.SelectOp(t_positive, corrected, rate).result
-        f = _Elementwise(emit.static_shape_of(x), dtype)
+        f = _Elementwise(_common_shape(x, g, v, h), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(1.0 - alpha, g_reg))
         h_new = f.add(f.mul(beta, h), f.mul(1.0 - beta, f.mul(g_reg, g_reg)))
@@ -385,7 +437,7 @@ def lower_momentum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     ``X' = X - R V'``; nesterov: ``X' = X - R (G' + alpha V')``.
 
     Spec: ai.onnx.preview.training Momentum-1.
-    Shapes: R and T scalars; X_i, G_i, V_i static, one shape per i. Outputs X'_1.., V'_1...
+    Shapes: R and T scalars; X_i, G_i, V_i, one shape per i (symbolic dims allowed). Outputs X'_1.., V'_1...
     Dtypes: float32, float64 (R is converted to each tensor's dtype).
     Raises: UnsupportedAttributeError for a mode other than standard/nesterov; ShapeError if
         the inputs do not split into three equal groups.
@@ -404,7 +456,7 @@ def lower_momentum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         dtype = _check_float(ctx, x)
         rate = _scalar_like(ctx, 0, dtype)
         beta_adjusted = stablehlo.SelectOp(t_positive, emit.splat(beta, dtype), emit.splat(1.0, dtype)).result
-        f = _Elementwise(emit.static_shape_of(x), dtype)
+        f = _Elementwise(_common_shape(x, g, v), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(beta_adjusted, g_reg))
         direction = v_new if mode == "standard" else f.add(g_reg, f.mul(alpha, v_new))
@@ -424,12 +476,12 @@ def lower_binarizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     ``x > floor(t)`` agree for integers), so no value is rounded.
 
     Spec: ai.onnx.ml Binarizer-1.
-    Shapes: any static shape.
+    Shapes: any, symbolic dims allowed.
     Dtypes: float32, float64, int32, int64.
     """
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     threshold = node.attr_float("threshold")
     if dtypes.is_float(dtype):
         bound = emit.splat(threshold, dtype, shape)

@@ -24,6 +24,7 @@ from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, exact_div, floor_div, product
 
 _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, DataType.DOUBLE: 64}
 
@@ -34,11 +35,18 @@ _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, 
 
 
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
-    """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1."""
+    """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1.
+
+    A static element count divides as a constant (``emit.divide``, correctly rounded); a
+    symbolic one is the run-time product of the dims, converted to ``x``'s dtype.
+    """
     shape = emit.dims_of(x)
-    count = int(np.prod([shape[a] for a in axes], dtype=np.int64))
+    count = product([shape[a] for a in axes])
     total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
-    return emit.divide(total, emit.full_like(total, count))
+    if isinstance(count, int):
+        return emit.divide(total, emit.full_like(total, count))
+    divisor = emit.convert(emit.dim_value(count), emit.dtype_of(total))
+    return stablehlo.DivOp(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[])).result
 
 
 def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:
@@ -94,13 +102,20 @@ def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.V
     return emit.broadcast_to(emit.convert(value, dtype), shape, dims=[1])
 
 
-def _channel_vector(ctx: LoweringContext, index: int, channels: int) -> ir.Value:
+def _channel_vector(ctx: LoweringContext, index: int, channels: Dim) -> ir.Value:
     """Input ``index`` checked to be a [C] vector.
 
+    When the vector's length or ``channels`` is symbolic, the two are assumed equal (merged by
+    the importer like a broadcast of two unknown dims, and checked at run time).
+
     Raises:
-        ShapeError: its shape is not [channels].
+        ShapeError: its shape is not [channels], or it is [1] against a symbolic C (which would
+            broadcast instead of failing; lowered per shape then).
     """
-    shape = ctx.input_static_shape(index)
+    shape = emit.dims_of(ctx.input(index))
+    if len(shape) == 1 and shape[0] != 1 and not (isinstance(shape[0], int) and isinstance(channels, int)):
+        emit.broadcast_shapes(shape, (channels,))
+        return ctx.input(index)
     if tuple(shape) != (channels,):
         raise ctx.error(
             f"input '{ctx.node.input_names[index]}' must have shape [{channels}] (the channel count), "
@@ -120,7 +135,7 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     Mean and InvStdDev are emitted only when the node names them.
 
     Spec: LayerNormalization-17.
-    Shapes: X [d0, ..., dn], static; Scale and B unidirectionally broadcastable to X;
+    Shapes: X [d0, ..., dn] (symbolic dims allowed); Scale and B unidirectionally broadcastable to X;
         Mean, InvStdDev [d0, ..., d(axis-1), 1, ..., 1].
     Dtypes: X f16, bf16, f32, f64; Mean and InvStdDev in the `stash_type` dtype.
     Deviations: stage one never runs in fewer bits than X: f64 X with stash_type=1 is computed
@@ -164,7 +179,8 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     and ``running_* = input_* * momentum + batch_* * (1 - momentum)`` are the extra outputs.
 
     Spec: BatchNormalization-7/9/14/15.
-    Shapes: X [N, C, d1, ..., dk] static (rank >= 2); scale, B, mean, var [C].
+    Shapes: X [N, C, d1, ..., dk] (rank >= 2, symbolic dims allowed); scale, B, mean, var [C]
+        (a symbolic length is assumed to equal C).
     Dtypes: f16, bf16 (computed in f32), f32, f64; running statistics in the mean/var dtype.
     Raises: UnsupportedAttributeError for `spatial=0` (7) or training outputs before 14;
         ShapeError for a rank < 2 X or a bad [C] vector.
@@ -229,7 +245,8 @@ def lower_instance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[i
     """Lowers InstanceNormalization: standardize over the spatial dims, then scale[c], B[c].
 
     Spec: InstanceNormalization-6/22.
-    Shapes: input [N, C, d1, ..., dk] static (rank >= 3); scale, B [C].
+    Shapes: input [N, C, d1, ..., dk] (rank >= 3, symbolic dims allowed); scale, B [C] (a
+        symbolic length is assumed to equal C).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError for a rank < 3 input or a bad [C] vector.
     """
@@ -259,8 +276,8 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     bias [C]) and computes stage one in `stash_type` (see _stash_dtypes).
 
     Spec: GroupNormalization-18, GroupNormalization-21.
-    Shapes: X [N, C, d1, ..., dk] static (rank >= 2), C divisible by num_groups; scale, bias
-        [num_groups] (18) or [C] (21).
+    Shapes: X [N, C, d1, ..., dk] (rank >= 2, symbolic dims allowed), C divisible by num_groups
+        (checked at compile time only when C is static); scale, bias [num_groups] (18) or [C] (21).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if C is not divisible by num_groups or scale/bias have the wrong shape;
         UnsupportedAttributeError for a non-float `stash_type` (21).
@@ -272,7 +289,7 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     groups = node.attr_int("num_groups")
     batch, channels = shape[0], shape[1]
-    if groups <= 0 or channels % groups:
+    if groups <= 0 or (isinstance(channels, int) and channels % groups):
         raise ctx.error(f"num_groups={groups} does not divide the {channels} channels", ShapeError)
     per_channel = node.since_version >= 21
     width = channels if per_channel else groups
@@ -281,7 +298,12 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         compute, _ = _stash_dtypes(ctx, node, dtype)
     else:
         compute = _wide_dtype(dtype)
-    grouped_shape = (batch, groups, int(np.prod(shape[1:], dtype=np.int64)) // groups)
+    group_size = product(shape[1:])
+    if isinstance(group_size, int):
+        group_size //= groups
+    else:  # C / num_groups * D...; a symbolic C not divisible by num_groups fails the reshape at run time
+        group_size = exact_div(group_size, groups) or floor_div(channels, groups) * product(shape[2:])
+    grouped_shape = (batch, groups, group_size)
     grouped = emit.reshape(emit.convert(x, compute), grouped_shape)
     normalized, _, _ = _standardize(grouped, [2], node.attr_float("epsilon"))
     if per_channel:
@@ -303,7 +325,7 @@ def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     """Lowers RMSNormalization to x / sqrt(mean(x^2 over [axis, rank)) + epsilon) * scale.
 
     Spec: RMSNormalization-23.
-    Shapes: X [d0, ..., dn] static; scale unidirectionally broadcastable to X.
+    Shapes: X [d0, ..., dn] (symbolic dims allowed); scale unidirectionally broadcastable to X.
     Dtypes: X and scale f16, bf16, f32, f64; Y has scale's dtype; stage one in `stash_type`
         (see _stash_dtypes).
     Raises: UnsupportedAttributeError for a non-float `stash_type`; ShapeError for a bad `axis`.
@@ -419,7 +441,7 @@ def lower_mean_variance_normalization(ctx: LoweringContext, node: OnnxNode) -> l
     """Lowers MeanVarianceNormalization to (x - mean) / (sqrt(var) + 1e-9) over `axes`.
 
     Spec: MeanVarianceNormalization-9/13 (the 1e-9 comes from its function body).
-    Shapes: X [d0, ..., dn] static.
+    Shapes: X [d0, ..., dn] (symbolic dims allowed).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Deviations: the variance is two-pass, mean((x - mean)^2), where the function body computes
         mean(x^2) - mean^2 (same value, never negative).

@@ -1,7 +1,7 @@
 """Lowering rules: recurrent layers (RNN, GRU, LSTM) as one stablehlo.while per direction.
 
 For each direction the input projection of every time step is one ``dot_general`` before the
-loop (``X W^T + Wb`` for all steps at once); the loop then runs over the static sequence length
+loop (``X W^T + Wb`` for all steps at once); the loop then runs over the sequence length
 (not unrolled) with one ``dot_general`` per step for the recurrence (``H R^T``)::
 
     XW = dot_general(X [S, B, I], W [G*H, I]) + biases          # [S, B, G*H], before the loop
@@ -14,6 +14,12 @@ With ``sequence_lens`` a step past a batch entry's length keeps its state and wr
 ``Y``, so ``Y_h``/``Y_c`` come from the last valid step (a reverse direction starts at each entry's
 own last step). Layout 1 (batch first, from revision 14) transposes in and out. float16 and
 bfloat16 compute in float32.
+
+Symbolic dims: the sequence length S and the batch B may be symbolic. A symbolic S makes the
+loop's trip count ``get_dimension_size`` of X at run time; a symbolic B keeps the carried states
+``tensor<?xH>``; both are refined per call. The hidden size must be static (``hidden_size``, or
+R's last dim); weights, biases and states given with symbolic dims are cast by a
+``dynamic_reshape`` to the shape the attributes and X fix (the refinement removes it).
 
 Spec: onnx.ai/onnx/operators/onnx__RNN.html, onnx__GRU.html, onnx__LSTM.html.
 """
@@ -31,8 +37,9 @@ from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, write_row
+from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, slice_axis, write_row
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim
 
 _FLOATS = (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16)
 _NARROW = (DataType.FLOAT16, DataType.BFLOAT16)
@@ -80,7 +87,7 @@ class _Layer:
 
 
 def _like(value: float, x: ir.Value) -> ir.Value:
-    return emit.splat(value, emit.dtype_of(x), emit.static_shape_of(x))
+    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
 
 
 def _add(a: ir.Value, b: ir.Value) -> ir.Value:
@@ -165,61 +172,48 @@ def _clip(x: ir.Value, clip: float | None) -> ir.Value:
 
 def _gate(gates: ir.Value, index: int, hidden: int) -> ir.Value:
     """Columns ``[index*H, (index+1)*H)`` of ``gates`` [B, G*H]."""
-    batch = emit.static_shape_of(gates)[0]
-    return stablehlo.SliceOp(
-        gates,
-        emit.i64_array([0, index * hidden]),
-        emit.i64_array([batch, (index + 1) * hidden]),
-        emit.i64_array([1, 1]),
-    ).result
+    return slice_axis(gates, 1, index * hidden, (index + 1) * hidden)
 
 
 def _matmul_t(x: ir.Value, w: ir.Value) -> ir.Value:
     """``x @ w^T`` contracting the last dim of both: [..., K] x [N, K] -> [..., N]."""
-    x_shape, w_shape = emit.static_shape_of(x), emit.static_shape_of(w)
+    x_shape, w_shape = emit.dims_of(x), emit.dims_of(w)
     numbers = stablehlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=[],
         rhs_batching_dimensions=[],
         lhs_contracting_dimensions=[len(x_shape) - 1],
         rhs_contracting_dimensions=[1],
     )
-    result_type = emit.tensor_type((*x_shape[:-1], w_shape[0]), emit.dtype_of(x))
-    return stablehlo.DotGeneralOp(result_type, x, w, numbers).result
+    out = (*x_shape[:-1], w_shape[0])
+    result_type = emit.tensor_type(out, emit.dtype_of(x))
+    return emit.record(stablehlo.DotGeneralOp(result_type, x, w, numbers).result, out)
 
 
 def _row(value: ir.Value, index: int) -> ir.Value:
-    """``value[index]`` along axis 0 (static), axis dropped."""
-    shape = emit.static_shape_of(value)
+    """``value[index]`` along axis 0 (a static index into a static dim), axis dropped."""
+    shape = emit.dims_of(value)
     if shape[0] == 1:
         return emit.reshape(value, shape[1:])
-    row = stablehlo.SliceOp(
-        value,
-        emit.i64_array([index] + [0] * (len(shape) - 1)),
-        emit.i64_array([index + 1, *shape[1:]]),
-        emit.i64_array([1] * len(shape)),
-    ).result
-    return emit.reshape(row, shape[1:])
+    return emit.reshape(slice_axis(value, 0, index, index + 1), shape[1:])
 
 
 def _columns(value: ir.Value, start: int, stop: int) -> ir.Value:
     """``value[..., start:stop]``."""
-    shape = emit.static_shape_of(value)
-    return stablehlo.SliceOp(
-        value,
-        emit.i64_array([0] * (len(shape) - 1) + [start]),
-        emit.i64_array([*shape[:-1], stop]),
-        emit.i64_array([1] * len(shape)),
-    ).result
+    return slice_axis(value, emit.rank_of(value) - 1, start, stop)
 
 
 def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
     """Stacks equal-shaped values along a new ``axis``."""
     expanded = []
     for v in values:
-        shape = list(emit.static_shape_of(v))
+        shape = list(emit.dims_of(v))
         shape.insert(axis, 1)
         expanded.append(emit.reshape(v, shape))
-    return expanded[0] if len(expanded) == 1 else stablehlo.ConcatenateOp(expanded, axis).result
+    if len(expanded) == 1:
+        return expanded[0]
+    out = list(emit.dims_of(values[0]))
+    out.insert(axis, len(values))
+    return emit.record(stablehlo.ConcatenateOp(expanded, axis).result, out)
 
 
 # Cells ---------------------------------------------------------------------------------------
@@ -245,7 +239,7 @@ def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None)
     if layer.linear_before_reset:
         recurrent = _matmul_t(h, r_h)
         if layer.r_bias_h is not None:
-            recurrent = _add(recurrent, emit.broadcast_to(layer.r_bias_h, emit.static_shape_of(recurrent)))
+            recurrent = _add(recurrent, emit.broadcast_to(layer.r_bias_h, emit.dims_of(recurrent)))
         candidate = _add(x_h, _mul(r, recurrent))
     else:
         candidate = _add(x_h, _matmul_t(_mul(r, h), r_h))
@@ -256,10 +250,7 @@ def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None)
 
 def _row_block(value: ir.Value, start: int, stop: int) -> ir.Value:
     """Rows ``[start, stop)`` of a 2-D value."""
-    shape = emit.static_shape_of(value)
-    return stablehlo.SliceOp(
-        value, emit.i64_array([start, 0]), emit.i64_array([stop, shape[1]]), emit.i64_array([1, 1])
-    ).result
+    return slice_axis(value, 0, start, stop)
 
 
 def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
@@ -270,7 +261,7 @@ def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None
     hidden = layer.hidden
     gates = _add(x_gates, _matmul_t(h, layer.r))
     pre_i, pre_o, pre_f, pre_c = (_gate(gates, k, hidden) for k in range(4))
-    shape = emit.static_shape_of(c)
+    shape = emit.dims_of(c)
     if layer.peephole is not None:
         p_i, p_o, p_f = (
             emit.broadcast_to(_columns(layer.peephole, k * hidden, (k + 1) * hidden), shape) for k in range(3)
@@ -301,18 +292,25 @@ def _direction_loop(
     lengths: ir.Value | None,
     reverse: bool,
 ) -> tuple[ir.Value, ir.Value, ir.Value | None]:
-    """Runs one direction over all steps: returns Y [S, B, H], the last H and the last C."""
-    steps, batch, _ = emit.static_shape_of(x_gates)
-    shape = emit.static_shape_of(h0)
+    """Runs one direction over all steps: returns Y [S, B, H], the last H and the last C.
+
+    A symbolic S runs ``get_dimension_size`` steps; a symbolic B keeps the carried states
+    ``[?, H]`` (refined per call).
+    """
+    steps, batch, _ = emit.dims_of(x_gates)
+    shape = emit.dims_of(h0)
+    last = emit.dim_value(steps - 1) if reverse and not isinstance(steps, int) else None
     dtype = emit.dtype_of(h0)
     cell = _CELLS[layer.kind]
 
     def body(counter: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         h, y = carried[0], carried[-1]
         c = carried[1] if c0 is not None else None
-        index = (
-            stablehlo.SubtractOp(emit.splat(steps - 1, DataType.INT64), counter).result if reverse else counter
-        )
+        if reverse:
+            first = emit.splat(steps - 1, DataType.INT64) if last is None else last
+            index = stablehlo.SubtractOp(first, counter).result
+        else:
+            index = counter
         h_next, c_next = cell(layer, dynamic_index(x_gates, index, 0), h, c)
         row = h_next
         if lengths is not None:
@@ -349,29 +347,47 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
 
     x = value(0)
     if emit.rank_of(x) != 3:
-        raise ctx.error(f"X must have rank 3, got shape {list(ctx.input_static_shape(0))}", ShapeError)
+        raise ctx.error(f"X must have rank 3, got shape {[str(d) for d in emit.dims_of(x)]}", ShapeError)
     if layout == 1:
         x = emit.transpose(x, [1, 0, 2])
-    steps, batch, _ = emit.static_shape_of(x)
+    steps, batch, size = emit.dims_of(x)
     w, r = value(1), value(2)
-    w_shape, r_shape = emit.static_shape_of(w), emit.static_shape_of(r)
-    hidden = node.attr_int("hidden_size", r_shape[-1])
-    if w_shape[0] != directions or w_shape[1] != gates * hidden or r_shape != (directions, gates * hidden, hidden):
+    w_dims, r_dims = emit.dims_of(w), emit.dims_of(r)
+    if node.has_attr("hidden_size"):
+        hidden = node.attr_int("hidden_size")
+    elif len(r_dims) == 3 and isinstance(r_dims[-1], int):
+        hidden = r_dims[-1]
+    else:
+        raise ctx.error("R's last dim is symbolic: the hidden size needs the hidden_size attribute", ShapeError)
+    if not _fits(w_dims, (directions, gates * hidden, size)) or not _fits(r_dims, (directions, gates * hidden, hidden)):
         raise ctx.error(
-            f"W {list(w_shape)} and R {list(r_shape)} do not fit direction={direction!r}, "
+            f"W {[str(d) for d in w_dims]} and R {[str(d) for d in r_dims]} do not fit direction={direction!r}, "
             f"hidden_size={hidden} and {gates} gates",
             ShapeError,
         )
-    bias = value(3) if ctx.has_input(3) else None
+
+    def shaped(index: int, dims: Sequence[Dim]) -> ir.Value:
+        """Input ``index`` as ``dims``: symbolic dims where the shape is fixed by the attributes or
+        by X become those (a ``dynamic_reshape`` the refinement removes)."""
+        given = value(index)
+        if not _fits(emit.dims_of(given), dims):
+            raise ctx.error(
+                f"{node.input_names[index]} has shape {[str(d) for d in emit.dims_of(given)]}, expected "
+                f"{[str(d) for d in dims]}",
+                ShapeError,
+            )
+        return emit.reshape(given, dims)
+
+    w = shaped(1, (directions, gates * hidden, size))
+    r = shaped(2, (directions, gates * hidden, hidden))
+    bias = shaped(3, (directions, 2 * gates * hidden)) if ctx.has_input(3) else None
     lengths = _sequence_lengths(ctx, steps)
     state_shape = (directions, batch, hidden)
 
     def initial(index: int) -> ir.Value | None:
         if not ctx.has_input(index):
             return None
-        state = value(index)
-        if emit.static_shape_of(state) != (state_shape if layout == 0 else (batch, directions, hidden)):
-            raise ctx.error(f"{node.input_names[index]} has shape {list(emit.static_shape_of(state))}", ShapeError)
+        state = shaped(index, state_shape if layout == 0 else (batch, directions, hidden))
         return emit.transpose(state, [1, 0, 2]) if layout == 1 else state
 
     def initial_row(state: ir.Value | None, d: int) -> ir.Value:
@@ -379,7 +395,7 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
 
     h_init = initial(5)
     c_init = initial(6) if kind == "LSTM" else None
-    peepholes = value(7) if kind == "LSTM" and ctx.has_input(7) else None
+    peepholes = shaped(7, (directions, 3 * hidden)) if kind == "LSTM" and ctx.has_input(7) else None
     acts = _activations(ctx, node, kind, directions)
     clip = node.attr("clip")
     linear_before_reset = kind == "GRU" and bool(node.attr_int("linear_before_reset", 0))
@@ -402,7 +418,7 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
                 w_bias = _add(w_bias, r_bias)
             else:
                 w_bias = _add(w_bias, r_bias)
-            x_gates = _add(x_gates, emit.broadcast_to(w_bias, emit.static_shape_of(x_gates)))
+            x_gates = _add(x_gates, emit.broadcast_to(w_bias, emit.dims_of(x_gates)))
         layer = _Layer(
             kind=kind,
             hidden=hidden,
@@ -435,11 +451,18 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
     return [emit.convert(v, dtype) if v is not None else None for v in outputs]
 
 
-def _sequence_lengths(ctx: LoweringContext, steps: int) -> ir.Value | None:
+def _fits(dims: Sequence[Dim], expected: Sequence[Dim]) -> bool:
+    """Whether a state's dims fit: equal where both are static (symbolic dims bind at run time)."""
+    if len(dims) != len(expected):
+        return False
+    return all(not isinstance(a, int) or not isinstance(b, int) or a == b for a, b in zip(dims, expected))
+
+
+def _sequence_lengths(ctx: LoweringContext, steps: Dim) -> ir.Value | None:
     """``sequence_lens`` as an int32 [B] value, or None when every entry runs all steps."""
     if not ctx.has_input(4):
         return None
-    if ctx.is_constant_input(4):
+    if ctx.is_constant_input(4) and isinstance(steps, int):
         known = np.asarray(ctx.constant_input(4)).reshape(-1)
         if np.any(known < 0) or np.any(known > steps):
             raise ctx.error(f"sequence_lens {known.tolist()} must lie in [0, {steps}]", ShapeError)
@@ -455,7 +478,7 @@ def lower_rnn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers RNN to one stablehlo.while per direction (see the module docstring).
 
     Spec: RNN-7/14/22.
-    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, H, I]; R [D, H, H];
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), S and B may be symbolic; W [D, H, I]; R [D, H, H];
         B [D, 2H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Deviations: activation alpha/beta defaults follow the ONNX operators of the same name
@@ -473,7 +496,7 @@ def lower_gru(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers GRU (gates z, r, h; ``linear_before_reset``) to one stablehlo.while per direction.
 
     Spec: GRU-7/14/22.
-    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, 3H, I]; R [D, 3H, H];
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), S and B may be symbolic; W [D, 3H, I]; R [D, 3H, H];
         B [D, 6H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Deviations: activation alpha/beta defaults as for RNN.
@@ -490,7 +513,7 @@ def lower_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers LSTM (gates i, o, f, c; peepholes, ``input_forget``) to one stablehlo.while per direction.
 
     Spec: LSTM-7/14/22.
-    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), static; W [D, 4H, I]; R [D, 4H, H];
+    Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), S and B may be symbolic; W [D, 4H, I]; R [D, 4H, H];
         B [D, 8H]; sequence_lens [B] int32; initial_h, initial_c [D, B, H] (layout 1:
         [B, D, H]); P [D, 3H].
     Dtypes: f16, bf16 (computed in f32), f32, f64.

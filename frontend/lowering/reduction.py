@@ -267,7 +267,7 @@ def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[i
         f"Spec: onnx.ai/onnx/operators/onnx__{op_type}.html ({op_type}-"
         f"{', '.join(map(str, attr_since + input_since))}); `axes` is an attribute before "
         f"revision {first_input}, an optional input from it on.\n"
-        "Shapes: data [d0, ..., dn], static; axes (input) [k] int64, must be constant.\n"
+        "Shapes: data [d0, ..., dn] (symbolic dims allowed); axes (input) [k] int64, must be constant.\n"
         f"Dtypes: {dtypes_doc}.\n"
         "Raises: NonConstantInputError if `axes` is computed at run time; ShapeError for an axis out of range."
     )
@@ -305,7 +305,7 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
     index, or the larger one with ``select_last_index=1``.
     """
     x = ctx.input(0)
-    shape = ctx.input_static_shape(0)
+    shape = emit.dims_of(x)
     dtype = emit.dtype_of(x)
     rank = len(shape)
     axis = ctx.axis(node.attr_int("axis"), rank)
@@ -314,7 +314,7 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
     if dtype == DataType.BOOL:
         x, dtype = emit.convert(x, DataType.UINT8), DataType.UINT8
     index_type = DataType.INT64
-    index = stablehlo.IotaOp(emit.tensor_type(shape, index_type), axis).result
+    index = emit.iota(shape, axis, index_type)
     init_value = _lowest(dtype) if direction == "GT" else _highest(dtype)
     out_shape = [d for i, d in enumerate(shape) if i != axis]
     op = stablehlo.ReduceOp(
@@ -348,7 +348,7 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
                 stablehlo.SelectOp(take_index, idx, acc_index).result,
             ]
         )
-    result = op.results[1]
+    result = emit.record(op.results[1], out_shape)
     if keepdims:
         result = emit.reshape(result, [1 if i == axis else d for i, d in enumerate(shape)])
     return result
@@ -362,7 +362,8 @@ def lower_arg_max(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers ArgMax to a (value, index) stablehlo.reduce; the result is int64.
 
     Spec: onnx.ai/onnx/operators/onnx__ArgMax.html (ArgMax-1, 11, 12, 13).
-    Shapes: data [d0, ..., dn] static; result without (keepdims=0) or with a 1 at `axis`.
+    Shapes: data [d0, ..., dn] (symbolic dims allowed); result without (keepdims=0) or with a
+        1 at `axis`.
     Dtypes: every numeric type.
     Raises: ShapeError for an axis out of range.
     """
@@ -377,7 +378,8 @@ def lower_arg_min(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers ArgMin to a (value, index) stablehlo.reduce; the result is int64.
 
     Spec: onnx.ai/onnx/operators/onnx__ArgMin.html (ArgMin-1, 11, 12, 13).
-    Shapes: data [d0, ..., dn] static; result without (keepdims=0) or with a 1 at `axis`.
+    Shapes: data [d0, ..., dn] (symbolic dims allowed); result without (keepdims=0) or with a
+        1 at `axis`.
     Dtypes: every numeric type.
     Raises: ShapeError for an axis out of range.
     """

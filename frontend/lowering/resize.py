@@ -19,9 +19,14 @@ Linear and cubic interpolation of integer tensors is computed in float32 (float6
 integers) and converted back with saturation, truncating toward zero, as onnxruntime does.
 float16 and bfloat16 inputs are interpolated in float32.
 
-With symbolic dims in X, nearest upscaling by compile-time integer scales (the YOLO and
-PP-OCR upsampling) repeats elements with a broadcast and a reshape (``_resize_symbolic``);
-anything else raises a ``ShapeError`` and the model is lowered per shape.
+With symbolic dims in X and compile-time scales or sizes (``_resize_symbolic``), nearest
+upscaling by integer scales (the YOLO and PP-OCR upsampling) repeats elements with a broadcast
+and a reshape; other nearest, linear and cubic resizes compute source coordinates at run time
+(``dynamic_iota`` and the run-time input size) and sum ``dynamic_gather``s of the kernel taps.
+The output size ``floor(in * scale)`` is a symbolic ``floor(in * p / q)`` for ``scale = p / q``
+with ``q <= 2**16`` (2.0, 0.5, 1.5, 0.75 ...). Run-time scales or sizes, other scales (1/3 as a
+float), tf_crop_and_resize, a keep_aspect_ratio_policy over several axes, and antialias with
+sizes raise a ``ShapeError`` and the model is lowered per shape.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from fractions import Fraction
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -39,6 +45,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, floor_div
 
 _MODES = ("nearest", "linear", "cubic")
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
@@ -484,7 +491,7 @@ def _convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
     if dtypes.is_integer(dtype):
         info = np.iinfo(dtypes.numpy_dtype(dtype))
         source = emit.dtype_of(value)
-        shape = emit.static_shape_of(value)
+        shape = emit.dims_of(value)
         low = emit.splat(float(info.min), source, shape)
         high = emit.splat(float(info.max), source, shape)
         value = stablehlo.ClampOp(low, value, high).result
@@ -543,7 +550,7 @@ def _resize(
             raise ctx.unsupported_attribute("axes", list(axes), "distinct axes")
     if not all(isinstance(d, int) for d in dims):
         return _resize_symbolic(ctx, spec, dims, axes, scales_index=scales_index, sizes_index=sizes_index,
-                                scales_attr=scales_attr)
+                                scales_attr=scales_attr, policy=policy)
     shape = ctx.input_static_shape(0)
 
     use_sizes = sizes_index is not None and _optional_nonempty(ctx, sizes_index)
@@ -701,49 +708,246 @@ def _resize_symbolic(
     scales_index: int | None,
     sizes_index: int | None,
     scales_attr: Sequence[float] | None,
+    policy: str = "stretch",
 ) -> ir.Value:
-    """Resize of an X with symbolic dims: nearest upscaling by compile-time integer scales.
+    """Resize of an X with symbolic dims and compile-time ``scales`` (or ``sizes``).
 
-    Each resized axis with scale ``k`` repeats every element ``k`` times (a broadcast to
-    ``[..., in, k, ...]`` and a reshape to ``[..., in * k, ...]``), which is what the
-    coordinate and nearest modes of ``_REPEATS`` compute; axes with scale 1 are left alone.
+    Nearest upscaling by integer scales in the modes of ``_REPEATS`` repeats every element
+    ``k`` times (a broadcast to ``[..., in, k, ...]`` and a reshape to ``[..., in * k, ...]``).
+    Every other resized axis is computed by :func:`_resize_axis_symbolic` from run-time source
+    coordinates: ``dynamic_iota`` over the output positions and the run-time input size, then
+    one ``dynamic_gather`` per kernel tap (1 for nearest, 2 for linear, 4 for cubic; more with
+    antialiasing), weighted and summed.
+
+    The output size is ``floor(in * scale)`` as a :class:`SymbolicDim`: with ``scale = p / q``
+    (every float is a dyadic fraction) it is ``floor(in * p / q)``; ``sizes`` give static output
+    sizes (stretch policy, or one resized axis).
 
     Raises:
-        ShapeError: sizes, run-time scales, a non-integer scale or another mode (the model is
-            then lowered per shape).
+        ShapeError: run-time scales or sizes, a scale whose denominator exceeds ``2**16`` (1/3
+            as a float), tf_crop_and_resize, sizes with keep_aspect_ratio_policy over several
+            axes, antialias with sizes (the model is then lowered per shape).
     """
     x = ctx.input(0)
-    if sizes_index is not None and _optional_nonempty(ctx, sizes_index):
-        raise ctx.error(f"'sizes' with the symbolic input shape {list(map(str, dims))} needs a static shape",
-                        ShapeError)
-    if scales_attr is not None:
-        scales = np.asarray(scales_attr, dtype=np.float64)
-    elif scales_index is not None and ctx.has_input(scales_index) and ctx.is_constant_input(scales_index):
-        scales = np.asarray(ctx.constant_input(scales_index), dtype=np.float64).reshape(-1)
+    use_sizes = sizes_index is not None and _optional_nonempty(ctx, sizes_index)
+    scales: list[float | None]
+    if use_sizes:
+        if not ctx.is_constant_input(sizes_index):
+            raise ctx.error("run-time 'sizes' with a symbolic input shape need a static shape", ShapeError)
+        sizes = np.asarray(ctx.constant_input(sizes_index), dtype=np.int64).reshape(-1)
+        if len(sizes) != len(axes):
+            raise ctx.error(f"'sizes' has {len(sizes)} values; expected {len(axes)} (one per resized axis)",
+                            ShapeError)
+        if policy != "stretch" and len(axes) > 1:
+            raise ctx.error(f"keep_aspect_ratio_policy={policy} with a symbolic input shape needs a static shape",
+                            ShapeError)
+        scales = [None] * len(axes)
+        targets: list[Dim] = [int(v) for v in sizes]
     else:
-        raise ctx.error("run-time 'scales' with a symbolic input shape need a static shape", ShapeError)
-    if len(scales) != len(axes):
-        raise ctx.error(f"'scales' has {len(scales)} values; expected {len(axes)} (one per resized axis)", ShapeError)
-    result = x
+        if scales_attr is not None:
+            scale_array = np.asarray(scales_attr, dtype=np.float64)
+        elif scales_index is not None and ctx.has_input(scales_index) and ctx.is_constant_input(scales_index):
+            scale_array = np.asarray(ctx.constant_input(scales_index), dtype=np.float64).reshape(-1)
+        else:
+            raise ctx.error("run-time 'scales' with a symbolic input shape need a static shape", ShapeError)
+        if len(scale_array) != len(axes):
+            raise ctx.error(f"'scales' has {len(scale_array)} values; expected {len(axes)} (one per resized axis)",
+                            ShapeError)
+        if np.any(scale_array <= 0):
+            raise ctx.error(f"scales {scale_array.tolist()} must be positive", ShapeError)
+        scales = [float(v) for v in scale_array]
+        targets = []
+        for axis, scale in zip(axes, scales):
+            fraction = Fraction(scale)
+            if fraction.denominator > 2**16:
+                raise ctx.error(
+                    f"scale {scale} with a symbolic input shape needs a static shape (floor(in * scale) "
+                    "is only symbolic for scales p / q with q <= 2**16)",
+                    ShapeError,
+                )
+            targets.append(floor_div(dims[axis] * fraction.numerator, fraction.denominator))
+    if spec.coordinate_mode == "tf_crop_and_resize":
+        raise ctx.error("tf_crop_and_resize with a symbolic input shape needs a static shape", ShapeError)
+    if spec.antialias and use_sizes:
+        raise ctx.error("antialias with 'sizes' and a symbolic input shape needs a static shape", ShapeError)
+    if spec.nearest_mode == "simple" and use_sizes:
+        raise ctx.error("Resize-10 nearest with 'sizes' needs a static shape", ShapeError)
+
+    dtype = emit.dtype_of(x)
+    compute = dtype if spec.mode == "nearest" else _compute_dtype(dtype)
+    result = emit.convert(x, compute)
     rank = len(dims)
-    for axis, scale in zip(axes, scales.tolist()):
-        if scale == 1.0:
-            continue
-        if spec.mode != "nearest" or (spec.coordinate_mode, spec.nearest_mode) not in _REPEATS:
-            raise ctx.error(
-                f"mode={spec.mode} ({spec.coordinate_mode}, {spec.nearest_mode}) with a symbolic input shape "
-                "needs a static shape (only nearest integer upscaling is shape-polymorphic)",
-                ShapeError,
-            )
-        if not float(scale).is_integer() or scale < 1:
-            raise ctx.error(f"scale {scale} with a symbolic input shape needs a static shape", ShapeError)
-        k = int(scale)
+    for axis, scale, target in zip(axes, scales, targets):
         current = emit.dims_of(result)
-        expanded = [*current[: axis + 1], k, *current[axis + 1 :]]
-        mapping = [d if d <= axis else d + 1 for d in range(rank)]
-        repeated = emit.broadcast_to(result, expanded, dims=mapping)
-        result = emit.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
+        if scale == 1.0 or (scale is None and current[axis] == target):
+            continue  # every coordinate mode but tf_crop_and_resize maps y to y
+        if spec.mode == "nearest" and (spec.coordinate_mode, spec.nearest_mode) in _REPEATS and scale is not None \
+                and float(scale).is_integer():
+            k = int(scale)
+            expanded = [*current[: axis + 1], k, *current[axis + 1 :]]
+            mapping = [d if d <= axis else d + 1 for d in range(rank)]
+            repeated = emit.broadcast_to(result, expanded, dims=mapping)
+            result = emit.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
+            continue
+        result = _resize_axis_symbolic(spec, result, axis, target, scale)
+    if compute != dtype:
+        result = _convert_back(result, dtype)
     return result
+
+
+def _take_axis(x: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
+    """``numpy.take(x, indices, axis)`` for in-range int64 ``[count]`` indices (symbolic dims allowed)."""
+    shape = emit.dims_of(x)
+    (count,) = emit.dims_of(indices)
+    rank = len(shape)
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[d for d in range(rank) if d != axis],
+        collapsed_slice_dims=[axis],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[axis],
+        index_vector_dim=1,
+    )
+    slice_sizes = [1 if d == axis else size for d, size in enumerate(shape)]
+    out_shape = [count if d == axis else size for d, size in enumerate(shape)]
+    result_type = emit.tensor_type(out_shape, emit.dtype_of(x))
+    points = emit.reshape(indices, [count, 1])
+    if all(isinstance(d, int) for d in slice_sizes):
+        result = stablehlo.GatherOp(x, points, numbers, emit.i64_array(slice_sizes), results=[result_type]).result
+    else:
+        result = stablehlo.DynamicGatherOp(
+            x, points, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
+        ).result
+    return emit.record(result, out_shape)
+
+
+def _resize_axis_symbolic(
+    spec: _Interpolation, x: ir.Value, axis: int, out_dim: Dim, scale: float | None
+) -> ir.Value:
+    """Resizes ``axis`` of ``x`` (already in the compute dtype) to ``out_dim`` positions.
+
+    The in-graph twin of :func:`_source_coordinates` over ``dynamic_iota`` positions and the
+    run-time input size ``n`` (float64, divisions behind an optimization barrier as in
+    :class:`_Vec`); ``scale`` is the compile-time scale, or ``None`` for ``sizes`` (then
+    ``out / n`` at run time, and ``length_resized`` is the output size). Nearest gathers the
+    rounded, clamped source index; linear and cubic gather the taps ``floor(x) + t`` (clamped to
+    the edge, or dropped with ``exclude_outside``) and sum them weighted by the kernel.
+    """
+    f64 = DataType.DOUBLE
+    in_dim = emit.dims_of(x)[axis]
+    shape = [out_dim]
+
+    def c(value: float) -> ir.Value:
+        return emit.splat(value, f64, shape)
+
+    def vector(scalar: ir.Value) -> ir.Value:
+        return emit.broadcast_to(scalar, shape, dims=())
+
+    def div(a: ir.Value, b: ir.Value) -> ir.Value:
+        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
+        return stablehlo.DivOp(a, opaque).result
+
+    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
+    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
+    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
+    select = lambda p, a, b: stablehlo.SelectOp(p, a, b).result  # noqa: E731
+
+    y = emit.convert(emit.iota(shape, 0, DataType.INT64), f64)
+    n = emit.convert(emit.dim_value(in_dim), f64)
+    n_v = vector(n)
+    out_v = vector(emit.convert(emit.dim_value(out_dim), f64))
+    s = div(out_v, n_v) if scale is None else c(scale)
+    width = out_v if scale is None else mul(s, n_v)
+    mode = spec.coordinate_mode
+    if mode in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric"):
+        source = div(add(y, c(0.5)), s)
+        if mode == "half_pixel_symmetric":
+            offset = mul(div(n_v, c(2.0)), sub(c(1.0), div(out_v, width)))
+            source = add(offset, source)
+        coords = sub(source, c(0.5))
+        if mode == "pytorch_half_pixel":
+            coords = select(emit.compare(width, c(1.0), "GT"), coords, c(0.0))
+    elif mode == "align_corners":
+        coords = div(mul(y, sub(n_v, c(1.0))), sub(width, c(1.0)))
+        coords = select(emit.compare(width, c(1.0), "EQ"), c(0.0), coords)
+    elif mode == "asymmetric":
+        coords = div(y, s)
+    elif mode == "tf_half_pixel_for_nn":
+        coords = div(add(y, c(0.5)), s)
+    else:
+        raise AssertionError(mode)
+    last = sub(n_v, c(1.0))
+
+    def index_of(position: ir.Value) -> ir.Value:
+        clamped = stablehlo.ClampOp(c(0.0), position, last).result
+        return emit.convert(clamped, DataType.INT64)
+
+    if spec.mode == "nearest":
+        rounding = spec.nearest_mode
+        if rounding == "simple":
+            rounding = "ceil" if scale < 1 else "floor"
+        if rounding == "round_prefer_floor":
+            index = stablehlo.CeilOp(sub(coords, c(0.5))).result
+        elif rounding == "round_prefer_ceil":
+            index = stablehlo.FloorOp(add(coords, c(0.5))).result
+        elif rounding == "floor":
+            index = stablehlo.FloorOp(coords).result
+        else:
+            index = stablehlo.CeilOp(coords).result
+        return _take_axis(x, index_of(index), axis)
+
+    kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
+    reach = _SUPPORT[spec.mode] / kernel_scale
+    radius = _tap_radius(spec, kernel_scale)
+    # tap floor(x) + t lies at distance in (t - 1, t]: only |distance| < reach has a weight
+    offsets = [t for t in range(-radius + 1, radius + 1) if t > -reach and t - 1 < reach]
+    base = stablehlo.FloorOp(coords).result
+    taps, weights = [], []
+    for t in offsets:
+        tap = add(base, c(float(t)))
+        distance = sub(tap, coords)
+        if spec.antialias:
+            distance = mul(distance, c(kernel_scale))
+        weight = _runtime_kernel_dims(spec, distance, shape)
+        if spec.exclude_outside:
+            outside = stablehlo.OrOp(emit.compare(tap, c(0.0), "LT"), emit.compare(tap, last, "GT")).result
+            weight = select(outside, c(0.0), weight)
+        taps.append(tap)
+        weights.append(weight)
+    if spec.antialias or spec.exclude_outside:
+        total = weights[0]
+        for weight in weights[1:]:
+            total = add(total, weight)
+        total = select(emit.compare(total, c(0.0), "EQ"), c(1.0), total)
+        weights = [div(weight, total) for weight in weights]
+    compute = emit.dtype_of(x)
+    result = None
+    for tap, weight in zip(taps, weights):
+        gathered = _take_axis(x, index_of(tap), axis)
+        out_dims = emit.dims_of(gathered)
+        scaled = stablehlo.MulOp(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis])).result
+        result = scaled if result is None else stablehlo.AddOp(result, scaled).result
+    return result
+
+
+def _runtime_kernel_dims(spec: _Interpolation, distance: ir.Value, shape: Sequence[Dim]) -> ir.Value:
+    """:func:`_runtime_kernel` for a float64 ``distance`` of (possibly symbolic) ``shape``."""
+    d = stablehlo.AbsOp(distance).result
+
+    def c(value: float) -> ir.Value:
+        return emit.splat(value, DataType.DOUBLE, shape)
+
+    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
+    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
+    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
+    if spec.mode == "linear":
+        return stablehlo.ClampOp(c(0.0), sub(c(1.0), d), c(1.0)).result
+    a = spec.cubic_a
+    near = add(mul(mul(sub(mul(c(a + 2), d), c(a + 3)), d), d), c(1.0))
+    far = sub(mul(add(mul(sub(mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
+    inner = emit.compare(d, c(1.0), "LE")
+    within = emit.compare(d, c(2.0), "LT")
+    return stablehlo.SelectOp(inner, near, stablehlo.SelectOp(within, far, c(0.0)).result).result
 
 
 def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[str]) -> _Interpolation:
@@ -776,7 +980,7 @@ def lower_resize_10(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-10 (asymmetric coordinates; scales only) to gathers or dot_generals.
 
     Spec: Resize-10.
-    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); scales [rank].
+    Shapes: X any rank (symbolic dims: constant scales, see the module docstring); scales [rank].
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Deviations: nearest rounds up when downsampling and down otherwise, as onnxruntime does
         (the revision does not say).
@@ -797,7 +1001,8 @@ def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-11/13 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-11/13.
-    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); roi [2 * rank]; scales [rank] or sizes [rank] (one non-empty).
+    Shapes: X any rank (symbolic dims: constant scales or sizes, see the module docstring); roi [2 * rank];
+        scales [rank] or sizes [rank] (one non-empty).
     Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
     Deviations: with ``scales``, the ``length_resized`` of align_corners, tf_crop_and_resize and
         pytorch_half_pixel is the fractional ``in * scale`` (the spec's ``scale =
@@ -823,7 +1028,8 @@ def lower_resize_18(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-18/19 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-18/19.
-    Shapes: X any rank (symbolic dims: nearest integer upscaling by constant scales only); roi [2 * len(axes)]; scales or sizes [len(axes)].
+    Shapes: X any rank (symbolic dims: constant scales or sizes, see the module docstring); roi
+        [2 * len(axes)]; scales or sizes [len(axes)].
     Dtypes: numeric types and bool (nearest); numeric types (linear, cubic).
     Deviations: as Resize-11/13.
     Raises:
@@ -848,7 +1054,7 @@ def lower_upsample_7(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Upsample-7 (scales attribute) like Resize-10.
 
     Spec: Upsample-7.
-    Shapes: X (symbolic dims: nearest integer upscaling only); scales attribute [rank], each >= 1.
+    Shapes: X (symbolic dims: constant scales); scales attribute [rank], each >= 1.
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Raises:
         UnsupportedAttributeError: mode is not nearest or linear.
@@ -869,7 +1075,7 @@ def lower_upsample_9(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Upsample-9/10 (scales input) like Resize-10.
 
     Spec: Upsample-9/10.
-    Shapes: X (symbolic dims: nearest integer upscaling only); scales [rank].
+    Shapes: X (symbolic dims: constant scales); scales [rank].
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Raises:
         UnsupportedAttributeError: mode is not nearest or linear.

@@ -32,6 +32,7 @@ from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.shapes import Dim, is_static
 
 
 def _position(ctx: LoweringContext, index: int, length: int, *, insert: bool = False) -> int:
@@ -106,13 +107,13 @@ def lower_concat_from_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     new_axis = node.attr_int("new_axis") == 1
     axis = ctx.axis(node.attr_int("axis"), rank + 1 if new_axis else rank)
     if new_axis:
-        elements = [
-            emit.reshape(e, emit.static_shape_of(e)[:axis] + (1,) + emit.static_shape_of(e)[axis:])
-            for e in elements
-        ]
+        elements = [emit.reshape(e, emit.dims_of(e)[:axis] + (1,) + emit.dims_of(e)[axis:]) for e in elements]
     if len(elements) == 1:
         return [elements[0]]
-    return [stablehlo.ConcatenateOp(elements, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)).result]
+    result = stablehlo.ConcatenateOp(elements, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)).result
+    dims = list(emit.dims_of(elements[0]))
+    dims[axis] = sum((emit.dims_of(e)[axis] for e in elements), start=0)
+    return [emit.record(result, dims)]
 
 
 @lowering("SplitToSequence", since=11)
@@ -123,37 +124,73 @@ def lower_split_to_sequence(ctx: LoweringContext, node: OnnxNode) -> list[Sequen
     Spec: SplitToSequence-11/24. ``split`` (compile-time) is a scalar chunk size (the last
     chunk may be smaller) or a list of sizes; without it the tensor is split into size-1
     pieces, squeezed when ``keepdims=0``.
-    Raises: ShapeError when the sizes do not add up to the dim.
+    Shapes: x any rank; dims other than ``axis`` may be symbolic. The split axis must be static
+        (the sequence length and the piece sizes depend on it), unless ``split`` is a list whose
+        sum is that symbolic size as an expression.
+    Raises: NonConstantInputError if `split` is computed at run time; ShapeError when the sizes
+        do not add up to the dim, or the split axis is symbolic.
     """
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     dim = shape[axis]
     squeeze = False
     if ctx.has_input(1):
-        split = np.asarray(ctx.constant_input(1)).astype(np.int64)
+        split = ctx.symbolic_input(1)
         if split.ndim == 0:
-            chunk = int(split)
+            chunk = split.item()
+            if not isinstance(dim, int) or not isinstance(chunk, int):
+                raise ctx.error(
+                    f"a chunk size {chunk} on axis {axis} of symbolic size {dim}: the sequence "
+                    "length depends on the size",
+                    ShapeError,
+                )
+            if chunk <= 0:
+                raise ctx.error(f"split chunk size {chunk} must be positive", ShapeError)
             sizes = [chunk] * (dim // chunk) + ([dim % chunk] if dim % chunk else [])
         else:
-            sizes = [int(v) for v in split]
+            sizes = [v if not isinstance(v, (int, np.integer)) else int(v) for v in split.reshape(-1)]
     else:
+        if not isinstance(dim, int):
+            raise ctx.error(
+                f"splitting axis {axis} of symbolic size {dim} into size-1 pieces: the sequence "
+                "length depends on the size",
+                ShapeError,
+            )
         sizes = [1] * dim
         squeeze = node.attr_int("keepdims") == 0
     if sum(sizes) != dim:
-        raise ctx.error(f"split sizes {sizes} do not add up to dim {axis} of size {dim}", ShapeError)
+        raise ctx.error(f"split sizes {list(map(str, sizes))} do not add up to dim {axis} of size {dim}", ShapeError)
     pieces = []
     start = 0
     for size in sizes:
-        begin = [0] * len(shape)
-        end = list(shape)
-        begin[axis], end[axis] = start, start + size
-        piece = stablehlo.SliceOp(x, emit.i64_array(begin), emit.i64_array(end), emit.i64_array([1] * len(shape))).result
+        piece = _slice_axis(x, axis, start, start + size)
         if squeeze:
             piece = emit.reshape(piece, shape[:axis] + shape[axis + 1:])
         pieces.append(piece)
-        start += size
+        start = start + size
     return [SequenceResult(pieces, emit.dtype_of(x))]
+
+
+def _slice_axis(x: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
+    """``x[..., start:limit, ...]``: stablehlo.slice, or real_dynamic_slice for symbolic dims."""
+    shape = emit.dims_of(x)
+    begin = [0] * len(shape)
+    end = list(shape)
+    begin[axis], end[axis] = start, limit
+    if is_static(end):
+        ones = emit.i64_array([1] * len(shape))
+        return stablehlo.SliceOp(x, emit.i64_array(begin), emit.i64_array(end), ones).result
+    out = list(shape)
+    out[axis] = limit - start
+    result = stablehlo.RealDynamicSliceOp(
+        emit.tensor_type(out, emit.dtype_of(x)),
+        x,
+        emit.shape_tensor(begin),
+        emit.shape_tensor(end),
+        emit.shape_tensor([1] * len(shape)),
+    ).result
+    return emit.record(result, out)
 
 
 @lowering("SequenceMap", since=17)

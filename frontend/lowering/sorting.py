@@ -37,9 +37,9 @@ def _sort_with_indices(x: ir.Value, axis: int, descending: bool) -> tuple[ir.Val
     ``a`` is NaN and ``b`` is not (descending) or ``b`` is NaN and ``a`` is not (ascending), and,
     for equal values (two NaNs included), when its index is lower.
     """
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     dtype = emit.dtype_of(x)
-    index = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), axis).result
+    index = emit.iota(shape, axis, DataType.INT64)
     op = stablehlo.SortOp([x.type, index.type], [x, index], dimension=axis, is_stable=False)
     value_type, index_type = emit.tensor_type((), dtype), emit.tensor_type((), DataType.INT64)
     block = op.comparator.blocks.append(value_type, value_type, index_type, index_type)
@@ -54,21 +54,32 @@ def _sort_with_indices(x: ir.Value, axis: int, descending: bool) -> tuple[ir.Val
             equal = stablehlo.OrOp(equal, stablehlo.AndOp(a_nan, b_nan).result).result
         tie_break = stablehlo.AndOp(equal, emit.compare(index_a, index_b, "LT")).result
         stablehlo.ReturnOp([stablehlo.OrOp(before, tie_break).result])
-    return op.results[0], op.results[1]
+    return emit.record(op.results[0], shape), emit.record(op.results[1], shape)
 
 
 def _slice_front(value: ir.Value, axis: int, count: int) -> ir.Value:
-    shape = emit.static_shape_of(value)
+    """The first ``count`` entries of ``value`` along ``axis`` (real_dynamic_slice when symbolic)."""
+    shape = emit.dims_of(value)
     limits = list(shape)
     limits[axis] = count
-    return stablehlo.SliceOp(value, [0] * len(shape), limits, [1] * len(shape)).result
+    if all(isinstance(d, int) for d in shape):
+        return stablehlo.SliceOp(value, [0] * len(shape), limits, [1] * len(shape)).result
+    result = stablehlo.RealDynamicSliceOp(
+        emit.tensor_type(limits, emit.dtype_of(value)),
+        value,
+        emit.shape_tensor([0] * len(shape)),
+        emit.shape_tensor(limits),
+        emit.shape_tensor([1] * len(shape)),
+    ).result
+    return emit.record(result, limits)
 
 
 def _top_k(ctx: LoweringContext, k: int, axis: int, largest: bool) -> list[ir.Value]:
     x = ctx.input(0)
-    shape = emit.static_shape_of(x)
+    shape = emit.dims_of(x)
     axis = ctx.axis(axis, len(shape))
-    if not 0 <= k <= shape[axis]:
+    # A symbolic axis size is assumed to be >= k (checked when the shapes are refined).
+    if k < 0 or (isinstance(shape[axis], int) and k > shape[axis]):
         raise ctx.error(f"k={k} is out of range [0, {shape[axis]}] (the size of axis {axis})", ShapeError)
     values, indices = _sort_with_indices(x, axis, descending=largest)
     return [_slice_front(values, axis, k), _slice_front(indices, axis, k)]
@@ -79,7 +90,8 @@ def lower_top_k_attr(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers TopK-1 (k as an attribute) to stablehlo.sort + stablehlo.slice; largest first.
 
     Spec: TopK-1.
-    Shapes: x static; result values and int64 indices with ``k`` entries along ``axis``.
+    Shapes: x [d0, ..., dn] (symbolic dims allowed, a symbolic axis size must be >= k at run
+        time); result values and int64 indices with ``k`` entries along ``axis``.
     Dtypes: float16, float32, float64.
     Raises: ShapeError if k exceeds the axis size.
     """
@@ -93,8 +105,9 @@ def lower_top_k(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers TopK to stablehlo.sort of (x, iota) with an index tie-break, then stablehlo.slice.
 
     Spec: TopK-10/11/24.
-    Shapes: x static; K int64 ``[1]`` known at compile time; results values and int64
-        indices with K entries along ``axis``.
+    Shapes: x [d0, ..., dn] (symbolic dims allowed, a symbolic axis size must be >= K at run
+        time); K int64 ``[1]`` known at compile time; results values and int64 indices with K
+        entries along ``axis``.
     Dtypes: every real numeric type of the revision.
     Deviations: ``sorted=0`` (order unspecified) returns sorted results too.
     Raises: NonConstantInputError if K is computed at run time; ShapeError if K exceeds the

@@ -33,7 +33,7 @@ from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import exact_div, is_static, product
+from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, exact_div, floor_div, is_static, product
 
 def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
     """A constant int input (axes, shape, split, repeats) as Python ints, flattened."""
@@ -149,8 +149,15 @@ def lower_reshape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     A 0 in ``shape`` copies the input dim at that position (unless ``allowzero=1``, where it is a
     zero-size dim); one -1 is inferred from the element count.
 
+    With symbolic dims the -1 is ``total / known`` as a dim expression: exact when it divides
+    as written, else a floor division (``floor(h / 3)``) that is exact for a valid model, or,
+    when no expression states it (``(a*b) / c``), a quotient computed at run time. The element
+    count is not proved at compile time then: it is checked when the module is refined to the
+    feeds' static shapes (a reshape between different element counts does not verify).
+
     Spec: Reshape-5/13/14/19/21/23/24/25.
-    Shapes: data static; shape int64 [k], known at compile time.
+    Shapes: data any, symbolic dims allowed; shape int64 [k], known at compile time (possibly
+        as symbolic dims of a shape computation).
     Dtypes: any.
     Raises: NonConstantInputError if `shape` is computed at run time; ShapeError if the element
         counts differ, more than one dim is -1, or -1 is combined with 0 under allowzero=1.
@@ -162,13 +169,21 @@ def lower_reshape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     else:
         requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     allowzero = node.attr_int("allowzero", 0) if node.since_version >= 14 else 0
-    return [emit.reshape(data, _reshape_target(ctx, source, requested, bool(allowzero)))]
+    target, run_time = _reshape_target(ctx, source, requested, bool(allowzero))
+    if run_time is not None:
+        return [_reshape_run_time(data, target, *run_time)]
+    return [emit.reshape(data, target)]
 
 
 def _reshape_target(
-    ctx: LoweringContext, source: Sequence[int], requested: Sequence[int], allowzero: bool
-) -> list[int]:
-    """Resolves Reshape's 0 and -1 entries against the input shape."""
+    ctx: LoweringContext, source: Sequence[Dim], requested: Sequence[Dim], allowzero: bool
+) -> tuple[list[Dim], tuple[Dim, Dim] | None]:
+    """Resolves Reshape's 0 and -1 entries against the input shape.
+
+    Returns the target dims and None, or, when the -1 is a quotient of symbolic dims that no
+    dim expression states (see :func:`_inferred_dim`), the target with the -1 kept and the
+    ``(total, known)`` element counts whose quotient it is at run time.
+    """
     target: list[int] = []
     for position, dim in enumerate(requested):
         if not isinstance(dim, int):
@@ -193,17 +208,67 @@ def _reshape_target(
         if allowzero and 0 in target:
             raise ctx.error(f"shape {list(requested)} combines -1 with 0 under allowzero=1", ShapeError)
         known = product([d for i, d in enumerate(target) if i != inferred[0]])
-        quotient = exact_div(total, known)
+        quotient = _inferred_dim(total, known)
         if quotient is None:
-            raise ctx.error(f"cannot reshape {list(map(str, source))} to {list(map(str, requested))}", ShapeError)
+            if is_static([total, known]):
+                raise ctx.error(f"cannot reshape {list(source)} to {list(requested)}", ShapeError)
+            return target, (total, known)  # computed at run time: see _reshape_run_time
         target[inferred[0]] = quotient
     if not is_static(target) or not is_static(source):
-        return target  # element counts are checked when the module is refined to static shapes
+        return target, None  # element counts are checked when the module is refined to static shapes
     if int(np.prod(target, dtype=np.int64)) != total:
         raise ctx.error(
             f"cannot reshape {list(source)} ({total} elements) to {list(requested)}", ShapeError
         )
-    return target
+    return target, None
+
+
+def _reshape_run_time(data: ir.Value, target: list[Dim], total: Dim, known: Dim) -> ir.Value:
+    """stablehlo.dynamic_reshape of ``data`` to ``target`` whose -1 is ``total / known``
+    computed at run time (a quotient no dim expression states, as ``(a*b) / c`` for unrelated
+    symbols); the importer names that dim with a fresh symbol bound to the result."""
+    position = target.index(-1)
+    quotient = stablehlo.DivOp(emit.dim_value(total), emit.dim_value(known)).result
+    parts = [emit.reshape(quotient if i == position else emit.dim_value(d), (1,)) for i, d in enumerate(target)]
+    shape = parts[0] if len(parts) == 1 else stablehlo.ConcatenateOp(
+        parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
+    ).result
+    result_type = emit.tensor_type([None if i == position else d for i, d in enumerate(target)], emit.dtype_of(data))
+    result = stablehlo.DynamicReshapeOp(result_type, data, shape).result
+    fresh = emit.dims_of(result)[position]  # a new symbol for the quotient, bound to result
+    return emit.record(result, [fresh if i == position else d for i, d in enumerate(target)])
+
+
+def _inferred_dim(total: Dim, known: Dim) -> Dim | None:
+    """The size of Reshape's -1 dim: ``total / known`` as a dim, or None when not expressible.
+
+    An exact symbolic division when :func:`exact_div` proves one (``(6*b*s) / (2*s) = 3*b``);
+    otherwise the symbols of a single-term ``known`` are cancelled and the int coefficient left
+    is divided with :func:`floor_div` (``(b*s*h) / (3*b*s) = floor(h / 3)``). A valid model has
+    ``total`` a multiple of ``known``, so the floor is exact; an invalid feed is not caught here
+    but when the module is refined to static shapes (a reshape whose element counts differ does
+    not verify). A ``known`` of several terms (``b + 1``) or with symbols ``total`` lacks gives
+    None (the caller then computes the quotient at run time).
+    """
+    quotient = exact_div(total, known)
+    if quotient is not None:
+        return quotient
+    if isinstance(known, int):
+        return floor_div(total, known) if known > 0 else None
+    coefficient, symbols = _split_coefficient(known)
+    if coefficient is None or coefficient <= 0:
+        return None
+    reduced = exact_div(total, symbols)
+    return None if reduced is None else floor_div(reduced, coefficient)
+
+
+def _split_coefficient(dim: SymbolicDim) -> tuple[int | None, Dim]:
+    """``(c, m)`` with ``dim == c * m`` for a single-term ``dim``; ``(None, dim)`` otherwise."""
+    terms = dim._terms  # the canonical sum of monomials (shapes.py); importer.py reads it too
+    if len(terms) != 1:
+        return None, dim
+    ((monomial, coefficient),) = terms.items()
+    return coefficient, SymbolicDim(_terms={monomial: 1})
 
 
 @lowering("Flatten", since=1)
@@ -414,12 +479,18 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Split to one stablehlo.slice per output.
 
     Spec: Split-2/11/13/18.
-    Shapes: data static; split (attribute before 13, int64 input from 13) known at compile time
-        and summing to the axis size; without it the axis is split into equal parts (from 18 the
-        last part may be smaller, as ``num_outputs`` asks).
+    Shapes: data any rank (symbolic dims allowed); split (attribute before 13, int64 input from
+        13) known at compile time, possibly as symbolic dims of a shape computation, and summing
+        to the axis size; without it the axis is split into equal parts (from 18 the last part
+        may be smaller, as ``num_outputs`` asks: chunks of ``ceil(size / n)``). A symbolic axis
+        size split into equal parts gives ``floor(size / n)`` per part: exact for a valid model
+        (the spec asks for divisibility), and an indivisible feed gives slices that do not cover
+        the axis rather than an error. Explicit int sizes on a symbolic axis need the axis size
+        to be their sum; that cannot be proved at compile time, so it is a ShapeError (the model
+        then lowers per shape, where it is checked).
     Dtypes: any.
     Raises: NonConstantInputError if `split` is computed at run time; ShapeError if the sizes do
-        not fit the axis.
+        not fit the axis or cannot be matched to a symbolic axis size.
     """
     data = ctx.input(0)
     shape = emit.dims_of(data)
@@ -427,39 +498,61 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     size = shape[axis]
     count = len(node.output_names)
     if node.since_version >= 13:
-        sizes = _constant_ints(ctx, 1) if ctx.has_input(1) else None
+        sizes = _split_sizes(ctx) if ctx.has_input(1) else None
     else:
         sizes = node.attr_ints("split")
     if sizes is None:
         if node.since_version >= 18 and node.has_attr("num_outputs"):
             count = node.attr_int("num_outputs")
-            chunk = -(-size // count)
+            if count <= 0:
+                raise ctx.error(f"num_outputs {count} must be positive", ShapeError)
+            chunk = ceil_div(size, count)
             sizes = [chunk] * (count - 1) + [size - chunk * (count - 1)]
-        elif size % count == 0:
+        elif isinstance(size, int) and size % count == 0:
             sizes = [size // count] * count
+        elif not isinstance(size, int):
+            sizes = [floor_div(size, count)] * count
         else:
             raise ctx.error(f"axis {axis} of size {size} does not split into {count} equal parts", ShapeError)
-    if len(sizes) != count or sum(sizes) != size or any(s < 0 for s in sizes):
+        equal_parts = True
+    else:
+        equal_parts = False
+    static = isinstance(size, int) and all(isinstance(s, int) for s in sizes)
+    if len(sizes) != count or (static and (sum(sizes) != size or any(s < 0 for s in sizes))):
         raise ctx.error(f"split sizes {sizes} do not fit axis {axis} of size {size} into {count} outputs", ShapeError)
+    if not static and not equal_parts and sum(sizes) != size:
+        raise ctx.error(
+            f"split sizes {list(map(str, sizes))} on axis {axis} of size {size}: their sum cannot be "
+            "matched to the axis size at compile time",
+            ShapeError,
+        )
     results = []
-    offset = 0
+    offset: Dim = 0
     for length in sizes:
         results.append(_slice_axis(data, axis, offset, offset + length))
-        offset += length
+        offset = offset + length
     return results
 
 
-def _slice_axis(value: ir.Value, axis: int, start: int, limit: int) -> ir.Value:
-    """``value[..., start:limit, ...]`` along ``axis`` with stablehlo.slice."""
+def _split_sizes(ctx: LoweringContext) -> list[Dim]:
+    """Split's ``split`` input as ints, or ints and symbolic dims of a shape computation."""
+    if ctx.is_constant_input(1):
+        return _constant_ints(ctx, 1)
+    return [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
+
+
+def _slice_axis(value: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
+    """``value[..., start:limit, ...]`` along ``axis``: stablehlo.slice, or real_dynamic_slice
+    when a dim or a bound is symbolic."""
     shape = emit.dims_of(value)
     if start == 0 and limit == shape[axis]:
         return value
     starts = [0] * len(shape)
     limits = list(shape)
     starts[axis], limits[axis] = start, limit
-    if all(isinstance(d, int) for d in shape):
+    if is_static(shape) and is_static(limits):
         return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
-    # Symbolic dims elsewhere: real_dynamic_slice with the full extent of every other dim.
+    # Symbolic dims or bounds: real_dynamic_slice with the full extent of every other dim.
     out = list(shape)
     out[axis] = limit - start
     result = stablehlo.RealDynamicSliceOp(
@@ -485,7 +578,9 @@ def lower_depth_to_space(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     DCR views channels as [b, b, C']; CRD as [C', b, b] (b = blocksize).
 
     Spec: DepthToSpace-1/11/13/28.
-    Shapes: data [N, C, H, W] static, C divisible by blocksize**2; result [N, C/b**2, H*b, W*b].
+    Shapes: data [N, C, H, W] (symbolic dims allowed), C divisible by blocksize**2; result
+        [N, C/b**2, H*b, W*b]. A symbolic C is assumed divisible (``floor(C / b**2)``); an
+        indivisible feed fails the dynamic_reshape's element count when refined or run.
     Dtypes: any.
     Raises: UnsupportedAttributeError for another mode; ShapeError for a rank other than 4 or
         a channel count not divisible by blocksize**2.
@@ -494,9 +589,9 @@ def lower_depth_to_space(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     n, c, h, w = _nchw(ctx, data)
     block = node.attr_int("blocksize")
     mode = node.attr_str("mode", "DCR") if node.since_version >= 11 else "DCR"
-    if block <= 0 or c % (block * block):
+    if block <= 0 or (isinstance(c, int) and c % (block * block)):
         raise ctx.error(f"channels {c} are not divisible by blocksize**2 (blocksize {block})", ShapeError)
-    depth = c // (block * block)
+    depth = floor_div(c, block * block)  # exact for valid symbolic C (see the docstring)
     if mode == "DCR":
         split = emit.reshape(data, [n, block, block, depth, h, w])
         moved = emit.transpose(split, [0, 3, 4, 1, 5, 2])
@@ -515,8 +610,9 @@ def lower_space_to_depth(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     """Lowers SpaceToDepth to reshape, transpose, reshape (the inverse of DepthToSpace).
 
     Spec: SpaceToDepth-1/13/28.
-    Shapes: data [N, C, H, W] static, H and W divisible by blocksize; result
-        [N, C*b**2, H/b, W/b].
+    Shapes: data [N, C, H, W] (symbolic dims allowed), H and W divisible by blocksize; result
+        [N, C*b**2, H/b, W/b]. Symbolic H, W are assumed divisible (``floor(H / b)``); an
+        indivisible feed fails the dynamic_reshape's element count when refined or run.
     Dtypes: any.
     Raises: UnsupportedAttributeError for another mode; ShapeError for a rank other than 4 or
         H, W not divisible by blocksize.
@@ -525,19 +621,19 @@ def lower_space_to_depth(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     n, c, h, w = _nchw(ctx, data)
     block = node.attr_int("blocksize")
     mode = node.attr_str("mode", "DCR") if node.since_version >= 28 else "DCR"
-    if block <= 0 or h % block or w % block:
+    if block <= 0 or any(isinstance(d, int) and d % block for d in (h, w)):
         raise ctx.error(f"spatial dims {h}x{w} are not divisible by blocksize {block}", ShapeError)
-    split = emit.reshape(data, [n, c, h // block, block, w // block, block])
+    split = emit.reshape(data, [n, c, floor_div(h, block), block, floor_div(w, block), block])
     if mode == "DCR":
         moved = emit.transpose(split, [0, 3, 5, 1, 2, 4])
     elif mode == "CRD":
         moved = emit.transpose(split, [0, 1, 3, 5, 2, 4])
     else:
         raise ctx.unsupported_attribute("mode", mode, "DCR, CRD")
-    return [emit.reshape(moved, [n, c * block * block, h // block, w // block])]
+    return [emit.reshape(moved, [n, c * block * block, floor_div(h, block), floor_div(w, block)])]
 
 
-def _nchw(ctx: LoweringContext, value: ir.Value) -> tuple[int, int, int, int]:
+def _nchw(ctx: LoweringContext, value: ir.Value) -> tuple[Dim, Dim, Dim, Dim]:
     shape = emit.dims_of(value)
     if len(shape) != 4:
         raise ctx.error(f"expects a rank-4 [N, C, H, W] input, got shape {list(shape)}", ShapeError)

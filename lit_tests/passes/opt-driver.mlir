@@ -25,7 +25,7 @@
 // TIMING:       ops: {{[0-9]+}} -> {{[0-9]+}}
 // TIMING:       func.func @main
 
-// UNKNOWN:     error: unknown pass 'fold-constant' (did you mean 'fold-constants'?); our passes: {{.*}}canonicalize-stablehlo, convert-precision, fold-constants, fold-transposes
+// UNKNOWN:     error: unknown pass 'fold-constant' (did you mean 'fold-constants'?); our passes: {{.*}}canonicalize-stablehlo, conv-kernel-layout, convert-precision, fold-constants, fold-transposes
 // UNKNOWN-SAME: upstream MLIR/StableHLO passes registered in jaxlib work too, e.g. canonicalize, cse
 // OPTION:      error: pass 'fold-constants' has no option 'max-elems'; its options: max-elements
 // VALUE:       error: pass 'fold-constants': option 'max-elements' expects an integer; got 'many'

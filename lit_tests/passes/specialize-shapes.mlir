@@ -33,3 +33,13 @@ func.func @main(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %a = stablehlo.abs %x : tensor<2x4xf32>
   return %a : tensor<2x4xf32>
 }
+
+// -----
+
+// An argument returned as it is (an ONNX Identity output) gets the refined type too.
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[X:.*]]: tensor<2xf32>) -> (tensor<2xf32>, tensor<2xf32>)
+func.func @main(%x: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>) {
+  %y = stablehlo.negate %x : tensor<?xf32>
+  return %x, %y : tensor<?xf32>, tensor<?xf32>
+}

@@ -1,0 +1,31 @@
+// RUN: onnx-stablehlo-opt %s -p "hoist-weights{num-inputs=1}" | filecheck %s
+
+// The transpose and the int8 dequantization read weights alone: they move to @hoisted_weights
+// and @main takes their results as trailing arguments. The bias broadcast grows its operand, so
+// it stays next to its user.
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[X:.*]]: tensor<1x3x8x8xf32>, %{{.*}}: tensor<4x3x3x3xf32>, %[[B:.*]]: tensor<4xf32>, %{{.*}}: tensor<4x3xi8>, %[[T:.*]]: tensor<3x3x3x4xf32>, %[[D:.*]]: tensor<4x3xf32>)
+// CHECK-SAME:    onnx.hoisted_weights = 2
+// CHECK-NOT:     stablehlo.transpose
+// CHECK:         stablehlo.convolution(%[[X]], %[[T]])
+// CHECK:         stablehlo.broadcast_in_dim %[[B]]
+// CHECK-NOT:     stablehlo.convert
+// CHECK:         return %{{.*}}, %[[D]]
+// CHECK-LABEL: func.func public @hoisted_weights
+// CHECK-SAME:    (%[[W:.*]]: tensor<4x3x3x3xf32>, %{{.*}}: tensor<4xf32>, %[[Q:.*]]: tensor<4x3xi8>) -> (tensor<3x3x3x4xf32>, tensor<4x3xf32>)
+// CHECK:         %[[TW:.*]] = stablehlo.transpose %[[W]], dims = [2, 3, 1, 0]
+// CHECK:         %[[F:.*]] = stablehlo.convert %[[Q]]
+// CHECK:         %[[S:.*]] = stablehlo.constant dense<5.000000e-01>
+// CHECK:         %[[M:.*]] = stablehlo.multiply %[[F]], %[[S]]
+// CHECK:         return %[[TW]], %[[M]]
+func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf32>, %q: tensor<4x3xi8>) -> (tensor<1x4x6x6xf32>, tensor<4x3xf32>) {
+  %t = stablehlo.transpose %w, dims = [2, 3, 1, 0] : (tensor<4x3x3x3xf32>) -> tensor<3x3x3x4xf32>
+  %y = stablehlo.convolution(%x, %t) dim_numbers = [b, f, 0, 1]x[0, 1, i, o]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8x8xf32>, tensor<3x3x3x4xf32>) -> tensor<1x4x6x6xf32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<4xf32>) -> tensor<1x4x6x6xf32>
+  %z = stablehlo.add %y, %bb : tensor<1x4x6x6xf32>
+  %f = stablehlo.convert %q : (tensor<4x3xi8>) -> tensor<4x3xf32>
+  %s = stablehlo.constant dense<0.5> : tensor<4x3xf32>
+  %d = stablehlo.multiply %f, %s : tensor<4x3xf32>
+  return %z, %d : tensor<1x4x6x6xf32>, tensor<4x3xf32>
+}
