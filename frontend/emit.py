@@ -55,6 +55,18 @@ def _resolver() -> DimResolver:
     return resolver
 
 
+def erase(op: ir.Operation) -> None:
+    """Erases ``op`` (and what it holds) after the importer forgets its values' dims and sizes.
+
+    Use it for every op a builder throws away (placeholders, a failed If): see
+    ``_DimResolver.forget`` for why erasing directly is unsafe.
+    """
+    forget = getattr(_RESOLVER.get(), "forget", None)
+    if forget is not None:
+        forget(op)
+    op.erase()
+
+
 def _is_static(dims: Sequence[Dim]) -> bool:
     return all(isinstance(d, (int, np.integer)) for d in dims)
 
@@ -307,6 +319,33 @@ def reshape(value: ir.Value, shape: Sequence[Dim]) -> ir.Value:
         return value
     result_type = tensor_type(shape, dtype_of(value))
     return _record(stablehlo.DynamicReshapeOp(result_type, value, shape_tensor(shape)).result, shape)
+
+
+def slice_axis(value: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
+    """``value[..., start:limit, ...]`` along ``axis`` (bounds within the dim; symbolic allowed).
+
+    ``stablehlo.slice`` when every dim and bound is static, else ``real_dynamic_slice`` whose
+    other limits are the run-time dims; the whole axis returns ``value`` itself.
+    """
+    shape = dims_of(value)
+    if start == 0 and limit == shape[axis]:
+        return value
+    begin: list[Dim] = [0] * len(shape)
+    end = list(shape)
+    begin[axis], end[axis] = start, limit
+    if _is_static(end) and _is_static(begin):
+        ones = i64_array([1] * len(shape))
+        return stablehlo.SliceOp(value, i64_array(begin), i64_array(end), ones).result
+    out = list(shape)
+    out[axis] = limit - start
+    result = stablehlo.RealDynamicSliceOp(
+        tensor_type(out, dtype_of(value)),
+        value,
+        shape_tensor(begin),
+        shape_tensor(end),
+        shape_tensor([1] * len(shape)),
+    ).result
+    return _record(result, out)
 
 
 def i64_array(values: Sequence[int]) -> ir.Attribute:

@@ -329,11 +329,45 @@ class _DimResolver:
         self._cache: dict[tuple[int, Any], ir.Value] = {}
         self._fresh = 0
         self.scope_key = 0
+        self._scopes = 0
         # Symbol merging (see merge): graph-input symbols, symbol -> representative, assumptions.
         self.input_symbols: set[str] = set()
         self.merged: dict[str, Any] = {}
         self.equalities: list[DimEquality] = []
         self.node_name = ""
+
+    def new_scope_key(self) -> int:
+        """A key no other subgraph scope had (``id()`` of a scope object can be reused once it is
+        freed, and a cached size from an erased region must never be found again)."""
+        self._scopes += 1
+        return self._scopes
+
+    def forget(self, op: ir.Operation) -> None:
+        """Drops what is known about the values of ``op`` and everything nested in it.
+
+        Called before a builder erases ops it made (an If whose branches do not fit, a loop
+        placeholder): MLIR may reuse the memory of an erased value for a new one, and a stale
+        entry would then give the new value the old one's dims, or a cached size that no longer
+        exists (a use after free).
+        """
+        dead: set[ir.Value] = set()
+
+        def collect(nested: ir.Operation) -> ir.WalkResult:
+            dead.update(nested.results)
+            for region in nested.regions:
+                for block in region.blocks:
+                    dead.update(block.arguments)
+            return ir.WalkResult.ADVANCE
+
+        op.walk(collect)
+        if not dead:
+            return
+        for value in [v for v in self.shapes if v in dead]:
+            del self.shapes[value]
+        for key in [k for k, v in self._cache.items() if v in dead]:
+            del self._cache[key]
+        for name in [n for n, (v, _) in self.bindings.items() if v in dead]:
+            del self.bindings[name]
 
     def merge(self, a: SymbolicDim, b: SymbolicDim) -> Any:
         """The dim of a broadcast of ``a`` against ``b`` (both symbolic, different).
@@ -648,7 +682,7 @@ class _Importer:
         parent = self.values
         parent_key = self.resolver.scope_key
         self.values = _Scope(parent)
-        self.resolver.scope_key = id(self.values)
+        self.resolver.scope_key = self.resolver.new_scope_key()
         try:
             for formal, actual in zip(graph.inputs, inputs):
                 if isinstance(actual, LoweredValue):

@@ -115,3 +115,35 @@ def oracle_run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[
         return ort_run(model, feeds)
     except OrtNotImplemented:
         return reference_run(model, feeds)
+
+
+def check_dynamic(
+    model: onnx.ModelProto,
+    feeds_list: Sequence[Mapping[str, np.ndarray]],
+    *,
+    oracle=None,
+    rtol: float | None = None,
+    atol: float | None = None,
+):
+    """Compiles ``model`` once with its symbolic dims and checks every feed set against the oracle.
+
+    The symbolic artifact must exist (before and after the runs: a failed refinement drops it),
+    and each distinct input-shape signature compiles exactly once. ``oracle`` defaults to
+    :func:`oracle_run`; ``rtol``/``atol`` replace the per-dtype tolerances when given.
+    Returns the ``CompiledModel``.
+    """
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    signatures = set()
+    for feeds in feeds_list:
+        got = compiled.run(feeds)
+        want = (oracle or oracle_run)(model, feeds)
+        if rtol is None:
+            assert_allclose_for_dtype(got, want)
+        else:
+            for g, w in zip(got, want):
+                np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-7 if atol is None else atol)
+        signatures.add(tuple(sorted((name, np.shape(value)) for name, value in feeds.items())))
+    assert compiled.artifact is not None, compiled.dynamic_error
+    assert compiled.compile_count == len(signatures)
+    return compiled

@@ -64,7 +64,7 @@ from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
-__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row", "slice_axis"]
+__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row"]
 
 _MAX_UNROLLED_ITERATIONS = 64
 """A Loop whose ``stablehlo.while`` body cannot be lowered is unrolled up to this many steps."""
@@ -214,32 +214,6 @@ def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir
     return emit.record(result, dims)
 
 
-def slice_axis(value: ir.Value, axis: int, start: int, stop: int) -> ir.Value:
-    """``value[..., start:stop, ...]`` along ``axis`` (static bounds within a static dim).
-
-    ``stablehlo.slice`` when ``value`` is static; with symbolic dims elsewhere it is a
-    ``stablehlo.real_dynamic_slice`` whose other limits are the run-time dims.
-    """
-    dims = list(emit.dims_of(value))
-    begin = [0] * len(dims)
-    limit = list(dims)
-    begin[axis], limit[axis] = start, stop
-    if all(isinstance(d, int) for d in dims):
-        return stablehlo.SliceOp(
-            value, emit.i64_array(begin), emit.i64_array(limit), emit.i64_array([1] * len(dims))
-        ).result
-    out = list(dims)
-    out[axis] = stop - start
-    result = stablehlo.RealDynamicSliceOp(
-        emit.tensor_type(out, emit.dtype_of(value)),
-        value,
-        emit.shape_tensor(begin),
-        emit.shape_tensor(limit),
-        emit.shape_tensor([1] * len(dims)),
-    ).result
-    return emit.record(result, out)
-
-
 def _constant_bool(value: ir.Value) -> bool | None:
     """The value of a one-element bool ``stablehlo.constant`` result, else ``None``.
 
@@ -360,7 +334,7 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
         blocks[0].append_to(op.true_branch)
         blocks[1].append_to(op.false_branch)
     finally:
-        holder.operation.erase()
+        emit.erase(holder.operation)
     return list(op.results)
 
 
@@ -567,7 +541,7 @@ def _loop_while(
             stablehlo.ReturnOp([pred])
         block.append_to(op.body)
     finally:
-        holder.operation.erase()
+        emit.erase(holder.operation)
     return _record_all(list(op.results), init_dims)[1 + len(cond_init):]
 
 
@@ -722,7 +696,7 @@ def _scan_loop(
             stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], limit, "LT")])
         block.append_to(op.body)
     finally:
-        holder.operation.erase()
+        emit.erase(holder.operation)
     return _record_all(list(op.results), init_dims)[1:]
 
 

@@ -40,7 +40,7 @@ from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.lowering.control_flow import while_loop
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static
+from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static, simplify
 
 
 def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
@@ -364,9 +364,14 @@ def _mirror_bound(bound: Dim, dim: Dim) -> Dim:
 
 
 def _clamp_bound(bound: Dim, dim: Dim) -> Dim | None:
-    """The bound clamped into [0, dim] as the spec says; ``None`` when only run time can tell."""
+    """The bound clamped into [0, dim] as the spec says; ``None`` when only run time can tell.
+
+    A symbolic bound is taken as it is (inside the dim) unless it provably reaches past the
+    dim (``seq + 1`` against ``seq``), which clamps to the dim.
+    """
     if not isinstance(bound, int):
-        return bound
+        past = simplify(bound - dim)
+        return dim if isinstance(past, int) and past >= 0 else bound
     if bound >= _END:
         return dim
     if bound < 0:

@@ -37,7 +37,7 @@ from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, slice_axis, write_row
+from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, write_row
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
@@ -172,7 +172,7 @@ def _clip(x: ir.Value, clip: float | None) -> ir.Value:
 
 def _gate(gates: ir.Value, index: int, hidden: int) -> ir.Value:
     """Columns ``[index*H, (index+1)*H)`` of ``gates`` [B, G*H]."""
-    return slice_axis(gates, 1, index * hidden, (index + 1) * hidden)
+    return emit.slice_axis(gates, 1, index * hidden, (index + 1) * hidden)
 
 
 def _matmul_t(x: ir.Value, w: ir.Value) -> ir.Value:
@@ -194,12 +194,12 @@ def _row(value: ir.Value, index: int) -> ir.Value:
     shape = emit.dims_of(value)
     if shape[0] == 1:
         return emit.reshape(value, shape[1:])
-    return emit.reshape(slice_axis(value, 0, index, index + 1), shape[1:])
+    return emit.reshape(emit.slice_axis(value, 0, index, index + 1), shape[1:])
 
 
 def _columns(value: ir.Value, start: int, stop: int) -> ir.Value:
     """``value[..., start:stop]``."""
-    return slice_axis(value, emit.rank_of(value) - 1, start, stop)
+    return emit.slice_axis(value, emit.rank_of(value) - 1, start, stop)
 
 
 def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
@@ -250,7 +250,7 @@ def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None)
 
 def _row_block(value: ir.Value, start: int, stop: int) -> ir.Value:
     """Rows ``[start, stop)`` of a 2-D value."""
-    return slice_axis(value, 0, start, stop)
+    return emit.slice_axis(value, 0, start, stop)
 
 
 def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:

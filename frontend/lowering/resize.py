@@ -396,31 +396,6 @@ def _compute_dtype(dtype: DataType) -> DataType:
     return DataType.FLOAT
 
 
-def _gather_axis(x: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
-    """``take(x, indices, axis)`` for 1-D ``indices`` as a stablehlo.gather."""
-    shape = emit.static_shape_of(x)
-    (count,) = emit.static_shape_of(indices)
-    rank = len(shape)
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=[d for d in range(rank) if d != axis],
-        collapsed_slice_dims=[axis],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[axis],
-        index_vector_dim=1,
-    )
-    slice_sizes = [1 if d == axis else size for d, size in enumerate(shape)]
-    out_shape = [count if d == axis else size for d, size in enumerate(shape)]
-    return stablehlo.GatherOp(
-        x,
-        emit.reshape(indices, [count, 1]),
-        numbers,
-        emit.i64_array(slice_sizes),
-        indices_are_sorted=False,
-        results=[emit.tensor_type(out_shape, emit.dtype_of(x))],
-    ).result
-
-
 def _contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
     """``x`` with ``axis`` replaced by ``matrix @ x`` along it (``matrix`` is ``[out, in]``)."""
     shape = emit.static_shape_of(x)
@@ -461,7 +436,7 @@ def _apply_plans(x: ir.Value, plans: Sequence[_AxisPlan], spec: _Interpolation) 
             indices = plan.indices
             if isinstance(indices, np.ndarray):
                 indices = emit.constant(indices.astype(np.int64), DataType.INT64)
-            result = _gather_axis(result, indices, plan.axis)
+            result = _take_axis(result, indices, plan.axis)
         else:
             weights = plan.weights
             if isinstance(weights, np.ndarray):

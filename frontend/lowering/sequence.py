@@ -32,7 +32,6 @@ from onnx_stablehlo.frontend import emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import Dim, is_static
 
 
 def _position(ctx: LoweringContext, index: int, length: int, *, insert: bool = False) -> int:
@@ -164,33 +163,12 @@ def lower_split_to_sequence(ctx: LoweringContext, node: OnnxNode) -> list[Sequen
     pieces = []
     start = 0
     for size in sizes:
-        piece = _slice_axis(x, axis, start, start + size)
+        piece = emit.slice_axis(x, axis, start, start + size)
         if squeeze:
             piece = emit.reshape(piece, shape[:axis] + shape[axis + 1:])
         pieces.append(piece)
         start = start + size
     return [SequenceResult(pieces, emit.dtype_of(x))]
-
-
-def _slice_axis(x: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
-    """``x[..., start:limit, ...]``: stablehlo.slice, or real_dynamic_slice for symbolic dims."""
-    shape = emit.dims_of(x)
-    begin = [0] * len(shape)
-    end = list(shape)
-    begin[axis], end[axis] = start, limit
-    if is_static(end):
-        ones = emit.i64_array([1] * len(shape))
-        return stablehlo.SliceOp(x, emit.i64_array(begin), emit.i64_array(end), ones).result
-    out = list(shape)
-    out[axis] = limit - start
-    result = stablehlo.RealDynamicSliceOp(
-        emit.tensor_type(out, emit.dtype_of(x)),
-        x,
-        emit.shape_tensor(begin),
-        emit.shape_tensor(end),
-        emit.shape_tensor([1] * len(shape)),
-    ).result
-    return emit.record(result, out)
 
 
 @lowering("SequenceMap", since=17)

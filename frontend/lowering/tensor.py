@@ -529,7 +529,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     results = []
     offset: Dim = 0
     for length in sizes:
-        results.append(_slice_axis(data, axis, offset, offset + length))
+        results.append(emit.slice_axis(data, axis, offset, offset + length))
         offset = offset + length
     return results
 
@@ -539,30 +539,6 @@ def _split_sizes(ctx: LoweringContext) -> list[Dim]:
     if ctx.is_constant_input(1):
         return _constant_ints(ctx, 1)
     return [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
-
-
-def _slice_axis(value: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
-    """``value[..., start:limit, ...]`` along ``axis``: stablehlo.slice, or real_dynamic_slice
-    when a dim or a bound is symbolic."""
-    shape = emit.dims_of(value)
-    if start == 0 and limit == shape[axis]:
-        return value
-    starts = [0] * len(shape)
-    limits = list(shape)
-    starts[axis], limits[axis] = start, limit
-    if is_static(shape) and is_static(limits):
-        return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
-    # Symbolic dims or bounds: real_dynamic_slice with the full extent of every other dim.
-    out = list(shape)
-    out[axis] = limit - start
-    result = stablehlo.RealDynamicSliceOp(
-        emit.tensor_type(out, emit.dtype_of(value)),
-        value,
-        emit.shape_tensor(starts),
-        emit.shape_tensor(limits),
-        emit.shape_tensor([1] * len(shape)),
-    ).result
-    return emit.record(result, out)
 
 
 # DepthToSpace, SpaceToDepth --------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Fixtures for the node suite: one parallel run per pytest session, and fake compilers.
 
 ``node_suite_results`` runs the selected ``test_node_case[...]`` cases once (``-k``/``-m`` select
-which), in ``os.cpu_count()`` worker processes, or ``ONNX_STABLEHLO_NODE_SUITE_PROCESSES``. Under
-pytest-xdist the first xdist worker to need it runs the suite and writes the results to a file
-shared by the session; the others wait on a lock and read it.
+which), in ``os.cpu_count()`` worker processes, or ``ONNX_STABLEHLO_NODE_SUITE_PROCESSES``;
+``dynamic_results`` does the same for ``test_dynamic_case[...]`` (the sweep with symbolic dims).
+Under pytest-xdist the first xdist worker to need them runs the cases and writes the results to a
+file shared by the session; the others wait on a lock and read it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 import onnx
 import pytest
 
-from . import suite
+from . import dynamic, suite
 
 PROCESSES_ENV = "ONNX_STABLEHLO_NODE_SUITE_PROCESSES"
 _RESULTS_KEY = pytest.StashKey[dict[str, suite.CaseResult]]()
@@ -30,17 +31,32 @@ def _processes() -> int:
     return getattr(os, "process_cpu_count", os.cpu_count)() or 1
 
 
-def _selected_case_names(session: pytest.Session) -> list[str]:
+def _selected_case_names(session: pytest.Session, test_name: str) -> list[str]:
     names = []
     for item in session.items:
         callspec = getattr(item, "callspec", None)
-        if getattr(item, "originalname", None) == "test_node_case" and callspec is not None:
+        if getattr(item, "originalname", None) == test_name and callspec is not None:
             names.append(callspec.params["case_name"])
     return list(dict.fromkeys(names))
 
 
-def _run_suite(names: list[str]) -> dict[str, suite.CaseResult]:
-    return {result.name: result for result in suite.run_all(names, processes=_processes())}
+def _session_results(request, tmp_path_factory, *, test_name: str, run, from_row) -> dict:
+    """``run(names)`` once per session for the selected ``test_name[case_name]`` items.
+
+    Under pytest-xdist the first worker to get here runs it and writes the rows to a file in
+    the session's base temp folder; the others wait on its lock and read the rows back.
+    """
+    names = _selected_case_names(request.session, test_name)
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return run(names)
+    shared = tmp_path_factory.getbasetemp().parent / f"{test_name}_results.json"
+    with open(f"{shared}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if shared.is_file():
+            return {row[0]: from_row(row) for row in json.loads(shared.read_text())}
+        results = run(names)
+        shared.write_text(json.dumps([dataclasses.astuple(result) for result in results.values()]))
+        return results
 
 
 @pytest.fixture(scope="session")
@@ -48,22 +64,23 @@ def node_suite_results(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, suite.CaseResult]:
     """Case name -> CaseResult for every selected node case, from one parallel run."""
-    names = _selected_case_names(request.session)
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        results = _run_suite(names)
-    else:
-        shared = tmp_path_factory.getbasetemp().parent / "node_suite_results.json"
-        with open(f"{shared}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if shared.is_file():
-                raw = json.loads(shared.read_text())
-                results = {row[0]: suite.result_from_row(row) for row in raw}
-            else:
-                results = _run_suite(names)
-                rows = [dataclasses.astuple(result) for result in results.values()]
-                shared.write_text(json.dumps(rows))
+    results = _session_results(
+        request, tmp_path_factory, test_name="test_node_case", from_row=suite.result_from_row,
+        run=lambda names: {r.name: r for r in suite.run_all(names, processes=_processes())},
+    )
     request.config.stash[_RESULTS_KEY] = results
     return results
+
+
+@pytest.fixture(scope="session")
+def dynamic_results(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, dynamic.DynamicResult]:
+    """Case name -> DynamicResult for every selected ``test_dynamic_case``, from one parallel run."""
+    return _session_results(
+        request, tmp_path_factory, test_name="test_dynamic_case", from_row=lambda row: dynamic.DynamicResult(*row),
+        run=lambda names: {r.name: r for r in dynamic.run_all(names, processes=_processes())},
+    )
 
 
 @pytest.fixture(scope="session")

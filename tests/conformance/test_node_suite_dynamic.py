@@ -10,17 +10,12 @@ checks its outputs against the references. The case must lower to one symbolic a
 * wrong outputs or an error (a bug: the case passes with static shapes) fail, unless listed
   with a ``fail: `` reason (then xfail).
 
-Results come from one parallel run of the selected cases per session (shared between
-pytest-xdist workers like ``node_suite_results`` in conftest.py); refresh the file with
+Results come from one parallel run of the selected cases per session (the
+``dynamic_results`` fixture in conftest.py); refresh the file with
 ``python tools/dynamic_sweep.py --update``. ``test_dynamic_harness_*`` check the runner itself.
 """
 
 from __future__ import annotations
-
-import dataclasses
-import fcntl
-import json
-import os
 
 import onnx
 import onnx.helper
@@ -29,47 +24,6 @@ import pytest
 from . import dynamic, suite
 
 CASE_NAMES = dynamic.case_names()
-PROCESSES_ENV = "ONNX_STABLEHLO_NODE_SUITE_PROCESSES"
-
-
-def _processes() -> int:
-    if os.environ.get(PROCESSES_ENV):
-        return int(os.environ[PROCESSES_ENV])
-    return getattr(os, "process_cpu_count", os.cpu_count)() or 1
-
-
-def _selected_case_names(session: pytest.Session) -> list[str]:
-    names = []
-    for item in session.items:
-        callspec = getattr(item, "callspec", None)
-        if getattr(item, "originalname", None) == "test_dynamic_case" and callspec is not None:
-            names.append(callspec.params["case_name"])
-    return list(dict.fromkeys(names))
-
-
-def _run_sweep(names: list[str]) -> dict[str, dynamic.DynamicResult]:
-    return {result.name: result for result in dynamic.run_all(names, processes=_processes())}
-
-
-@pytest.fixture(scope="session")
-def dynamic_results(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, dynamic.DynamicResult]:
-    """Case name -> DynamicResult for every selected case, from one parallel run."""
-    names = _selected_case_names(request.session)
-    if "PYTEST_XDIST_WORKER" not in os.environ:
-        return _run_sweep(names)
-    shared = tmp_path_factory.getbasetemp().parent / "node_suite_dynamic_results.json"
-    with open(f"{shared}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if shared.is_file():
-            rows = json.loads(shared.read_text())
-            return {row[0]: dynamic.DynamicResult(*row) for row in rows}
-        results = _run_sweep(names)
-        shared.write_text(json.dumps([dataclasses.astuple(r) for r in results.values()]))
-        return results
-
-
 @pytest.fixture(scope="session")
 def expected_static() -> dict[str, str]:
     """Case name -> reason, from expected_static.txt."""

@@ -10,22 +10,14 @@ import numpy as np
 import pytest
 
 import onnx_stablehlo
-from tests.util import assert_allclose_for_dtype, oracle_run, parse
+from tests.util import check_dynamic, parse
 
 HEADER = '<ir_version: 9, opset_import: ["" : 18]>\n'
 
 
 def _check_dynamic(text: str, feeds_at, shapes) -> onnx_stablehlo.CompiledModel:
     """Compiles ``text`` once, runs ``feeds_at(*shape)`` for each shape against the oracle."""
-    model = parse(HEADER + text)
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    for shape in shapes:
-        feeds = feeds_at(*shape)
-        assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
-    assert compiled.artifact is not None, compiled.dynamic_error
-    assert compiled.compile_count == len(set(shapes))
-    return compiled
+    return check_dynamic(parse(HEADER + text), [feeds_at(*shape) for shape in shapes])
 
 
 @pytest.mark.parametrize("axis", [0, 1])

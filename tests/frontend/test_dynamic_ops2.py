@@ -15,21 +15,14 @@ import numpy as np
 import pytest
 
 import onnx_stablehlo
-from tests.util import assert_allclose_for_dtype, oracle_run, parse
+from tests.util import check_dynamic, parse
 
 
 def _check_dynamic(opset: int, text: str, feeds_at, shapes) -> onnx_stablehlo.CompiledModel:
     """Compiles ``text`` (ONNX text syntax, default domain at ``opset``) once and runs
     ``feeds_at(*shape)`` for each shape against the oracle; the symbolic artifact must stay."""
     model = parse(f'<ir_version: 9, opset_import: ["" : {opset}]>\n' + text)
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    for shape in shapes:
-        feeds = feeds_at(*shape)
-        assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
-    assert compiled.artifact is not None, compiled.dynamic_error
-    assert compiled.compile_count == len(set(shapes))
-    return compiled
+    return check_dynamic(model, [feeds_at(*shape) for shape in shapes])
 
 
 def _normal(rng, *shape, dtype=np.float32) -> np.ndarray:

@@ -12,7 +12,7 @@ import onnx
 import pytest
 
 import onnx_stablehlo
-from tests.util import assert_allclose_for_dtype, ort_run, parse
+from tests.util import assert_allclose_for_dtype, check_dynamic, ort_run, parse
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
 INPUT, HIDDEN = 3, 4
@@ -153,14 +153,7 @@ CF_HEADER = '<ir_version: 9, opset_import: ["" : 18]>\n'
 
 
 def _check_control_flow(text: str, feeds_at, shapes) -> None:
-    model = parse(CF_HEADER + text)
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    for shape in shapes:
-        feeds = feeds_at(*shape)
-        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
-    assert compiled.artifact is not None, compiled.dynamic_error
-    assert compiled.compile_count == len(shapes)
+    check_dynamic(parse(CF_HEADER + text), [feeds_at(*shape) for shape in shapes], oracle=ort_run)
 
 
 def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):

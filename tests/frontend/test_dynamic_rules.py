@@ -10,24 +10,13 @@ import numpy as np
 import pytest
 
 import onnx_stablehlo
-from tests.util import assert_allclose_for_dtype, ort_run, parse
+from tests.util import assert_allclose_for_dtype, check_dynamic, ort_run, parse
 
 
 def _check_dynamic(text: str, feeds_at, shapes, rng, *, rtol=None, atol=None) -> onnx_stablehlo.CompiledModel:
     """Compiles ``text`` once with symbolic dims and compares with onnxruntime at each shape."""
-    model = parse(text)
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    for shape in shapes:
-        feeds = feeds_at(rng, shape)
-        got = compiled.run(feeds)
-        want = ort_run(model, feeds)
-        if rtol is None:
-            assert_allclose_for_dtype(got, want)
-        else:
-            for g, w in zip(got, want):
-                np.testing.assert_allclose(g, w, rtol=rtol, atol=atol)
-    return compiled
+    feeds = [feeds_at(rng, shape) for shape in shapes]
+    return check_dynamic(parse(text), feeds, oracle=ort_run, rtol=rtol, atol=atol)
 
 
 def _normal(name: str):
