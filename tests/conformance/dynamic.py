@@ -26,12 +26,8 @@ a fallback's reason is its ``dynamic_error`` line; a failing case's reason start
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
-import multiprocessing.connection
-import os
 import re
 import time
-import warnings
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -193,42 +189,6 @@ def run_dynamic_case(case: Any, compile_fn: Callable[[onnx.ModelProto], Any]) ->
 # Running many cases in worker processes
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, compiler: str) -> None:
-    os.environ["JAX_PLATFORMS"] = "cpu"
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    warnings.simplefilter("ignore")  # cases feed NaN, inf and overflowing values on purpose
-    try:
-        compile_fn = suite.resolve_compiler(compiler)
-    except BaseException as exc:
-        conn.send(("import-error", suite._one_line(exc)))
-        return
-    conn.send(("ready", None))
-    while (case := conn.recv()) is not None:
-        conn.send(("result", dataclasses.astuple(run_dynamic_case(case, compile_fn))))
-
-
-@dataclasses.dataclass
-class _Worker:
-    process: Any
-    conn: multiprocessing.connection.Connection
-    deadline: float
-    case: str | None = None
-
-    def stop(self, kill: bool) -> None:
-        if not kill:
-            try:
-                self.conn.send(None)
-            except OSError:
-                kill = True
-        if kill:
-            self.process.kill()
-        self.process.join(timeout=10)
-        if self.process.is_alive():
-            self.process.kill()
-            self.process.join()
-        self.conn.close()
-
-
 def run_all(
     names: Iterable[str],
     processes: int = 2,
@@ -237,7 +197,8 @@ def run_all(
     timeout_s: float = suite.CASE_TIMEOUT_S,
     on_result: Callable[[DynamicResult, int, int], None] | None = None,
 ) -> list[DynamicResult]:
-    """Runs the named cases in ``processes`` spawned workers; results in ``names`` order.
+    """Runs the named cases in ``processes`` spawned workers (``suite.run_all``'s pool running
+    :func:`run_dynamic_case`); results in ``names`` order.
 
     A case past ``timeout_s`` seconds is ``fail: timeout after N s``; one that kills its worker
     is ``fail: worker died (SIGNAL)``; either way the worker is replaced.
@@ -246,91 +207,16 @@ def run_all(
         KeyError: an unknown case name (before anything starts).
         suite.HarnessError: a worker could not import ``compiler`` or start in time.
     """
-    cases = suite.collect_cases()
-    names = list(dict.fromkeys(names))
-    for name in names:
-        if name not in cases:
-            raise KeyError(f"no node test case named {name!r}")
-    results: dict[str, DynamicResult] = {}
-    pending = list(reversed(names))
-    context = multiprocessing.get_context("spawn")
-    workers: list[_Worker] = []
-
-    def record(result: DynamicResult) -> None:
-        results[result.name] = result
-        if on_result is not None:
-            on_result(result, len(results), len(names))
-
-    def start_worker() -> None:
-        parent, child = context.Pipe()
-        process = context.Process(
-            target=_worker_main, args=(child, compiler), daemon=True, name="dynamic-sweep"
-        )
-        process.start()
-        child.close()
-        workers.append(_Worker(process, parent, time.monotonic() + suite.WORKER_START_TIMEOUT_S))
-
-    def dispatch(worker: _Worker) -> None:
-        if not pending:
-            workers.remove(worker)
-            worker.stop(kill=False)
-            return
-        worker.case = pending.pop()
-        worker.deadline = time.monotonic() + timeout_s
-        try:
-            worker.conn.send(cases[worker.case])
-        except OSError:  # it died after its last result; the case never reached it
-            pending.append(worker.case)
-            workers.remove(worker)
-            worker.stop(kill=True)
-            start_worker()
-
-    try:
-        for _ in range(min(processes, len(pending))):
-            start_worker()
-        while workers:
-            timeout = max(0.0, min(w.deadline for w in workers) - time.monotonic())
-            multiprocessing.connection.wait(
-                [w.conn for w in workers] + [w.process.sentinel for w in workers], timeout
-            )
-            for worker in list(workers):
-                message = None
-                try:
-                    if worker.conn.poll():
-                        message = worker.conn.recv()
-                except (EOFError, OSError):
-                    pass
-                if message is not None:
-                    kind, payload = message
-                    if kind == "import-error":
-                        raise suite.HarnessError(f"worker could not import {compiler!r}: {payload}")
-                    if kind == "result":
-                        record(DynamicResult(*payload))
-                    dispatch(worker)
-                    continue
-                died = not worker.process.is_alive()
-                if not died and time.monotonic() < worker.deadline:
-                    continue
-                workers.remove(worker)
-                worker.stop(kill=True)
-                if worker.case is None:
-                    raise suite.HarnessError(
-                        f"worker did not start: {suite._death_reason(worker.process.exitcode)}"
-                        if died
-                        else f"worker did not import {compiler!r} in "
-                        f"{suite.WORKER_START_TIMEOUT_S:g} s"
-                    )
-                if died:
-                    reason = suite._death_reason(worker.process.exitcode)
-                else:
-                    reason = f"timeout after {timeout_s:g} s"
-                record(DynamicResult(worker.case, "fail", reason, 0.0 if died else timeout_s))
-                if pending:
-                    start_worker()
-    finally:
-        for worker in workers:
-            worker.stop(kill=True)
-    return [results[name] for name in names]
+    return suite.run_all(
+        list(dict.fromkeys(names)),
+        processes,
+        compiler=compiler,
+        timeout_s=timeout_s,
+        on_result=on_result,
+        runner=f"{__name__}:run_dynamic_case",
+        from_row=lambda row: DynamicResult(*row),
+        lost=lambda name, reason, seconds: DynamicResult(name, "fail", reason, seconds),
+    )
 
 
 # --------------------------------------------------------------------------------------------

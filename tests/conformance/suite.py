@@ -306,12 +306,16 @@ def result_from_row(row: Sequence[Any]) -> CaseResult:
     return CaseResult(name, status, reason, seconds, tuple(missing_ops))
 
 
-def _worker_main(conn: multiprocessing.connection.Connection, compiler: str) -> None:
+RUN_TEST_CASE = f"{__name__}:run_test_case"
+
+
+def _worker_main(conn: multiprocessing.connection.Connection, compiler: str, runner: str) -> None:
     os.environ["JAX_PLATFORMS"] = "cpu"
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # XLA would log each failure again
     warnings.simplefilter("ignore")  # cases feed NaN, inf and overflowing values on purpose
     try:
         compile_fn = resolve_compiler(compiler)
+        run = resolve_compiler(runner)
     except BaseException as exc:
         conn.send(("import-error", f"{_one_line(exc)}\n{traceback.format_exc()}"))
         return
@@ -320,7 +324,7 @@ def _worker_main(conn: multiprocessing.connection.Connection, compiler: str) -> 
         message = conn.recv()
         if message is None:
             return
-        result = run_test_case(message, compile_fn)
+        result = run(message, compile_fn)
         conn.send(("result", dataclasses.astuple(result)))
 
 
@@ -365,8 +369,11 @@ def run_all(
     compiler: str = DEFAULT_COMPILER,
     timeout_s: float = CASE_TIMEOUT_S,
     max_cases_per_worker: int = MAX_CASES_PER_WORKER,
-    on_result: Callable[[CaseResult, int, int], None] | None = None,
-) -> list[CaseResult]:
+    on_result: Callable[[Any, int, int], None] | None = None,
+    runner: str = RUN_TEST_CASE,
+    from_row: Callable[[Sequence[Any]], Any] = result_from_row,
+    lost: Callable[[str, str, float], Any] | None = None,
+) -> list[Any]:
     """Runs the named cases (default: all) in ``processes`` workers; results in ``names`` order.
 
     Args:
@@ -377,6 +384,12 @@ def run_all(
         timeout_s: seconds per case (compile and all data sets) before ``error: timeout``.
         max_cases_per_worker: cases a worker serves before it is replaced.
         on_result: called as ``on_result(result, done, total)`` after each case.
+        runner: ``"module:function"`` run as ``function(case, compile_fn)`` in the workers; it
+            returns a dataclass whose first field is the case name (default: ``run_test_case``,
+            the pass/fail check; ``dynamic.py`` runs its symbolic-dims check the same way).
+        from_row: rebuilds a runner's result from ``dataclasses.astuple`` of it.
+        lost: the result of a case whose worker died or timed out, from
+            ``(name, reason, seconds)`` (default: a ``CaseResult`` with status ``error``).
 
     Raises:
         HarnessError: a worker could not import the compiler or start.
@@ -396,10 +409,12 @@ def run_all(
 
     if processes is None:
         processes = os.cpu_count() or 1
+    if lost is None:
+        lost = lambda name, reason, seconds: CaseResult(name, "error", reason, seconds)  # noqa: E731
     if processes == 0:
-        compile_fn = resolve_compiler(compiler)
+        compile_fn, run = resolve_compiler(compiler), resolve_compiler(runner)
         for name in names:
-            record(run_test_case(cases[name], compile_fn))
+            record(run(cases[name], compile_fn))
         return [results[name] for name in names]
 
     context = multiprocessing.get_context("spawn")
@@ -409,7 +424,7 @@ def run_all(
     def start_worker() -> _Worker:
         parent_conn, child_conn = context.Pipe()
         process = context.Process(
-            target=_worker_main, args=(child_conn, compiler), daemon=True, name="node-suite"
+            target=_worker_main, args=(child_conn, compiler, runner), daemon=True, name="node-suite"
         )
         process.start()
         child_conn.close()
@@ -470,7 +485,7 @@ def run_all(
                     if kind == "ready":
                         worker.ready = True
                     else:
-                        record(result_from_row(payload))
+                        record(from_row(payload))
                         worker.case = None
                         worker.served += 1
                     dispatch(worker)
@@ -495,7 +510,7 @@ def run_all(
                         if died
                         else f"timeout after {timeout_s:g} s"
                     )
-                    record(CaseResult(name, "error", reason, round(timeout_s if late else 0, 3)))
+                    record(lost(name, reason, round(timeout_s if late else 0, 3)))
                 if pending:
                     start_worker()
     finally:
