@@ -400,6 +400,16 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
     return tuple(result)
 
 
+def unify(a: Dim, b: Dim) -> Dim:
+    """The size of two dims that an op requires to be equal (MatMul's K, Concat off its axis).
+
+    Equal dims give themselves; a static size wins over a symbol; two different graph-input
+    symbols are merged by the importer's resolver, as a broadcast of them is (the equality is
+    recorded on the module and checked against each call's feeds).
+    """
+    return broadcast_shapes((a,), (b,))[0]
+
+
 def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | None = None) -> ir.Value:
     """``stablehlo.broadcast_in_dim`` of ``value`` to ``shape``.
 

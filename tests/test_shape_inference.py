@@ -63,3 +63,16 @@ def test_cli_prints_shapes_and_writes_the_annotated_model(tmp_path, capsys):
     captured = capsys.readouterr()
     assert "doubled: float[4, 2*seq2]" in captured.out.splitlines()
     assert out.exists() and "value_info for" in captured.err
+
+
+def test_matmul_and_concat_merge_the_symbols_they_equate():
+    inferred = onnx_stablehlo.infer_shapes(parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[b, s, k1] x, float[k2, n] w, float[b, t, n2] y) => (float[b, seq, n] z) {
+  h = MatMul(x, w)
+  z = Concat <axis = 1> (h, y)
+}"""))
+    assert [str(e) for e in inferred.equalities] == [
+        "k1 == k2 (node #0 producing 'h')",
+        "n == n2 (node #1 producing 'z')",
+    ]
+    assert [str(d) for d in inferred.values["z"][1]] == ["b", "s + t", "n"]

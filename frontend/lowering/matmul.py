@@ -86,6 +86,8 @@ def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -
     rhs_k = rhs_shape[0] if rhs_rank == 1 else rhs_shape[-2]
     if lhs_k != rhs_k and isinstance(lhs_k, int) and isinstance(rhs_k, int):
         raise ValueError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
+    if lhs_k != rhs_k:
+        emit.unify(lhs_k, rhs_k)  # two symbols for K: the same size (merged, checked per call)
     if lhs_rank == 1 or rhs_rank <= 2:
         # No batch dims needed: [K] @ [..., K, N] -> [..., N]; [..., M, K] @ [K(, N)] -> [..., M(, N)].
         rhs_contracting = 0 if rhs_rank == 1 else rhs_rank - 2

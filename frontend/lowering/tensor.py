@@ -407,6 +407,8 @@ def lower_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if len(values) == 1:
         return [values[0]]
     dims = list(shapes[0])
+    for shape in shapes[1:]:  # symbols off the axis must agree: merged, checked per call
+        dims = [d if i == axis or d == other else emit.unify(d, other) for i, (d, other) in enumerate(zip(dims, shape))]
     dims[axis] = sum_dims([s[axis] for s in shapes])
     return [emit.record(stablehlo.ConcatenateOp(values, axis).result, dims)]
 
