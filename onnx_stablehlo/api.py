@@ -78,6 +78,7 @@ def compile(  # noqa: A001 - the field's verb
     dims: Mapping[str, int] | None = None,
     dynamic: bool = True,
     bucketing: Bucketing | None = None,
+    hoist_weights: bool = True,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -103,6 +104,10 @@ def compile(  # noqa: A001 - the field's verb
         pipeline: StableHLO passes run before PJRT compiles: ``"default"`` (exact rewrites,
             see docs/passes.md), ``"none"``, or a pipeline string such as
             ``"canonicalize-stablehlo,cse"``.
+        hoist_weights: with ``weights="args"``, computations on weights alone (a convolution
+            kernel's transpose to the layout XLA CPU wants, an int8 weight's dequantization)
+            move into ``@hoisted_weights``, which runs once per set of weights; its results
+            stay on the device. ``False`` keeps ``@main`` as lowered.
 
     Returns:
         A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
@@ -127,4 +132,5 @@ def compile(  # noqa: A001 - the field's verb
         dims=dims,
         dynamic=dynamic,
         bucketing=bucketing,
+        hoist_weights=hoist_weights,
     )

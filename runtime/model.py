@@ -84,6 +84,8 @@ class CompiledModel:
         pipeline: the pass pipeline run on each module before PJRT compiles it
             (``"default"``: ``onnx_stablehlo.passes.DEFAULT_PIPELINE``; ``"none"``).
         cache_size: how many shape specializations stay compiled (least recently used go).
+        hoist_weights: with ``weights="args"``, move computations on weights alone into
+            ``@hoisted_weights``, run once per set of weights (see ``_hoist_weights``).
     """
 
     def __init__(
@@ -99,9 +101,11 @@ class CompiledModel:
         dims: Mapping[str, int] | None = None,
         dynamic: bool = True,
         bucketing: Bucketing | None = None,
+        hoist_weights: bool = True,
     ) -> None:
         self.model = model
         self.pipeline = pipeline
+        self.hoist_weights = hoist_weights
         if pipeline not in ("default", "none"):
             from onnx_stablehlo.passes import Pipeline
 
@@ -258,7 +262,7 @@ class CompiledModel:
         ``@hoisted_weights`` (passes ``conv-kernel-layout`` on CPU, then ``hoist-weights``),
         which is compiled and run once; its results stay on the device for every call.
         """
-        if self.pipeline == "none" or self.weights != "args" or not lowered.parameter_names:
+        if not self.hoist_weights or self.weights != "args" or not lowered.parameter_names:
             return lowered.text, None
         from onnx_stablehlo.passes.conv_kernel_layout import ConvKernelLayoutPass
         from onnx_stablehlo.passes.hoist_weights import HoistWeightsPass, split_hoisted

@@ -52,10 +52,10 @@ def test_conv_kernel_transpose_and_dequantization_are_hoisted(rng):
     assert compiled.compile_count == 2
 
 
-def test_inline_weights_and_no_pipeline_leave_main_alone(rng):
+def test_inline_weights_and_hoist_weights_false_leave_main_alone(rng):
     model = _conv_and_int8_model(rng)
     feeds = {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}
-    for options in ({"weights": "inline"}, {"pipeline": "none"}):
+    for options in ({"weights": "inline"}, {"hoist_weights": False}):
         compiled = onnx_stablehlo.compile(model, **options)
         np.testing.assert_allclose(compiled.run(feeds)[0], reference_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
         assert "@hoisted_weights" not in compiled.mlir
