@@ -29,6 +29,7 @@ _PASSES: dict[str, str] = {
     "simplify-reductions": "simplify_reductions:SimplifyReductionsPass",
     "specialize-shapes": "specialize_shapes:SpecializeShapesPass",
     "strip-debug-info": "strip_debug_info:StripDebugInfoPass",
+    "unroll-depthwise-conv": "unroll_depthwise_conv:UnrollDepthwiseConvPass",
 }
 
 

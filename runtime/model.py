@@ -257,21 +257,26 @@ class CompiledModel:
     def _hoist_weights(self, lowered: LoweredModule) -> tuple[str, str | None]:
         """``(text of @main to compile, key of its hoisted weights or None)``.
 
-        With weights as arguments, computations on weights alone (a conv kernel's transpose to
-        the layout XLA CPU wants, an int8 weight's dequantization) move into
-        ``@hoisted_weights`` (passes ``conv-kernel-layout`` on CPU, then ``hoist-weights``),
-        which is compiled and run once; its results stay on the device for every call.
+        On CPU (unless ``pipeline="none"``) depthwise convolutions become sums of their taps
+        (``unroll-depthwise-conv``: XLA CPU's grouped convolution is 10-20x slower) and kernels
+        get the HWIO layout XLA CPU wants (``conv-kernel-layout``). Then, with weights as
+        arguments, computations on weights alone (those kernel transposes, an int8 weight's
+        dequantization) move into ``@hoisted_weights`` (``hoist-weights``), which is compiled
+        and run once; its results stay on the device for every call.
         """
-        if not self.hoist_weights or self.weights != "args" or not lowered.parameter_names:
-            return lowered.text, None
-        from onnx_stablehlo.passes.conv_kernel_layout import ConvKernelLayoutPass
-        from onnx_stablehlo.passes.hoist_weights import HoistWeightsPass, split_hoisted
-
         from jaxlib.mlir import ir
 
-        with lowered.context, ir.Location.unknown():
-            if self.device.platform == "cpu":
+        from onnx_stablehlo.passes.conv_kernel_layout import ConvKernelLayoutPass
+        from onnx_stablehlo.passes.hoist_weights import HoistWeightsPass, split_hoisted
+        from onnx_stablehlo.passes.unroll_depthwise_conv import UnrollDepthwiseConvPass
+
+        if self.device.platform == "cpu" and self.pipeline != "none":
+            with lowered.context, ir.Location.unknown():
+                UnrollDepthwiseConvPass().run(lowered.module)
                 ConvKernelLayoutPass().run(lowered.module)
+        if not self.hoist_weights or self.weights != "args" or not lowered.parameter_names:
+            return lowered.text, None
+        with lowered.context, ir.Location.unknown():
             HoistWeightsPass(num_inputs=len(lowered.input_types)).run(lowered.module)
         main_text, hoisted_text, _ = split_hoisted(lowered.text, lowered.context)
         if hoisted_text is None:

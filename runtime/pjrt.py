@@ -24,6 +24,28 @@ from onnx_stablehlo.errors import CompileError, DeviceNotFoundError, ExecutionEr
 # XLA's C++ logging is chatty at INFO; keep it to warnings unless the user set it.
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
+# XLA CPU flags this project chooses, each added to XLA_FLAGS unless the user set that flag
+# (XLA reads XLA_FLAGS once, when the first backend starts, so this happens at import):
+# - YNNPACK for dots only, not convolutions: XLA's own convolutions are faster here, and
+#   YNNPACK's fusions around batched dots slowed MiniLM at batch 32 (measured on 2 cores:
+#   ResNet-50 40 -> 26 ms, MobileNetV2 9.6 -> 6.6 ms, MiniLM 32x128 413 -> 295 ms, 8x128 and
+#   1x16 unchanged; bench/minilm.py and bench/weights.py). The flag exists in the pinned
+#   jaxlib 0.10.2. ONNX_STABLEHLO_XLA_DEFAULTS=0 keeps XLA's own defaults.
+XLA_CPU_DEFAULTS = ("--xla_cpu_experimental_ynn_fusion_type=individual_dot",)
+
+
+def _add_xla_flag_defaults() -> None:
+    if os.environ.get("ONNX_STABLEHLO_XLA_DEFAULTS", "1") == "0":
+        return
+    flags = os.environ.get("XLA_FLAGS", "")
+    for flag in XLA_CPU_DEFAULTS:
+        if flag.split("=", 1)[0] not in flags:
+            flags = f"{flags} {flag}".strip()
+    os.environ["XLA_FLAGS"] = flags
+
+
+_add_xla_flag_defaults()
+
 from jaxlib.mlir import ir  # noqa: E402
 from jaxlib.mlir.dialects import chlo, stablehlo  # noqa: E402
 

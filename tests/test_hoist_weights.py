@@ -1,14 +1,18 @@
-"""Weight-only computations run once (passes conv-kernel-layout + hoist-weights in CompiledModel)."""
+"""CPU rewrites in CompiledModel: weight-only computations run once (conv-kernel-layout +
+hoist-weights) and depthwise convolutions become sums of taps (unroll-depthwise-conv)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
+import pytest
 import onnx.helper as oh
 import onnx.numpy_helper as onh
 
 import onnx_stablehlo
-from tests.util import reference_run
+from tests.util import ort_run, reference_run
 
 
 def _conv_and_int8_model(rng) -> onnx.ModelProto:
@@ -59,3 +63,39 @@ def test_inline_weights_and_hoist_weights_false_leave_main_alone(rng):
         compiled = onnx_stablehlo.compile(model, **options)
         np.testing.assert_allclose(compiled.run(feeds)[0], reference_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
         assert "@hoisted_weights" not in compiled.mlir
+
+
+# Depthwise convolutions as sums of taps (pass unroll-depthwise-conv, run by CompiledModel on CPU)
+
+DEPTHWISE = {
+    "3x3": ("[1, 1, 1, 1]", "[1, 1]", "[1, 1]", (2, 6, 9, 11)),
+    "3x3-stride-2": ("[1, 1, 1, 1]", "[2, 2]", "[1, 1]", (1, 6, 10, 9)),
+    "5x5-dilated-asymmetric-pads": ("[2, 0, 1, 3]", "[1, 2]", "[2, 1]", (1, 6, 12, 12)),
+}
+
+
+def _depthwise_model(pads: str, strides: str, dilations: str, x_shape, rng) -> onnx.ModelProto:
+    channels = x_shape[1]
+    kernel = (5, 5) if dilations == "[2, 1]" else (3, 3)
+    w = onh.from_array(rng.standard_normal((channels, 1, *kernel)).astype(np.float32), "w")
+    b = onh.from_array(rng.standard_normal(channels).astype(np.float32), "b")
+    node = oh.make_node(
+        "Conv", ["x", "w", "b"], ["y"], group=channels,
+        pads=json.loads(pads), strides=json.loads(strides), dilations=json.loads(dilations),
+    )
+    graph = oh.make_graph(
+        [node], "g", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x_shape))],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["n", "c", "h", "w"])], initializer=[w, b],
+    )
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize("case", list(DEPTHWISE), ids=list(DEPTHWISE))
+def test_depthwise_conv_is_unrolled_and_matches_onnxruntime(case, rng):
+    model = _depthwise_model(*DEPTHWISE[case], rng)
+    feeds = {"x": rng.standard_normal(DEPTHWISE[case][3]).astype(np.float32)}
+    compiled = onnx_stablehlo.compile(model)
+    np.testing.assert_allclose(compiled.run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
+    assert "stablehlo.convolution" not in compiled.mlir
+    unrolled = onnx_stablehlo.compile(model, pipeline="none")  # no rewrites: a grouped convolution
+    assert "feature_group_count = 6" in unrolled.mlir
