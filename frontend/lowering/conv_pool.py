@@ -830,7 +830,7 @@ def _pool_input(
     ctx: LoweringContext, accepted: Sequence[DataType], accepted_text: str
 ) -> tuple[ir.Value, tuple[int, ...]]:
     x = ctx.input(0)
-    shape = _batch_spatial_symbolic(ctx, 0)
+    shape = tuple(ctx.input_shape(0))  # any dim may be symbolic: pooling has no weights
     if len(shape) < 3:
         raise ctx.error(f"X {list(shape)} needs rank >= 3 ([N, C, D1 ...])", ShapeError)
     dtype = emit.dtype_of(x)
