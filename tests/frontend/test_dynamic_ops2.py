@@ -106,7 +106,19 @@ def test_instance_normalization(rng):
     )
 
 
-def test_batch_normalization_inference(rng):
+BATCH_NORM = {
+    "inference": ("float[N, C, H] y", "y", "epsilon = 0.01"),
+    "training": (
+        "float[N, C, H] y, float[C] rm, float[C] rv", "y, rm, rv",
+        "epsilon = 0.01, momentum = 0.8, training_mode = 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(BATCH_NORM))
+def test_batch_normalization(mode, rng):
+    outputs, names, attributes = BATCH_NORM[mode]
+
     def feeds(n, c, h):
         return {
             "x": _normal(rng, n, c, h),
@@ -118,29 +130,8 @@ def test_batch_normalization_inference(rng):
 
     _check_dynamic(
         15,
-        "g (float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v) => (float[N, C, H] y) {\n"
-        "  y = BatchNormalization <epsilon = 0.01> (x, s, b, m, v)\n"
-        "}",
-        feeds,
-        [(2, 3, 4), (3, 5, 2)],
-    )
-
-
-def test_batch_normalization_training(rng):
-    def feeds(n, c, h):
-        return {
-            "x": _normal(rng, n, c, h),
-            "s": _normal(rng, c),
-            "b": _normal(rng, c),
-            "m": _normal(rng, c),
-            "v": rng.random(c).astype(np.float32) + 0.5,
-        }
-
-    _check_dynamic(
-        15,
-        "g (float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v)"
-        " => (float[N, C, H] y, float[C] rm, float[C] rv) {\n"
-        "  y, rm, rv = BatchNormalization <epsilon = 0.01, momentum = 0.8, training_mode = 1> (x, s, b, m, v)\n"
+        f"g (float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v) => ({outputs}) {{\n"
+        f"  {names} = BatchNormalization <{attributes}> (x, s, b, m, v)\n"
         "}",
         feeds,
         [(2, 3, 4), (3, 5, 2)],
