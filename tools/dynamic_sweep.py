@@ -120,14 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         rerun = set(names)
         entries = {n: r for n, r in old.items() if n not in rerun and n in set(in_sweep)}
         entries.update(dynamic.expected_static_entries(results))
-        gone = sorted(set(old) - set(entries))
-        added = sorted(set(entries) - set(old))
-        print(
-            f"expected static: {len(old)} -> {len(entries)} "
-            f"({len(gone)} removed, {len(added)} new)"
-        )
-        for name in added:
-            print(f"  new: {name}  # {entries[name]}")
+        print(suite.describe_list_change("expected static", old, entries, "removed"))
         path.write_text(dynamic.format_expected_static(entries))
         print(f"wrote {path.relative_to(REPO)}")
     return 0

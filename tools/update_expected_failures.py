@@ -78,14 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         if result.status != "pass":
             keep = args.keep_reasons and result.name in old
             entries[result.name] = old[result.name] if keep else f"{result.status}: {result.reason}"
-    fixed = sorted(set(old) - set(entries))
-    added = sorted(set(entries) - set(old))
-    print(
-        f"expected failures: {len(old)} -> {len(entries)} "
-        f"({len(fixed)} now pass, {len(added)} new)"
-    )
-    for name in added:
-        print(f"  new failure: {name}  # {entries[name]}")
+    print(suite.describe_list_change("expected failures", old, entries, "now pass"))
     if not args.dry_run:
         path.write_text(suite.format_expected_failures(entries))
         print(f"wrote {path.relative_to(REPO)}")

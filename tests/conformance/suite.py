@@ -523,6 +523,15 @@ def run_all(
 # The expected-failures file
 
 
+def describe_list_change(label: str, old: dict[str, str], new: dict[str, str], gone_word: str) -> str:
+    """``label: 58 -> 57 (1 <gone_word>, 0 new)`` plus a line per new entry, for the list tools."""
+    gone = sorted(set(old) - set(new))
+    added = sorted(set(new) - set(old))
+    lines = [f"{label}: {len(old)} -> {len(new)} ({len(gone)} {gone_word}, {len(added)} new)"]
+    lines += [f"  new: {name}  # {new[name]}" for name in added]
+    return "\n".join(lines)
+
+
 def read_expected_failures(path: Path = EXPECTED_FAILURES_PATH) -> dict[str, str]:
     """Parses ``name  # reason`` lines (``#`` lines and blank lines skipped); name -> reason.
 
