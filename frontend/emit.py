@@ -377,7 +377,10 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
         ValueError: static dims that do not broadcast.
     """
     if all(_is_static(s) for s in shapes):
-        return tuple(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
+        try:
+            return tuple(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
+        except ValueError:
+            raise ValueError(f"shapes {[list(map(int, s)) for s in shapes]} do not broadcast") from None
     rank = max(len(s) for s in shapes)
     result: list[Dim] = [1] * rank
     resolver = _RESOLVER.get()

@@ -935,6 +935,7 @@ def import_model(
                     [ir.StringAttr.get(str(e)) for e in importer.resolver.equalities]
                 )
         _verify(module)
+    input_names = {v.name for v in inputs}
     return LoweredModule(
         module=module,
         context=context,
@@ -947,8 +948,8 @@ def import_model(
         seconds=time.perf_counter() - start,
         input_layouts=input_layouts,
         output_layouts=output_layouts,
-        value_shapes={
-            name: (value.dtype, importer.canonical_shape(value.shape))
+        value_shapes={  # graph inputs keep their declared symbols; the rest use merged ones
+            name: (value.dtype, tuple(value.shape) if name in input_names else importer.canonical_shape(value.shape))
             for name, value in importer.values.own.items()
             if value.kind == "tensor" and not value.parameter
         },

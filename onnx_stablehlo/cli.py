@@ -115,7 +115,11 @@ def _cmd_shapes(args: argparse.Namespace) -> int:
     print(inferred.format())
     if args.output:
         annotate_shapes(model, args.output, input_shapes=_shapes(args), dims=_dims(args))
-        print(f"wrote {args.output}: value_info for {len(inferred.values)} values", file=sys.stderr)
+        print(
+            f"wrote {args.output}: shapes of {len(inferred.values)} values (inputs as declared, "
+            "outputs with unknown dims updated, the rest in value_info)",
+            file=sys.stderr,
+        )
     return 0
 
 
@@ -300,7 +304,8 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("model", nargs="?", help="model .onnx (or .onnxtxt); default: the bundled example")
         sub.add_argument(
             "--input-shape", action="append", metavar="NAME=D0,D1,...",
-            help="static shape of an input (needed for symbolic dims); repeatable",
+            help="static shape of an input (optional: symbolic dims otherwise stay '?' in compile, "
+            "and come from the feeds in run/check); repeatable",
         )
         sub.add_argument(
             "--dim", action="append", metavar="NAME=N",

@@ -454,13 +454,49 @@ class CompiledModel:
 
     def _run_bucketed(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         assert self._artifact is not None and self.bucketing is not None
-        input_dims = {n: dims for n, (_, dims) in zip(self._artifact.input_names, self._artifact.input_types)}
-        self._bindings({n: np.shape(a) for n, a in arrays.items()})  # mismatches fail before padding
+        try:
+            self._bindings({n: np.shape(a) for n, a in arrays.items()})  # mismatches fail before padding
+        except _AssumptionFailed:
+            return self._run_checked(arrays)  # a merged dim is 1 here: no artifact, no buckets
+        rename = self._bucket_names()
+        input_dims = {
+            n: [rename(d) for d in dims] for n, (_, dims) in zip(self._artifact.input_names, self._artifact.input_types)
+        }
         padded, actual, padded_sizes = self.bucketing.pad_feeds(arrays, input_dims)
         others = self._bindings({n: np.shape(a) for n, a in padded.items()})
         outputs = self._run_checked(padded)
-        output_dims = [dims for _, dims in self._artifact.output_types]
+        output_dims = [[rename(d) for d in dims] for _, dims in self._artifact.output_types]
         return self.bucketing.slice_outputs(outputs, output_dims, actual, padded_sizes, others)
+
+    def _bucket_names(self):
+        """Maps a symbol to the one name its merged class goes by for bucketing.
+
+        Symbols the artifact merged (``N == M`` from an Add) must get the same bucket, or the
+        padded feeds would break the equality; the class takes the name the policy uses.
+        """
+        assert self._artifact is not None and self.bucketing is not None
+        parent: dict[str, str] = {}
+
+        def find(name: str) -> str:
+            while parent.get(name, name) != name:
+                name = parent[name]
+            return name
+
+        for equality in self._artifact.dim_equalities:
+            a, b = equality.lhs, equality.rhs
+            if isinstance(a, SymbolicDim) and isinstance(b, SymbolicDim) and a.name and b.name:
+                parent[find(b.name)] = find(a.name)
+        chosen: dict[str, str] = {}
+        for name in self.bucketing.dims:
+            chosen.setdefault(find(name), name)
+
+        def rename(dim: Any) -> Any:
+            if not isinstance(dim, SymbolicDim):
+                return dim
+            names = {s: chosen.get(find(s), find(s)) for s in dim.symbols()}
+            return dim.substitute({s: SymbolicDim(n) for s, n in names.items() if n != s})
+
+        return rename
 
     def _run_checked(self, arrays: dict[str, Any]) -> list[np.ndarray]:
         specs = {n: spec_of_feed(self._input_types[n], a) for n, a in arrays.items()}

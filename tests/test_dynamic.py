@@ -208,3 +208,22 @@ g (float[n] x) => (float[n] y, float[n] z) {
         assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
     assert compiled.artifact is not None, compiled.dynamic_error
     assert compiled.compile_count == 2
+
+
+@pytest.mark.parametrize("policy_dim", ["s1", "s2"])
+def test_bucketing_pads_merged_symbols_together(policy_dim, rng):
+    # s1 and s2 are merged by the Add: padding only one of them would break the equality.
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[batch, s1] x, float[batch, s2] y) => (float[batch, s1] z) {
+  a = Add(x, y)
+  z = Relu(a)
+}""")
+    compiled = onnx_stablehlo.compile(model, bucketing=onnx_stablehlo.Bucketing({policy_dim: "pow2"}))
+    for s1, s2 in [(3, 3), (4, 4), (6, 1)]:
+        feeds = {
+            "x": rng.standard_normal((2, s1)).astype(np.float32),
+            "y": rng.standard_normal((2, s2)).astype(np.float32),
+        }
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    # 3 and 4 share the bucket of 4; the broadcast of a 1 is lowered on its own.
+    assert compiled.compile_count == 2
