@@ -20,6 +20,7 @@ traceback too).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -151,6 +152,32 @@ def _dims_from_feeds(model, feeds: dict[str, np.ndarray], dims: dict[str, int] |
     return sizes
 
 
+def _sizes_of_merged_dims(model, sizes: dict[str, int]) -> dict[str, int]:
+    """``sizes`` plus the sizes of symbols the model equates with a known one (``M == N`` from
+    an Add): ``--dim N=5`` then also sizes ``M``. Unchanged when the model does not lower."""
+    from onnx_stablehlo.shape_inference import infer_shapes
+    from onnx_stablehlo.frontend.shapes import SymbolicDim
+
+    try:
+        equalities = infer_shapes(model).equalities
+    except OnnxStableHLOError:
+        return sizes
+    pairs = [
+        (e.lhs.name, e.rhs.name) for e in equalities
+        if isinstance(e.lhs, SymbolicDim) and isinstance(e.rhs, SymbolicDim) and e.lhs.name and e.rhs.name
+    ]
+    sizes = dict(sizes)
+    changed = True
+    while changed:
+        changed = False
+        for a, b in pairs:
+            for known, other in ((a, b), (b, a)):
+                if known in sizes and other not in sizes:
+                    sizes[other] = sizes[known]
+                    changed = True
+    return sizes
+
+
 def generated_inputs(
     model,
     shapes: dict[str, tuple[int, ...]] | None,
@@ -174,6 +201,15 @@ def generated_inputs(
     rng = np.random.default_rng(seed)
     given = given or {}
     dims = _dims_from_feeds(model, given, dims)
+    missing = {
+        getattr(d, "value", None)
+        for value in graph_input_values(model.graph)
+        if value.name not in given and value.name not in (shapes or {})
+        for d in (value.shape or [])
+        if not isinstance(d, int)
+    } - set(dims)
+    if missing - {None}:
+        dims = _sizes_of_merged_dims(model, dims)
     feeds = {}
     for value in graph_input_values(model.graph):
         if value.name in given:
@@ -380,6 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         message = " ".join(str(exc).split("\n"))
         print(f"error: {message}", file=sys.stderr)
         return 1
+    except BrokenPipeError:  # `onnx-stablehlo shapes MODEL | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

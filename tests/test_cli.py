@@ -99,3 +99,14 @@ g (float[N, 4] x, int64[N] ids) => (float[N, 4] y, int64[N] z) {
     printed = capsys.readouterr().out
     assert "symbolic artifact: yes" in printed
     assert "output y: float32 [3, 4]" in printed and "output z: int64 [3]" in printed
+
+
+def test_check_sizes_merged_dims_from_one_dim(tmp_path, capsys):
+    # M is never given: the Add equates it with N, so --dim N=5 sizes both inputs.
+    path = tmp_path / "add.onnx"
+    onnx.save(parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[N, 4] x, float[M, 4] y) => (float[N, 4] z) {
+  z = Add(x, y)
+}"""), path)
+    assert main(["check", str(path), "--dim", "N=5"]) == 0
+    assert "z" in capsys.readouterr().out
