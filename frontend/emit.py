@@ -395,8 +395,12 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
             if current == 1:
                 result[axis] = dim
             elif isinstance(current, int) or isinstance(dim, int):
-                # A known size N != 1 against an unknown one: valid inputs give N.
+                # A known size N != 1 against an unknown one: valid inputs give N (recorded, so
+                # a feed with another size is a clear error and a 1 is lowered on its own).
                 result[axis] = current if isinstance(current, int) else dim
+                assume = getattr(resolver, "assume_equal", None)
+                if assume is not None:
+                    assume(result[axis], dim if isinstance(current, int) else current)
             else:
                 merge = getattr(resolver, "merge", None)
                 result[axis] = merge(current, dim) if merge is not None else sym_max(current, dim)

@@ -388,6 +388,14 @@ class _DimResolver:
         self.equalities.append(DimEquality(keep, other, self.node_name))
         return keep
 
+    def assume_equal(self, size: int, dim: SymbolicDim) -> None:
+        """Records that a broadcast needs symbolic ``dim`` to be the static ``size`` (or 1)."""
+        dim = self.canonical(dim)
+        if isinstance(dim, SymbolicDim) and dim.symbols() <= self.input_symbols:
+            equality = DimEquality(size, dim, self.node_name)
+            if equality not in self.equalities:
+                self.equalities.append(equality)
+
     def canonical(self, dim: Any) -> Any:
         """``dim`` with merged symbols replaced by their representative."""
         if not isinstance(dim, SymbolicDim) or not self.merged or not (dim.symbols() & self.merged.keys()):

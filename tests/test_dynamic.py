@@ -159,11 +159,14 @@ def test_broadcast_of_two_symbols_merges_them():
     lowered = onnx_stablehlo.lower(parse(TWO_NAMES))
     shapes = {name: str(list(map(str, shape))) for name, (_, shape) in lowered.value_shapes.items()}
     assert shapes["a"] == "['batch', 's1']"  # not max(s1, s2)
-    assert [str(e) for e in lowered.dim_equalities] == ["s1 == s2 (node #0 producing 'a')"]
+    assert [str(e) for e in lowered.dim_equalities] == [
+        "s1 == s2 (node #0 producing 'a')",
+        "6 == s1 (node #2 producing 'w')",  # Mul(b[batch, 6], y[batch, s2]) with s2 merged into s1
+    ]
     # Later shapes use the representative; a static size against a symbol gives the static size.
     assert shapes["w"] == "['batch', '6']"
     text = lowered.text
-    assert 'onnx.dim_equalities = ["s1 == s2 (node #0 producing \'a\')"]' in text
+    assert 'onnx.dim_equalities = ["s1 == s2 (node #0 producing \'a\')", "6 == s1' in text
     assert "stablehlo.add %arg0, %arg1 : tensor<?x?xf32>" in text  # no broadcast needed
 
 
@@ -227,3 +230,19 @@ g (float[batch, s1] x, float[batch, s2] y) => (float[batch, s1] z) {
         assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
     # 3 and 4 share the bucket of 4; the broadcast of a 1 is lowered on its own.
     assert compiled.compile_count == 2
+
+
+def test_a_symbol_broadcast_against_a_static_size_is_checked_per_call(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[N, 4] x, float[3, 4] y) => (float[3, 4] z) {
+  z = Add(x, y)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert [str(e) for e in compiled.artifact.dim_equalities] == ["3 == N (node #0 producing 'z')"]
+    y = rng.standard_normal((3, 4)).astype(np.float32)
+    for n in (3, 1):  # equal, then numpy broadcasting of a 1 (lowered on its own)
+        feeds = {"x": rng.standard_normal((n, 4)).astype(np.float32), "y": y}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    with pytest.raises(errors.FeedError, match=r"broadcasts dim N against 3, which must be equal or 1"):
+        compiled.run({"x": rng.standard_normal((5, 4)).astype(np.float32), "y": y})
+    assert compiled.artifact is not None  # a bad feed does not cost the artifact
