@@ -202,6 +202,7 @@ class CompiledModel:
             self._cache.move_to_end(key)
             self._last = found
             return found
+        refine_error: str | None = None
         try:
             lowered = None
             if self._artifact is not None and not values:
@@ -211,14 +212,20 @@ class CompiledModel:
                     raise
                 except _AssumptionFailed:
                     pass  # a merged dim is 1 here: this shape is lowered on its own below
-                except Exception as exc:  # refinement failed: lower this model per shape instead
-                    self.dynamic_error = f"refining the artifact failed: {type(exc).__name__}: {exc}"
-                    self._artifact = None
+                except Exception as exc:  # refinement failed: lower this shape on its own below
+                    refine_error = f"refining the artifact failed: {type(exc).__name__}: {exc}"
             if lowered is None:
                 lowered = import_model(
                     self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
                     registry=self._registry, constant_inputs=values,
                 )
+                if refine_error is not None:
+                    # The shape lowers on its own but the artifact did not refine to it: the
+                    # artifact is at fault, so every later shape is lowered on its own too. (When
+                    # the shape does not lower either, the feeds are at fault and the error above
+                    # reaches the caller with the artifact kept.)
+                    self.dynamic_error = refine_error
+                    self._artifact = None
         except NonConstantInputError:
             # A rule needs an input's value at compile time (an axes or shape input fed as a
             # graph input): specialize the small integer inputs on their values and retry.
@@ -356,6 +363,7 @@ class CompiledModel:
         with context, ir.Location.unknown():
             module = ir.Module.parse(self._artifact.text, context)
             SpecializeShapesPass(dims=tuple(bindings)).run(module)
+            module.operation.verify()  # sizes the feeds cannot have (a Reshape's element count) fail here
         return dataclasses.replace(
             self._artifact,
             module=module,

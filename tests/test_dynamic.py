@@ -246,3 +246,19 @@ g (float[N, 4] x, float[3, 4] y) => (float[3, 4] z) {
     with pytest.raises(errors.FeedError, match=r"broadcasts dim N against 3, which must be equal or 1"):
         compiled.run({"x": rng.standard_normal((5, 4)).astype(np.float32), "y": y})
     assert compiled.artifact is not None  # a bad feed does not cost the artifact
+
+
+def test_a_feed_that_fits_no_lowering_keeps_the_artifact(rng):
+    # Reshape to [-1, 4] needs a multiple of 4 elements: 6 elements fail in the refined artifact
+    # and in a per-shape lowering alike, so the error is the feed's and the artifact stays.
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[N] x) => (float[M, 4] y) {
+  shape = Constant <value = int64[2] {-1, 4}> ()
+  y = Reshape(x, shape)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    with pytest.raises(errors.ShapeError, match=r"cannot reshape \[6\] \(6 elements\) to \[-1, 4\]"):
+        compiled.run({"x": rng.standard_normal(6).astype(np.float32)})
+    assert compiled.artifact is not None, compiled.dynamic_error
+    feeds = {"x": rng.standard_normal(8).astype(np.float32)}
+    assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
