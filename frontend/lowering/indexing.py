@@ -905,6 +905,16 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
+    return [cumulative_scan(ctx, node, stablehlo.AddOp, 0)]
+
+
+def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identity: int) -> ir.Value:
+    """CumSum/CumProd: the log-step scan ``x = combine(x, shift(x, s))`` for s = 1, 2, 4, ...
+
+    Reads the node's axis input and its ``exclusive``/``reverse`` attributes; ``identity`` (0 for
+    sums, 1 for products) fills the shifted-in positions. A symbolic length along the axis
+    makes the steps a stablehlo.while (see :func:`_scan_symbolic`).
+    """
     x = ctx.input(0)
     shape = emit.dims_of(x)
     axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
@@ -912,24 +922,24 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if reverse:
         x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
     if node.attr_int("exclusive"):
-        x = _shift(x, axis, 1)
+        x = _shift(x, axis, 1, identity)
     if isinstance(shape[axis], int):
         step = 1
         while step < shape[axis]:
-            x = stablehlo.AddOp(x, _shift(x, axis, step)).result
+            x = combine(x, _shift(x, axis, step, identity)).result
             step *= 2
     else:
-        x = _cumsum_symbolic(x, axis)
+        x = _scan_symbolic(x, axis, combine, identity)
     if reverse:
         x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
-    return [x]
+    return x
 
 
-def _cumsum_symbolic(x: ir.Value, axis: int) -> ir.Value:
-    """Inclusive prefix sums along an axis of symbolic length n: log-steps in a stablehlo.while.
+def _scan_symbolic(x: ir.Value, axis: int, combine: type, identity: int) -> ir.Value:
+    """The inclusive scan along an axis of symbolic length n: log-steps in a stablehlo.while.
 
-    Carries ``(s, x)`` from ``(1, x)``; each step adds ``x[i - s]`` (a gather at ``max(i - s,
-    0)``, zero where ``i < s``) and doubles ``s``, while ``s < n``.
+    Carries ``(s, x)`` from ``(1, x)``; each step combines ``x`` with ``x[i - s]`` (a gather at
+    ``max(i - s, 0)``, ``identity`` where ``i < s``) and doubles ``s``, while ``s < n``.
     """
     shape = emit.dims_of(x)
     length = shape[axis]
@@ -948,20 +958,20 @@ def _cumsum_symbolic(x: ir.Value, axis: int) -> ir.Value:
         ).result
         moved = _take(acc, source, axis)
         keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
-        shifted = stablehlo.SelectOp(keep, moved, emit.splat(0, emit.dtype_of(acc), shape)).result
+        shifted = stablehlo.SelectOp(keep, moved, emit.splat(identity, emit.dtype_of(acc), shape)).result
         doubled = stablehlo.MulOp(s, emit.splat(2, i64)).result
-        return [doubled, stablehlo.AddOp(acc, shifted).result]
+        return [doubled, combine(acc, shifted).result]
 
     return while_loop([emit.splat(1, i64), x], below, step)[1]
 
 
-def _shift(value: ir.Value, axis: int, amount: int) -> ir.Value:
-    """Moves entries ``amount`` places up ``axis``, zeros in: ``y[i] = x[i - amount]``."""
+def _shift(value: ir.Value, axis: int, amount: int, fill: int) -> ir.Value:
+    """Moves entries ``amount`` places up ``axis``, ``fill`` in: ``y[i] = x[i - amount]``."""
     rank = emit.rank_of(value)
     low, high = [0] * rank, [0] * rank
     low[axis], high[axis] = amount, -amount
-    zero = emit.splat(0, emit.dtype_of(value))
-    return emit.record(stablehlo.PadOp(value, zero, low, high, [0] * rank).result, emit.dims_of(value))
+    padding = emit.splat(fill, emit.dtype_of(value))
+    return emit.record(stablehlo.PadOp(value, padding, low, high, [0] * rank).result, emit.dims_of(value))
 
 
 @lowering("ReverseSequence", since=10)

@@ -28,8 +28,7 @@ from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import while_loop
-from onnx_stablehlo.frontend.lowering.indexing import _take as take
+from onnx_stablehlo.frontend.lowering.indexing import cumulative_scan
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, is_static
 
@@ -130,24 +129,14 @@ def lower_bit_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 # CumProd -------------------------------------------------------------------------------------
 
 
-def _shift(value: ir.Value, axis: int, amount: int, fill: float | int) -> ir.Value:
-    """Moves entries ``amount`` places up ``axis``, ``fill`` in: ``y[i] = x[i - amount]``."""
-    rank = emit.rank_of(value)
-    low, high = [0] * rank, [0] * rank
-    low[axis], high[axis] = amount, -amount
-    padding = emit.splat(fill, emit.dtype_of(value))
-    return emit.record(stablehlo.PadOp(value, padding, low, high, [0] * rank).result, emit.dims_of(value))
-
-
 @lowering("CumProd", since=26)
 def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers CumProd to a log-step scan: ``x *= shift(x, s)`` for s = 1, 2, 4, ... < n.
 
-    Each step is a stablehlo.pad (shift by ``s`` along the axis, ones in) and a
-    stablehlo.multiply, as CumSum's lowering does with adds; ``exclusive`` shifts the input by
-    one first; ``reverse`` reverses the axis before and after. A symbolic length n along the
-    axis makes the steps a stablehlo.while (``s`` doubling while ``s < n``), each shift a gather
-    of ``x[i - s]`` with ones where ``i < s`` (as CumSum's symbolic form).
+    The scan of CumSum's lowering (``indexing.cumulative_scan``) with multiplies and ones
+    shifted in: each step is a stablehlo.pad and a stablehlo.multiply; ``exclusive`` shifts the
+    input by one first; ``reverse`` reverses the axis before and after; a symbolic length n
+    along the axis makes the steps a stablehlo.while (``s`` doubling while ``s < n``).
 
     Spec: CumProd-26.
     Shapes: x any, symbolic dims allowed; axis an int32/int64 scalar known at compile time.
@@ -156,52 +145,7 @@ def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
-    x = ctx.input(0)
-    shape = emit.dims_of(x)
-    axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
-    reverse = bool(node.attr_int("reverse"))
-    if reverse:
-        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
-    if node.attr_int("exclusive"):
-        x = _shift(x, axis, 1, 1)
-    if isinstance(shape[axis], int):
-        step = 1
-        while step < shape[axis]:
-            x = stablehlo.MulOp(x, _shift(x, axis, step, 1)).result
-            step *= 2
-    else:
-        x = _cum_prod_symbolic(x, axis)
-    if reverse:
-        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
-    return [x]
-
-
-def _cum_prod_symbolic(x: ir.Value, axis: int) -> ir.Value:
-    """Inclusive prefix products along an axis of symbolic length n, in a stablehlo.while.
-
-    Carries ``(s, x)`` from ``(1, x)``; each step multiplies by ``x[i - s]`` (a gather at
-    ``max(i - s, 0)``, one where ``i < s``) and doubles ``s``, while ``s < n``.
-    """
-    shape = emit.dims_of(x)
-    length = shape[axis]
-    i64 = DataType.INT64
-    along = emit.iota([length], 0, i64)
-    positions = emit.iota(shape, axis, i64)
-    limit = emit.dim_value(length)
-
-    def below(args: list[ir.Value]) -> ir.Value:
-        return emit.compare(args[0], limit, "LT")
-
-    def step(args: list[ir.Value]) -> list[ir.Value]:
-        s, acc = args
-        back = stablehlo.SubtractOp(along, emit.broadcast_to(s, [length], dims=())).result
-        moved = take(acc, stablehlo.MaxOp(back, emit.splat(0, i64, [length])).result, axis)
-        keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
-        shifted = stablehlo.SelectOp(keep, moved, emit.splat(1, emit.dtype_of(acc), shape)).result
-        doubled = stablehlo.MulOp(s, emit.splat(2, i64)).result
-        return [doubled, stablehlo.MulOp(acc, shifted).result]
-
-    return while_loop([emit.splat(1, i64), x], below, step)[1]
+    return [cumulative_scan(ctx, node, stablehlo.MulOp, 1)]
 
 
 # TensorScatter -------------------------------------------------------------------------------
