@@ -130,7 +130,7 @@ def _window(
     *,
     ceil_mode: bool = False,
     clamp_same: bool = True,
-) -> tuple[_Window, tuple[int, ...]]:
+) -> tuple[_Window, tuple[Dim, ...]]:
     """Reads strides, dilations, pads and auto_pad; returns the window and the output size.
 
     SAME_UPPER/SAME_LOWER give ``ceil(in / stride)`` outputs with the total padding
@@ -143,56 +143,6 @@ def _window(
     A symbolic spatial size gives a symbolic output size and, for SAME_* with strides, symbolic
     pads (see the module docstring for what raises a ShapeError).
     """
-    if not all(_is_int(d) for d in spatial_shape):
-        return _symbolic_window(ctx, node, spatial_shape, kernel, ceil_mode=ceil_mode, clamp_same=clamp_same)
-    rank = len(spatial_shape)
-    strides = _spatial_ints(ctx, node, "strides", rank, 1)
-    dilations = _spatial_ints(ctx, node, "dilations", rank, 1)
-    if any(s < 1 for s in strides) or any(d < 1 for d in dilations):
-        raise ctx.error(f"strides {list(strides)} and dilations {list(dilations)} must be >= 1", ShapeError)
-    auto_pad = node.attr_str("auto_pad", "NOTSET")
-    window = _Window(tuple(kernel), strides, dilations, ((0, 0),) * rank)
-    effective = window.effective_kernel
-    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        out = tuple(-(-size // s) for size, s in zip(spatial_shape, strides))
-        pads = []
-        for size, s, k, o in zip(spatial_shape, strides, effective, out):
-            total = (o - 1) * s + k - size
-            pads.append(_split_same_padding(max(0, total) if clamp_same else total, auto_pad))
-        return dataclasses.replace(window, pads=tuple(pads)), out
-    if auto_pad == "VALID":
-        pads = ((0, 0),) * rank
-    elif auto_pad == "NOTSET":
-        flat = node.attr_ints("pads") or [0] * (2 * rank)
-        if len(flat) != 2 * rank:
-            raise ctx.error(f"attribute pads={flat} needs {2 * rank} values (begins, then ends)", ShapeError)
-        if any(p < 0 for p in flat):
-            raise ctx.unsupported_attribute("pads", flat, "non-negative values")
-        pads = tuple((flat[i], flat[i + rank]) for i in range(rank))
-    else:
-        raise ctx.unsupported_attribute("auto_pad", auto_pad, ", ".join(_AUTO_PADS))
-    out = []
-    for size, s, k, (begin, end) in zip(spatial_shape, strides, effective, pads):
-        span = size + begin + end - k
-        if span < 0:
-            raise ctx.error(f"the window ({k}) is larger than the padded input ({size + begin + end})", ShapeError)
-        count = (-(-span // s) if ceil_mode else span // s) + 1
-        if ceil_mode and (count - 1) * s >= size + begin:
-            count -= 1  # the last window would start in the end padding
-        out.append(count)
-    return dataclasses.replace(window, pads=pads), tuple(out)
-
-
-def _symbolic_window(
-    ctx: LoweringContext,
-    node: OnnxNode,
-    spatial_shape: Sequence[Dim],
-    kernel: Sequence[int],
-    *,
-    ceil_mode: bool,
-    clamp_same: bool,
-) -> tuple[_Window, tuple[Dim, ...]]:
-    """:func:`_window` for spatial sizes some of which are symbolic."""
     rank = len(spatial_shape)
     strides = _spatial_ints(ctx, node, "strides", rank, 1)
     dilations = _spatial_ints(ctx, node, "dilations", rank, 1)
@@ -733,7 +683,7 @@ def _reduce_window_symbolic(
     """:func:`_reduce_window` for operands with symbolic dims.
 
     The window's own pads are the padding (``reduce_window`` then yields exactly the floor-mode
-    windows :func:`_symbolic_window` counted); a static axis keeps the static computation.
+    windows :func:`_window` counted); a static axis keeps the static computation.
 
     Raises:
         ShapeError: the padding would need a slice or a size-dependent tail.
