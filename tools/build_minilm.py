@@ -28,11 +28,9 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
-import logging
 import os
 import sys
 import tempfile
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,6 +44,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _export import quiet_export  # noqa: E402
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 """Graph inputs of every export, in order; all int64 ``[batch, sequence]``."""
@@ -219,23 +218,11 @@ def _export(flavour: ExportFlavour, path: Path) -> None:
 
     module = _wrapped_model(load_torch_model())
     args = _example_inputs()
-    # The dynamo exporter logs a warning per torchvision op it cannot register; not relevant here.
-    registration_logger = logging.getLogger("torch.onnx._internal.exporter._registration")
-    previous_level = registration_logger.level
-    registration_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), torch.no_grad():
-            # Expected noise: the legacy exporter's deprecation notice, tracer warnings about
-            # shape checks in transformers' mask code (shape-only, so the trace stays valid;
-            # verify_export runs other shapes), the advanced-indexing note.
-            for category in (DeprecationWarning, FutureWarning, UserWarning, torch.jit.TracerWarning):
-                warnings.simplefilter("ignore", category)
-            if flavour.dynamo:
-                _export_dynamo(torch, module, args, flavour, path)
-            else:
-                _export_legacy(torch, module, args, flavour, path)
-    finally:
-        registration_logger.setLevel(previous_level)
+    with quiet_export():
+        if flavour.dynamo:
+            _export_dynamo(torch, module, args, flavour, path)
+        else:
+            _export_legacy(torch, module, args, flavour, path)
 
 
 def _export_dynamo(torch, module, args, flavour: ExportFlavour, path: Path) -> None:

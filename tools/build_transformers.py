@@ -54,12 +54,10 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import inspect
-import logging
 import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -70,6 +68,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _export import quiet_export  # noqa: E402
 
 SEED = 0
 """``torch.manual_seed`` applied before each model is constructed."""
@@ -429,55 +428,45 @@ def _export(arch: Architecture, flavour: ExportFlavour, path: Path) -> None:
 
     module = arch.make_module()
     args = arch.example_inputs()
-    registration_logger = logging.getLogger("torch.onnx._internal.exporter._registration")
-    previous_level = registration_logger.level
-    registration_logger.setLevel(logging.ERROR)
-    try:
-        with warnings.catch_warnings(), torch.no_grad():
-            # Expected noise: the legacy exporter's deprecation notice and tracer warnings about
-            # shape-only checks in transformers' mask code.
-            for category in (DeprecationWarning, FutureWarning, UserWarning, torch.jit.TracerWarning):
-                warnings.simplefilter("ignore", category)
-            if flavour.dynamo:
-                dims: dict[str, object] = {}
-                # One Dim object per name, shared by the inputs that carry it.
-                per_input = tuple(
-                    {axis: dims.setdefault(dim, torch.export.Dim(dim)) for axis, dim in axes.items()}
-                    for axes in (arch.dynamic_dims.get(n, {}) for n in arch.input_names)
-                )
-                # The wrappers take ``forward(*args)`` (keyed "args"); the Whisper decoder names its inputs.
-                parameters = inspect.signature(module.forward).parameters
-                if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values()):
-                    dynamic_shapes = {"args": per_input}
-                else:
-                    dynamic_shapes = dict(zip(parameters, per_input, strict=True))
-                torch.onnx.export(
-                    module,
-                    args,
-                    str(path),
-                    dynamo=True,
-                    opset_version=flavour.opset,
-                    input_names=list(arch.input_names),
-                    output_names=list(arch.output_names),
-                    dynamic_shapes=dynamic_shapes,
-                    external_data=False,
-                    optimize=True,
-                    verbose=False,
-                )
+    with quiet_export():
+        if flavour.dynamo:
+            dims: dict[str, object] = {}
+            # One Dim object per name, shared by the inputs that carry it.
+            per_input = tuple(
+                {axis: dims.setdefault(dim, torch.export.Dim(dim)) for axis, dim in axes.items()}
+                for axes in (arch.dynamic_dims.get(n, {}) for n in arch.input_names)
+            )
+            # The wrappers take ``forward(*args)`` (keyed "args"); the Whisper decoder names its inputs.
+            parameters = inspect.signature(module.forward).parameters
+            if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values()):
+                dynamic_shapes = {"args": per_input}
             else:
-                torch.onnx.export(
-                    module,
-                    args,
-                    str(path),
-                    dynamo=False,
-                    opset_version=flavour.opset,
-                    input_names=list(arch.input_names),
-                    output_names=list(arch.output_names),
-                    dynamic_axes={**arch.dynamic_dims, **arch.output_dynamic_dims},
-                    do_constant_folding=True,
-                )
-    finally:
-        registration_logger.setLevel(previous_level)
+                dynamic_shapes = dict(zip(parameters, per_input, strict=True))
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                dynamo=True,
+                opset_version=flavour.opset,
+                input_names=list(arch.input_names),
+                output_names=list(arch.output_names),
+                dynamic_shapes=dynamic_shapes,
+                external_data=False,
+                optimize=True,
+                verbose=False,
+            )
+        else:
+            torch.onnx.export(
+                module,
+                args,
+                str(path),
+                dynamo=False,
+                opset_version=flavour.opset,
+                input_names=list(arch.input_names),
+                output_names=list(arch.output_names),
+                dynamic_axes={**arch.dynamic_dims, **arch.output_dynamic_dims},
+                do_constant_folding=True,
+            )
 
 
 def _check_export(path: Path, arch: Architecture, flavour: ExportFlavour) -> None:
