@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import chlo, stablehlo
+from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import emit
@@ -346,7 +346,7 @@ def lower_swish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 @lowering("Gelu", since=20)
 def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers Gelu: ``approximate="none"`` with chlo.erf, ``"tanh"`` with the tanh formula.
+    """Lowers Gelu: ``approximate="none"`` with ``emit.erf``, ``"tanh"`` with the tanh formula.
 
     none: 0.5 * x * (1 + erf(x / sqrt(2))); tanh: 0.5 * x * (1 + tanh(sqrt(2 / pi) *
     (x + 0.044715 * x^3))).
@@ -360,7 +360,7 @@ def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     def build(x: ir.Value) -> ir.Value:
         if approximate == "none":
-            inner = chlo.ErfOp(_mul(x, 1.0 / np.sqrt(2.0))).result
+            inner = emit.erf(_mul(x, 1.0 / np.sqrt(2.0)))
         else:
             cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
             poly = stablehlo.AddOp(x, _mul(cube, 0.044715)).result

@@ -74,7 +74,7 @@ _UNARY: list[tuple[str, tuple[int, ...], _Build, str]] = [
     ("Sqrt", (6, 13), lambda x: stablehlo.SqrtOp(x).result, "stablehlo.sqrt"),
     ("Tanh", (6, 13), lambda x: stablehlo.TanhOp(x).result, "stablehlo.tanh"),
     ("Sigmoid", (6, 13), lambda x: stablehlo.LogisticOp(x).result, "stablehlo.logistic"),
-    ("Erf", (9, 13), lambda x: chlo.ErfOp(x).result, "chlo.erf"),
+    ("Erf", (9, 13), emit.erf, "erf (float32: a float64 polynomial rounded once, see emit.erf; else chlo.erf)"),
     ("Relu", (6, 13, 14), _relu, "stablehlo.maximum with zero"),
     ("Reciprocal", (6, 13), _reciprocal, "stablehlo.divide of one"),
     ("Floor", (6, 13), lambda x: stablehlo.FloorOp(x).result, "stablehlo.floor"),

@@ -21,16 +21,7 @@ import zoo  # tools/ is put on sys.path by conftest.py
 
 
 # Known mismatches, each with its cause (see the issue notes); none is a missing lowering.
-KNOWN_ISSUES = {
-    "minilm-int8-per-tensor": pytest.mark.xfail(
-        strict=True,
-        reason="a model this sensitive (its own int8 output has row cosine 0.45 against the fp32 "
-        "model) amplifies one-ulp differences: onnxruntime's Erf (MLAS polynomial) and XLA's differ "
-        "by one ulp on half the GELU inputs, which flips one DynamicQuantizeLinear rounding in "
-        "layer 0 and grows to row cosine 0.984 against onnxruntime's own int8 result. Division, "
-        "Mul+Add rounding and the quantizers already match onnxruntime bit for bit here",
-    ),
-}
+KNOWN_ISSUES: dict[str, pytest.MarkDecorator] = {}
 
 
 def _zoo_params():
