@@ -562,7 +562,7 @@ class CompiledModel:
     def _weight(self, name: str, lowered: LoweredModule) -> Any:
         buffer = self._device_weights.get(name)
         if buffer is None:
-            buffer = pjrt.to_device(np.ascontiguousarray(lowered.parameters[name]()), self.device)
+            buffer = pjrt.to_device(lowered.parameters[name](), self.device)
             self._device_weights[name] = buffer
         return buffer
 

@@ -1,0 +1,44 @@
+"""runtime/pjrt.py: host <-> device transfers keep dtypes and own their memory."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from onnx_stablehlo.runtime import pjrt
+
+
+@pytest.fixture(scope="module")
+def cpu():
+    return pjrt.get_device("cpu")
+
+
+@pytest.mark.parametrize(
+    "dtype",
+    [np.float32, np.float64, np.float16, np.int64, np.uint8, np.int8, np.bool_, np.complex64,
+     ml_dtypes.bfloat16, ml_dtypes.float8_e4m3fn, ml_dtypes.int4],
+)
+def test_to_device_round_trips_every_dtype_at_full_width(cpu, dtype, rng):
+    array = (rng.standard_normal((3, 5)) * 7).astype(dtype)
+    (back,) = pjrt.to_host([pjrt.to_device(array, cpu)])
+    assert back.dtype == np.dtype(dtype) and back.shape == (3, 5)
+    np.testing.assert_array_equal(back, array)
+
+
+def test_to_device_keeps_64_bit_values_jax_would_narrow(cpu):
+    big = np.array([2**40 + 1, -(2**62)], np.int64)
+    (back,) = pjrt.to_host([pjrt.to_device(big, cpu)])
+    assert back.dtype == np.int64 and back.tolist() == big.tolist()
+    (scalar,) = pjrt.to_host([pjrt.to_device(np.array(1e300), cpu)])
+    assert scalar.shape == () and scalar == 1e300
+
+
+def test_to_device_copies_views_and_does_not_alias_the_source(cpu):
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    view = base[:, ::2]  # not contiguous
+    buffer = pjrt.to_device(view, cpu)
+    expected = view.copy()
+    base[:] = -1  # the device copy must not see this
+    (back,) = pjrt.to_host([buffer])
+    np.testing.assert_array_equal(back, expected)
