@@ -43,7 +43,8 @@ class HoistWeightsPass(ModulePass):
 
     Rewrites ``@main(%x, %w) { %t = transpose %w; conv(%x, %t) }`` into
     ``@hoisted_weights(%w) -> transpose %w`` and ``@main(%x, %w, %t) { conv(%x, %t) }``.
-    Ops with regions or side effects, and ops on dynamic shapes, are never moved.
+    Ops with side effects, ops on dynamic shapes and ops with regions are never moved, except
+    reductions (``reduce``, ``reduce_window``) whose bodies only combine their own arguments.
     """
 
     name: ClassVar[str] = "hoist-weights"
@@ -76,7 +77,7 @@ class HoistWeightsPass(ModulePass):
         growing: set[int] = set()
         for op in block.operations:
             op = op.operation
-            if op.name == "func.return" or len(op.regions) or not is_pure(op):
+            if op.name == "func.return" or not is_pure(op) or not _self_contained(op):
                 continue
             operands = list(op.operands)
             if not all(v in from_weights for v in operands):
@@ -151,7 +152,7 @@ class HoistWeightsPass(ModulePass):
             changed = False
             for op in reversed(list(block.operations)):
                 op = op.operation
-                if op.name == "func.return" or not is_pure(op) or len(op.regions):
+                if op.name == "func.return" or not is_pure(op) or not _self_contained(op):
                     continue
                 if all(next(iter(r.uses), None) is None for r in op.results):
                     op.erase()
@@ -165,6 +166,29 @@ class HoistWeightsPass(ModulePass):
             attrs += [ir.DictAttr.get({})] * (len(block.arguments) - len(attrs))
             main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
         main.attributes[HOISTED_COUNT_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(needed))
+
+
+# Ops whose regions are computations on their own block arguments (a reduction body).
+_REGION_OPS = ("stablehlo.reduce", "stablehlo.reduce_window")
+
+
+def _self_contained(op: ir.Operation) -> bool:
+    """No regions, or a reduction whose body is pure and reads only values defined inside it."""
+    if not len(op.regions):
+        return True
+    if op.name not in _REGION_OPS:
+        return False
+    for region in op.regions:
+        for block in region.blocks:
+            inside = set(block.arguments)
+            for nested in block.operations:
+                nested = nested.operation
+                if len(nested.regions) or not (is_pure(nested) or nested.name == "stablehlo.return"):
+                    return False
+                if any(v not in inside for v in nested.operands):
+                    return False
+                inside.update(nested.results)
+    return True
 
 
 def _op_key(owner) -> int:

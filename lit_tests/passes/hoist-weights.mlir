@@ -1,4 +1,4 @@
-// RUN: onnx-stablehlo-opt %s -p "hoist-weights{num-inputs=1}" | filecheck %s
+// RUN: onnx-stablehlo-opt %s -p "hoist-weights{num-inputs=1}" --split-input-file | filecheck %s
 
 // The transpose and the int8 dequantization read weights alone: they move to @hoisted_weights
 // and @main takes their results as trailing arguments. The bias broadcast grows its operand, so
@@ -28,4 +28,28 @@ func.func @main(%x: tensor<1x3x8x8xf32>, %w: tensor<4x3x3x3xf32>, %b: tensor<4xf
   %s = stablehlo.constant dense<0.5> : tensor<4x3xf32>
   %d = stablehlo.multiply %f, %s : tensor<4x3xf32>
   return %z, %d : tensor<1x4x6x6xf32>, tensor<4x3xf32>
+}
+
+// -----
+
+// An int8 weight's column sums (MatMulInteger's zero-point correction) are a reduce over the
+// weight alone: the reduce moves with its body; the reduce over the input stays.
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[A:.*]]: tensor<2x3xi8>, %[[W:.*]]: tensor<3x4xi8>, %[[SUMS:.*]]: tensor<4xi32>)
+// CHECK-SAME:    onnx.hoisted_weights = 1
+// CHECK:         stablehlo.reduce(%{{.*}} init: %{{.*}}) applies stablehlo.add across dimensions = [1] : (tensor<2x3xi32>, tensor<i32>) -> tensor<2xi32>
+// CHECK-NOT:     across dimensions = [0]
+// CHECK:         return %{{.*}}, %[[SUMS]]
+// CHECK-LABEL: func.func public @hoisted_weights
+// CHECK:         %[[WIDE:.*]] = stablehlo.convert
+// CHECK:         %[[R:.*]] = stablehlo.reduce(%[[WIDE]] init: %{{.*}}) applies stablehlo.add across dimensions = [0]
+// CHECK:         return %[[R]]
+func.func @main(%a: tensor<2x3xi8>, %w: tensor<3x4xi8>) -> (tensor<2xi32>, tensor<4xi32>) {
+  %zero = stablehlo.constant dense<0> : tensor<i32>
+  %aw = stablehlo.convert %a : (tensor<2x3xi8>) -> tensor<2x3xi32>
+  %rows = stablehlo.reduce(%aw init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<2x3xi32>, tensor<i32>) -> tensor<2xi32>
+  %ww = stablehlo.convert %w : (tensor<3x4xi8>) -> tensor<3x4xi32>
+  %cols = stablehlo.reduce(%ww init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<3x4xi32>, tensor<i32>) -> tensor<4xi32>
+  return %rows, %cols : tensor<2xi32>, tensor<4xi32>
 }
