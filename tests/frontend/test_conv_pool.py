@@ -83,6 +83,10 @@ CONV_CASES = {
     "2d-dilations": ((1, 2, 9, 9), (2, 2, 3, 3), {"dilations": [2, 3], "pads": [1, 1, 1, 1]}),
     "2d-group": ((2, 4, 6, 6), (6, 2, 3, 3), {"group": 2, "pads": [1, 1, 1, 1]}),
     "2d-depthwise": ((1, 3, 6, 5), (3, 1, 3, 3), {"group": 3, "strides": [2, 2]}),
+    # More depthwise shapes: on CPU these run as taps (passes/unroll_depthwise_conv.py).
+    "1d-depthwise": ((2, 4, 11), (4, 1, 5), {"group": 4, "pads": [2, 1]}),
+    "2d-depthwise-dilated": ((2, 5, 9, 8), (5, 1, 3, 3), {"group": 5, "dilations": [2, 1], "pads": [2, 0, 1, 1]}),
+    "3d-depthwise": ((1, 3, 4, 5, 6), (3, 1, 2, 3, 3), {"group": 3, "strides": [1, 2, 2], "pads": [0, 1, 1, 1, 1, 1]}),
     "2d-same-upper": ((1, 2, 7, 8), (3, 2, 3, 4), {"auto_pad": "SAME_UPPER", "strides": [2, 3]}),
     "2d-same-lower": ((1, 2, 7, 8), (3, 2, 4, 3), {"auto_pad": "SAME_LOWER", "strides": [2, 2]}),
     "2d-valid": ((1, 2, 7, 8), (3, 2, 3, 3), {"auto_pad": "VALID", "strides": [2, 2]}),
