@@ -416,10 +416,20 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     x = ctx.input(0)
     shape = emit.dims_of(ctx.input(0))
     dtype = emit.dtype_of(x)
-    axes = list(range(len(shape)))
     zero = _splat(0, dtype, ())
-    high = stablehlo.MaxOp(reduce_over(x, axes, stablehlo.MaxOp, -np.inf), zero).result
-    low = stablehlo.MinOp(reduce_over(x, axes, stablehlo.MinOp, np.inf), zero).result
+
+    def extreme(op_class: type, init: float) -> ir.Value:
+        # The last axis first, then the rest: XLA CPU runs a row reduction as a vectorized loop,
+        # but splits a whole-tensor one into padded reduce-windows, about 10x slower (measured
+        # in int8 MiniLM: 36 of them were a third of its run time). min/max are exact in any order.
+        if len(shape) < 2:
+            return reduce_over(x, list(range(len(shape))), op_class, init)
+        rows = reduce_over(x, [len(shape) - 1], op_class, init)
+        (rows,) = stablehlo.OptimizationBarrierOp([rows]).results  # or XLA merges the two again
+        return reduce_over(rows, list(range(len(shape) - 1)), op_class, init)
+
+    high = stablehlo.MaxOp(extreme(stablehlo.MaxOp, -np.inf), zero).result
+    low = stablehlo.MinOp(extreme(stablehlo.MinOp, np.inf), zero).result
     span = stablehlo.SubtractOp(high, low).result
     empty = emit.compare(high, low, "EQ")
     scale = emit.divide(span, _splat(255, dtype, ()))
