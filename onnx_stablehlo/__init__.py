@@ -5,11 +5,19 @@
 >>> outputs = model.run({"input_ids": ids})                  # doctest: +SKIP
 """
 
-from onnx_stablehlo import errors
-from onnx_stablehlo.api import compile, load, lower  # noqa: A004
-from onnx_stablehlo.runtime.bucketing import Bucketing
-from onnx_stablehlo.runtime.model import CompiledModel
-from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes
+import os
+
+# XLA's C++ logging (PJRT client start-up lines at INFO) stays at warnings unless the user set
+# it. It must be set before anything loads jaxlib's native libraries: the MLIR bindings the
+# frontend imports do, and they fix the level then (runtime/pjrt.py sets it too, for use
+# without this package's __init__).
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+from onnx_stablehlo import errors  # noqa: E402
+from onnx_stablehlo.api import compile, load, lower  # noqa: A004, E402
+from onnx_stablehlo.runtime.bucketing import Bucketing  # noqa: E402
+from onnx_stablehlo.runtime.model import CompiledModel  # noqa: E402
+from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes  # noqa: E402
 
 __all__ = [
     "compile", "load", "lower", "infer_shapes", "annotate_shapes", "ShapeInference", "Bucketing",

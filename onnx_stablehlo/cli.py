@@ -131,10 +131,76 @@ def _load_inputs(specs: Sequence[str]) -> dict[str, np.ndarray]:
         if not sep or not name or not path:
             raise UsageError(f"--input expects NAME=FILE.npy, got {spec!r}")
         try:
-            feeds[name] = np.load(path, allow_pickle=False)
+            loaded = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as exc:
             raise UsageError(f"--input {name}: cannot read {path}: {exc}") from exc
+        if not isinstance(loaded, np.ndarray):  # an .npz archive
+            loaded.close()
+            raise UsageError(f"--input {name}: {path} is an .npz archive; --input takes one array per .npy file")
+        feeds[name] = loaded
     return feeds
+
+
+def _dims_text(shape) -> str:
+    """``[batch, sequence, 384]``: a declared input shape, unnamed symbolic dims as ``?``."""
+    if shape is None:
+        return "[unknown rank]"
+    return "[" + ", ".join(str(d) if isinstance(d, int) else (getattr(d, "value", None) or "?") for d in shape) + "]"
+
+
+def _prepared_feeds(model, args: argparse.Namespace, shapes: dict[str, tuple[int, ...]] | None):
+    """``(feeds, generated names)`` for ``run`` and ``check``: ``--input`` files, the rest generated.
+
+    The names and ranks the user gave are checked first, so a typo is reported as such and not
+    as a missing size of some other input.
+
+    Raises:
+        UsageError: an ``--input``/``--input-shape`` name that is not a graph input, a ``--dim``
+            name no input has, or a file whose rank differs from its input's.
+        ShapeError: an input to generate has a dim without a size (see ``generated_inputs``).
+    """
+    from onnx_stablehlo.frontend.importer import graph_input_values
+
+    values = {v.name: v for v in graph_input_values(model.graph)}
+    feeds = _load_inputs(args.input or [])
+    for option, names in (("--input", feeds), ("--input-shape", shapes or {})):
+        for name in names:
+            if name not in values:
+                raise UsageError(
+                    f"{option} {name}: the model has no input named {name!r} (inputs: {', '.join(values)})"
+                )
+    dims = _dims(args)
+    named = {getattr(d, "value", None) for v in values.values() for d in (v.shape or []) if not isinstance(d, int)}
+    named.discard(None)
+    for name in dims or {}:
+        if name not in named:
+            known = ", ".join(sorted(named)) or "none, the inputs' symbolic dims are unnamed"
+            raise UsageError(f"--dim {name}: no input has a dim named {name!r} (named dims: {known})")
+    for name, array in feeds.items():
+        declared = values[name].shape
+        if declared is not None and len(declared) != array.ndim:
+            raise UsageError(
+                f"--input {name}: expected rank {len(declared)} {_dims_text(declared)}, got shape {array.shape}"
+            )
+    generated: list[str] = []
+    if len(feeds) < len(values):
+        for name, array in generated_inputs(model, shapes, seed=args.seed, dims=dims, given=feeds).items():
+            if name not in feeds:
+                feeds[name] = array
+                generated.append(name)
+                print(f"input {name}: generated {array.dtype} {list(array.shape)} (seed {args.seed})")
+    return feeds, generated
+
+
+def _note_generated(exc: OnnxStableHLOError, generated: list[str]) -> None:
+    """Adds a note to a failure that generated values may cause (an ``sr`` of 1, say)."""
+    from onnx_stablehlo.errors import DeviceNotFoundError
+
+    if generated and not isinstance(exc, DeviceNotFoundError):
+        exc.add_note(
+            f"inputs {', '.join(generated)} were generated (floats standard normal, integers 0 or 1); "
+            "if the model needs meaningful values there, give them with --input NAME=FILE.npy"
+        )
 
 
 def _dims_from_feeds(model, feeds: dict[str, np.ndarray], dims: dict[str, int] | None) -> dict[str, int]:
@@ -221,9 +287,13 @@ def generated_inputs(
                 d if isinstance(d, int) else named.get(getattr(d, "value", None)) for d in (value.shape or [])
             ]
             if value.shape is None or any(d is None for d in sizes):
+                unsized = [d for d, n in zip(value.shape or [], sizes) if n is None]
+                names = [getattr(d, "value", None) for d in unsized]
+                template = ",".join(str(n) if n is not None else "N" for n in sizes) if value.shape else "D0,D1,..."
+                dim_hint = "".join(f"--dim {n}=N, " for n in dict.fromkeys(names)) if all(names) else ""
                 raise ShapeError(
-                    f"input '{value.name}' has symbolic dims {value.shape}; give --dim NAME=N, "
-                    f"--input-shape {value.name}=D0,D1,... or --input {value.name}=FILE.npy"
+                    f"input '{value.name}' has symbolic dims {_dims_text(value.shape)} without a size; give {dim_hint}--input-shape {value.name}={template} or "
+                    f"--input {value.name}=FILE.npy"
                 )
             shape = tuple(sizes)  # type: ignore[arg-type]
         np_dtype = dtypes.numpy_dtype(value.dtype)
@@ -251,17 +321,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     model = onnx_stablehlo.load(_model_arg(args))
     shapes = _shapes(args)
-    feeds = _load_inputs(args.input or [])
-    if len(feeds) < len(model.graph.inputs):
-        generated = generated_inputs(model, shapes, seed=args.seed, dims=_dims(args), given=feeds)
-        for name, array in generated.items():
-            if name not in feeds:
-                feeds[name] = array
-                print(f"input {name}: generated {array.dtype} {list(array.shape)} (seed {args.seed})")
-    compiled = onnx_stablehlo.compile(
-        model, device=args.device, input_shapes=shapes, weights=args.weights, dims=_dims(args)
-    )
-    outputs = compiled.run(feeds)
+    feeds, generated = _prepared_feeds(model, args, shapes)
+    try:
+        compiled = onnx_stablehlo.compile(
+            model, device=args.device, input_shapes=shapes, weights=args.weights, dims=_dims(args)
+        )
+        outputs = compiled.run(feeds)
+    except OnnxStableHLOError as exc:
+        _note_generated(exc, generated)
+        raise
     for name, array in zip(compiled.output_names, outputs):
         print(f"output {name}: {array.dtype} {list(array.shape)}  {_summary(array)}")
     if args.output:
@@ -279,13 +347,14 @@ def _cmd_check(args: argparse.Namespace) -> int:
     path = _model_arg(args)
     model = onnx_stablehlo.load(path)
     shapes = _shapes(args)
-    feeds = _load_inputs(args.input or [])
-    if len(feeds) < len(model.graph.inputs):
-        for name, array in generated_inputs(model, shapes, seed=args.seed, dims=_dims(args), given=feeds).items():
-            feeds.setdefault(name, array)
+    feeds, generated = _prepared_feeds(model, args, shapes)
     start = time.perf_counter()
-    compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, dims=_dims(args))
-    outputs = compiled.run(feeds)
+    try:
+        compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, dims=_dims(args))
+        outputs = compiled.run(feeds)
+    except OnnxStableHLOError as exc:
+        _note_generated(exc, generated)
+        raise
     seconds = time.perf_counter() - start
     print(
         f"compiled and ran {Path(path).name} on {compiled.device} in {seconds:.2f} s "
@@ -304,6 +373,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 expected = session.run(None, feeds)
             except Exception as exc:  # onnxruntime rejects the model or these inputs
                 print(f"onnxruntime failed, outputs not compared: {str(exc).strip().splitlines()[0]}")
+                if generated:
+                    print(f"note: inputs {', '.join(generated)} were generated; give real values with --input")
                 return 2
     worst = 0.0
     for index, (name, array) in enumerate(zip(compiled.output_names, outputs)):
@@ -415,6 +486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         message = " ".join(str(exc).split("\n"))
         print(f"error: {message}", file=sys.stderr)
+        for note in getattr(exc, "__notes__", ()):
+            print(f"note: {note}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # `onnx-stablehlo shapes MODEL | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

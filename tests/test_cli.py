@@ -110,3 +110,76 @@ g (float[N, 4] x, float[M, 4] y) => (float[N, 4] z) {
 }"""), path)
     assert main(["check", str(path), "--dim", "N=5"]) == 0
     assert "z" in capsys.readouterr().out
+
+
+# What a user gets wrong first: each mistake is named as such, before anything is generated.
+
+
+@pytest.fixture
+def symbolic_model(tmp_path):
+    path = tmp_path / "sym.onnx"
+    onnx.save(parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[batch, 4] x, int64[batch] ids) => (float[batch, 4] y) {
+  y = Relu(x)
+}"""), path)
+    return path
+
+
+def _error_lines(argv, capsys) -> list[str]:
+    assert main(argv) == 1
+    return capsys.readouterr().err.strip().splitlines()
+
+
+@pytest.mark.parametrize("command", ["run", "check"])
+def test_input_mistakes_are_named(command, symbolic_model, tmp_path, capsys):
+    np.save(tmp_path / "x.npy", np.ones((2, 4), np.float32))
+    np.save(tmp_path / "flat.npy", np.ones(8, np.float32))
+    np.savez(tmp_path / "x.npz", x=np.ones((2, 4), np.float32))
+    model = str(symbolic_model)
+    assert _error_lines([command, model, "--input", f"xx={tmp_path / 'x.npy'}"], capsys) == [
+        "error: --input xx: the model has no input named 'xx' (inputs: x, ids)"
+    ]
+    assert _error_lines([command, model, "--dim", "batchh=2"], capsys) == [
+        "error: --dim batchh: no input has a dim named 'batchh' (named dims: batch)"
+    ]
+    assert _error_lines([command, model, "--input", f"x={tmp_path / 'flat.npy'}"], capsys) == [
+        "error: --input x: expected rank 2 [batch, 4], got shape (8,)"
+    ]
+    (npz,) = _error_lines([command, model, "--input", f"x={tmp_path / 'x.npz'}"], capsys)
+    assert npz.endswith("x.npz is an .npz archive; --input takes one array per .npy file")
+    assert _error_lines([command, model], capsys) == [
+        "error: input 'x' has symbolic dims [batch, 4] without a size; give --dim batch=N, "
+        "--input-shape x=N,4 or --input x=FILE.npy"
+    ]
+
+
+def test_unnamed_symbolic_dims_ask_for_an_input_shape(tmp_path, capsys):
+    path = tmp_path / "unnamed.onnx"
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 4] x) => (float[2, 4] y) {
+  y = Relu(x)
+}""")
+    model.graph.input[0].type.tensor_type.shape.dim[0].Clear()  # an unnamed symbolic dim
+    onnx.save(model, path)
+    assert _error_lines(["check", str(path)], capsys) == [
+        "error: input 'x' has symbolic dims [?, 4] without a size; give --input-shape x=N,4 or --input x=FILE.npy"
+    ]
+    assert main(["check", str(path), "--input-shape", "x=3,4"]) == 0
+
+
+def test_a_failure_with_generated_inputs_says_they_were_generated(tmp_path, capsys):
+    # Reshape to the shape fed in `shape`: a generated int64 of 0s and 1s is no valid shape here.
+    path = tmp_path / "reshape.onnx"
+    onnx.save(parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[6] x, int64[2] shape) => (float[?, ?] y) {
+  y = Reshape(x, shape)
+}"""), path)
+    lines = _error_lines(["run", str(path)], capsys)
+    assert lines[0].startswith("error: ") and len(lines) == 2
+    assert lines[1] == (
+        "note: inputs x, shape were generated (floats standard normal, integers 0 or 1); "
+        "if the model needs meaningful values there, give them with --input NAME=FILE.npy"
+    )
+    np.save(tmp_path / "shape.npy", np.array([2, 3], np.int64))
+    assert main(["run", str(path), "--input", f"shape={tmp_path / 'shape.npy'}"]) == 0
+    assert "output y: float32 [2, 3]" in capsys.readouterr().out
