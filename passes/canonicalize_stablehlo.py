@@ -9,10 +9,12 @@ applies only when it holds for every input, NaN, infinities and both zeros inclu
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import ClassVar
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.passes.base import ModulePass
 from onnx_stablehlo.passes.ir_utils import (
@@ -334,6 +336,46 @@ class ReverseOfReverse(RewritePattern):
         return _replace_by_operand(op, inner.operands[0], rw, "reverse twice")
 
 
+class ConvolutionOfZeroPad(RewritePattern):
+    """convolution(pad(x, 0, low, high), k) -> convolution(x, k) with ``low``/``high`` added to its padding.
+
+    A convolution pads with zeros itself, so an explicit zero pad of the input's spatial dims
+    (the TorchScript exporter writes one for TF-style "same" padding) folds into it, and XLA
+    does not materialize the padded copy. Constraints: the pad value is a splat ``+0.0`` (or
+    integer 0); no interior padding; no padding on the batch or feature dims; pads are not
+    negative; the convolution has no lhs dilation.
+    """
+
+    root = "stablehlo.convolution"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        pad = defining_op_named(op.operands[0], "stablehlo.pad")
+        if pad is None:
+            return rw.fail(op, "input is not produced by a pad")
+        value = splat_scalar(pad.operands[1])
+        if value is None or value != 0 or (isinstance(value, float) and math.copysign(1.0, value) < 0):
+            return rw.fail(op, "pad value is not +0")
+        low, high = read_i64_array(pad, "edge_padding_low"), read_i64_array(pad, "edge_padding_high")
+        if any(read_i64_array(pad, "interior_padding")) or min(low + high) < 0:
+            return rw.fail(op, "interior or negative padding")
+        numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
+        spatial = list(numbers.input_spatial_dimensions)
+        if any(low[d] or high[d] for d in range(len(low)) if d not in spatial):
+            return rw.fail(op, "pads the batch or feature dim")
+        if "lhs_dilation" in op.attributes and any(v != 1 for v in read_i64_array(op, "lhs_dilation")):
+            return rw.fail(op, "lhs dilation")
+        padding = (
+            np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"]), dtype=np.int64).reshape(len(spatial), 2)
+            if "padding" in op.attributes else np.zeros((len(spatial), 2), np.int64)
+        )
+        padding = padding + np.array([[low[d], high[d]] for d in spatial], dtype=np.int64)
+        attributes = {name: op.attributes[name] for name in op.attributes}
+        attributes["padding"] = ir.DenseIntElementsAttr.get(padding)
+        folded = rw.create("stablehlo.convolution", [pad.operands[0], op.operands[1]], [op.results[0].type], attributes)
+        rw.replace_op(op, [folded.result])
+        return True
+
+
 @dataclasses.dataclass(frozen=True)
 class CanonicalizeStableHLOPass(PatternRewritePass, ModulePass):
     """Removes algebraic identities and no-op ops, keeping IEEE float semantics.
@@ -355,6 +397,8 @@ class CanonicalizeStableHLOPass(PatternRewritePass, ModulePass):
     - ``reshape(reshape(x)) -> reshape(x)`` (static shapes)
     - ``slice(x, 0, shape, 1) -> x``; ``concatenate(x) -> x``; ``pad(x, v, 0, 0, 0) -> x``
     - ``reverse(reverse(x, d), d) -> x``
+    - ``convolution(pad(x, +0), k) -> convolution(x, k)`` with the pads added to its padding
+      (spatial dims only, no interior padding)
 
     A rewrite applies only when the replacement has exactly the result's type. Ops left
     unused are erased when they have no side effects.
@@ -383,4 +427,5 @@ class CanonicalizeStableHLOPass(PatternRewritePass, ModulePass):
             SingleOperandConcatenate(),
             IdentityPad(),
             ReverseOfReverse(),
+            ConvolutionOfZeroPad(),
         ]

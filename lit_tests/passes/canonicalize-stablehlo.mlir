@@ -280,3 +280,35 @@ func.func @single_concatenate_zero_pad_double_reverse(%x: tensor<4xf32>) -> tens
   %r2 = stablehlo.reverse %r1, dims = [0] : tensor<4xf32>
   return %r2 : tensor<4xf32>
 }
+
+// -----
+
+// A zero pad of the spatial dims folds into the convolution's own padding; a pad with another
+// value, or of the feature dim, stays.
+// CHECK-LABEL: func.func @conv_of_zero_pad
+// CHECK-NOT:     stablehlo.pad
+// CHECK:         stablehlo.convolution(%arg0, %arg1) {{.*}} pad = {{\[\[}}1, 2], [0, 1]]
+// CHECK-LABEL: func.func @conv_of_nonzero_pad
+// CHECK:         stablehlo.pad
+// CHECK:         stablehlo.convolution
+// CHECK-LABEL: func.func @conv_of_feature_pad
+// CHECK:         stablehlo.pad
+func.func @conv_of_zero_pad(%x: tensor<1x3x6x6xf32>, %k: tensor<4x3x3x3xf32>) -> tensor<1x4x6x5xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.pad %x, %zero, low = [0, 0, 1, 0], high = [0, 0, 1, 0], interior = [0, 0, 0, 0] : (tensor<1x3x6x6xf32>, tensor<f32>) -> tensor<1x3x8x6xf32>
+  %y = stablehlo.convolution(%p, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[0, 1], [0, 1]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x7x5xf32>
+  %s = stablehlo.slice %y [0:1, 0:4, 0:6, 0:5] : (tensor<1x4x7x5xf32>) -> tensor<1x4x6x5xf32>
+  return %s : tensor<1x4x6x5xf32>
+}
+func.func @conv_of_nonzero_pad(%x: tensor<1x3x6x6xf32>, %k: tensor<4x3x3x3xf32>) -> tensor<1x4x6x4xf32> {
+  %one = stablehlo.constant dense<1.0> : tensor<f32>
+  %p = stablehlo.pad %x, %one, low = [0, 0, 1, 0], high = [0, 0, 1, 0], interior = [0, 0, 0, 0] : (tensor<1x3x6x6xf32>, tensor<f32>) -> tensor<1x3x8x6xf32>
+  %y = stablehlo.convolution(%p, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x6x4xf32>
+  return %y : tensor<1x4x6x4xf32>
+}
+func.func @conv_of_feature_pad(%x: tensor<1x2x6x6xf32>, %k: tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.pad %x, %zero, low = [0, 1, 0, 0], high = [0, 0, 0, 0], interior = [0, 0, 0, 0] : (tensor<1x2x6x6xf32>, tensor<f32>) -> tensor<1x3x6x6xf32>
+  %y = stablehlo.convolution(%p, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x6x6xf32>, tensor<4x3x3x3xf32>) -> tensor<1x4x4x4xf32>
+  return %y : tensor<1x4x4x4xf32>
+}

@@ -122,6 +122,27 @@ def test_conv_emits_feature_group_count_and_highest_precision(rng):
     assert "feature_group_count = 2" in text and "HIGHEST" in text
 
 
+@pytest.mark.parametrize("group", [1, 3], ids=["dense", "depthwise"])
+def test_explicit_zero_pad_before_conv_folds_into_its_padding(group, rng):
+    """TorchScript writes TF-style "same" padding as a Pad node; canonicalize-stablehlo folds it."""
+    model = parse(f"""<ir_version: 9, opset_import: ["" : 18]>
+g (float[1, 3, 9, 8] x, float[3, {3 // group}, 3, 3] w) => (float[1, 3, 5, 4] y) {{
+  pads = Constant <value = int64[8] {{0, 0, 1, 0, 0, 0, 1, 1}}> ()
+  padded = Pad(x, pads)
+  y = Conv <group = {group}, strides = [2, 2]> (padded, w)
+}}""")
+    feeds = {"x": rng.standard_normal((1, 3, 9, 8)).astype(np.float32),
+             "w": rng.standard_normal((3, 3 // group, 3, 3)).astype(np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+    from onnx_stablehlo import lower
+    from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
+
+    lowered = lower(model)
+    with lowered.context:
+        run_pipeline(lowered.module, DEFAULT_PIPELINE)
+    assert "stablehlo.pad" not in lowered.text and "pad = [[1, 1], [0, 1]]" in lowered.text
+
+
 def test_conv_rejects_unknown_auto_pad(rng):
     model = parse(_model("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
                          [("y", "float", (1, 1, 5, 5))], {"auto_pad": "SAME"}))
