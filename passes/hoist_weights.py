@@ -45,6 +45,8 @@ class HoistWeightsPass(ModulePass):
     ``@hoisted_weights(%w) -> transpose %w`` and ``@main(%x, %w, %t) { conv(%x, %t) }``.
     Ops with side effects, ops on dynamic shapes and ops with regions are never moved, except
     reductions (``reduce``, ``reduce_window``) whose bodies only combine their own arguments.
+    Ops inside ``if``/``case``/``while`` regions are moved too when they read weights alone
+    (a value from above, so the region reads the hoisted result instead).
     """
 
     name: ClassVar[str] = "hoist-weights"
@@ -75,8 +77,7 @@ class HoistWeightsPass(ModulePass):
         candidates: list[ir.Operation] = []  # ops on weights and constants only
         depends: dict[int, bool] = {}
         growing: set[int] = set()
-        for op in block.operations:
-            op = op.operation
+        for op in _walk(block):
             if op.name == "func.return" or not is_pure(op) or not _self_contained(op):
                 continue
             operands = list(op.operands)
@@ -150,8 +151,7 @@ class HoistWeightsPass(ModulePass):
         changed = True
         while changed:
             changed = False
-            for op in reversed(list(block.operations)):
-                op = op.operation
+            for op in reversed(list(_walk(block))):
                 if op.name == "func.return" or not is_pure(op) or not _self_contained(op):
                     continue
                 if all(next(iter(r.uses), None) is None for r in op.results):
@@ -166,6 +166,22 @@ class HoistWeightsPass(ModulePass):
             attrs += [ir.DictAttr.get({})] * (len(block.arguments) - len(attrs))
             main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
         main.attributes[HOISTED_COUNT_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(needed))
+
+
+# Control flow whose branches and bodies may read values from above: weight-only ops inside
+# them (a conv kernel's transpose in an If branch) are hoisted like those of @main itself.
+_CONTROL_FLOW = ("stablehlo.if", "stablehlo.case", "stablehlo.while")
+
+
+def _walk(block: ir.Block):
+    """The ops of ``block`` in order, with those nested in control-flow regions after their parent."""
+    for op in block.operations:
+        op = op.operation
+        yield op
+        if op.name in _CONTROL_FLOW:
+            for region in op.regions:
+                for nested in region.blocks:
+                    yield from _walk(nested)
 
 
 # Ops whose regions are computations on their own block arguments (a reduction body).

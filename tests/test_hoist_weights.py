@@ -56,6 +56,35 @@ def test_conv_kernel_transpose_and_dequantization_are_hoisted(rng):
     assert compiled.compile_count == 2
 
 
+def test_weight_work_inside_an_if_branch_is_hoisted(rng):
+    """silero-vad's shape: the whole network sits in an If branch on the sample rate."""
+    w = onh.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w")
+    then_branch = oh.make_graph(
+        [oh.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1])], "then", [],
+        [oh.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [1, 8, 9, 9])],
+    )
+    else_branch = oh.make_graph(
+        [oh.make_node("Conv", ["x", "w"], ["c2"], strides=[2, 2])], "else", [],
+        [oh.make_tensor_value_info("c2", onnx.TensorProto.FLOAT, [1, 8, 4, 4])],
+    )
+    graph = oh.make_graph(
+        [oh.make_node("If", ["flag"], ["y"], then_branch=then_branch, else_branch=else_branch)],
+        "g",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 9, 9]),
+         oh.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8, None, None])],
+        initializer=[w],
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 19)])
+    compiled = onnx_stablehlo.compile(model)
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    for flag in (True, False):
+        feeds = {"x": x, "flag": np.array(flag)}
+        np.testing.assert_allclose(compiled.run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
+    main, hoisted = compiled.mlir.split("func.func public @hoisted_weights")
+    assert "stablehlo.transpose" in hoisted and "stablehlo.transpose" not in main
+
+
 def test_inline_weights_and_hoist_weights_false_leave_main_alone(rng):
     model = _conv_and_int8_model(rng)
     feeds = {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}

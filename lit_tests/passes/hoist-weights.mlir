@@ -53,3 +53,33 @@ func.func @main(%a: tensor<2x3xi8>, %w: tensor<3x4xi8>) -> (tensor<2xi32>, tenso
   %cols = stablehlo.reduce(%ww init: %zero) applies stablehlo.add across dimensions = [0] : (tensor<3x4xi32>, tensor<i32>) -> tensor<4xi32>
   return %rows, %cols : tensor<2xi32>, tensor<4xi32>
 }
+
+// -----
+
+// Inside an If branch, a weight's transpose reads only a value from above: it is hoisted, and
+// the branch reads the hoisted result. The dot on the input stays in the branch.
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x3xf32>, %{{.*}}: tensor<4x3xf32>, %[[T:.*]]: tensor<3x4xf32>)
+// CHECK-SAME:    onnx.hoisted_weights = 1
+// CHECK:         stablehlo.if
+// CHECK-NOT:     stablehlo.transpose
+// CHECK:         stablehlo.dot_general %[[X]], %[[T]]
+// CHECK-LABEL: func.func public @hoisted_weights
+// CHECK:         %[[TW:.*]] = stablehlo.transpose
+// CHECK-NEXT:    return %[[TW]]
+func.func @main(%x: tensor<2x3xf32>, %w: tensor<4x3xf32>) -> tensor<2x4xf32> {
+  %corner = stablehlo.slice %x [0:1, 0:1] : (tensor<2x3xf32>) -> tensor<1x1xf32>
+  %scalar = stablehlo.reshape %corner : (tensor<1x1xf32>) -> tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %p = stablehlo.compare GT, %scalar, %zero : (tensor<f32>, tensor<f32>) -> tensor<i1>
+  %r = "stablehlo.if"(%p) ({
+    %t = stablehlo.transpose %w, dims = [1, 0] : (tensor<4x3xf32>) -> tensor<3x4xf32>
+    %y = stablehlo.dot_general %x, %t, contracting_dims = [1] x [0] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+    stablehlo.return %y : tensor<2x4xf32>
+  }, {
+    %z = stablehlo.constant dense<0.0> : tensor<2x4xf32>
+    stablehlo.return %z : tensor<2x4xf32>
+  }) : (tensor<i1>) -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
+}
