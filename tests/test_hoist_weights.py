@@ -64,15 +64,15 @@ def test_weight_work_inside_an_if_branch_is_hoisted(rng):
         [oh.make_tensor_value_info("c", onnx.TensorProto.FLOAT, [1, 8, 9, 9])],
     )
     else_branch = oh.make_graph(
-        [oh.make_node("Conv", ["x", "w"], ["c2"], strides=[2, 2])], "else", [],
-        [oh.make_tensor_value_info("c2", onnx.TensorProto.FLOAT, [1, 8, 4, 4])],
+        [oh.make_node("Conv", ["x", "w"], ["c2"], pads=[2, 2, 2, 2], dilations=[2, 2])], "else", [],
+        [oh.make_tensor_value_info("c2", onnx.TensorProto.FLOAT, [1, 8, 9, 9])],
     )
     graph = oh.make_graph(
         [oh.make_node("If", ["flag"], ["y"], then_branch=then_branch, else_branch=else_branch)],
         "g",
         [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 9, 9]),
          oh.make_tensor_value_info("flag", onnx.TensorProto.BOOL, [])],
-        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8, None, None])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8, 9, 9])],
         initializer=[w],
     )
     model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 19)])
@@ -82,7 +82,9 @@ def test_weight_work_inside_an_if_branch_is_hoisted(rng):
         feeds = {"x": x, "flag": np.array(flag)}
         np.testing.assert_allclose(compiled.run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
     main, hoisted = compiled.mlir.split("func.func public @hoisted_weights")
+    assert "stablehlo.if" in main  # one executable for both values of the flag
     assert "stablehlo.transpose" in hoisted and "stablehlo.transpose" not in main
+    assert compiled.compile_count == 1
 
 
 def test_inline_weights_and_hoist_weights_false_leave_main_alone(rng):
