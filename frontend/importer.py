@@ -486,10 +486,12 @@ class _Importer:
         registry: LoweringRegistry,
         weights: WeightsMode,
         fold_max_elements: int,
+        inline_scalar_weights: bool = False,
     ) -> None:
         self.model = model
         self.registry = registry
         self.weights = weights
+        self.inline_scalar_weights = inline_scalar_weights
         self.fold_max_elements = fold_max_elements
         self.opsets = opset_imports(model)
         self.values = _Scope()
@@ -553,6 +555,8 @@ class _Importer:
             shape = tuple(int(d) for d in tensor.shape)
             size = int(np.prod(shape, dtype=np.int64))
             weight = dtypes.is_float(dtype) or size > _SMALL_INITIALIZER_ELEMENTS
+            if self.inline_scalar_weights and size == 1:
+                weight = False  # an exponent, a scale, an epsilon: rules may need it as a constant
             if dtype == DataType.STRING:
                 weight = False
             self.values[name] = LoweredValue(
@@ -820,6 +824,7 @@ def import_model(
     constant_inputs: Mapping[str, np.ndarray] | None = None,
     dynamic: bool = False,
     dims: Mapping[str, int] | None = None,
+    inline_scalar_weights: bool = False,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
 
@@ -839,6 +844,11 @@ def import_model(
             sizes are read with ``stablehlo.get_dimension_size`` and shape-dependent ops use the
             dynamic forms. A rule that needs static shapes raises (the runtime then specializes).
         dims: sizes for named symbols (``{"batch": 8}``), fixed ahead of time under ``dynamic``.
+        inline_scalar_weights: under ``weights="args"``, single-element float initializers
+            (the dynamo exporter's ``Pow`` exponent 3.0, scales, epsilons) become constants
+            instead of arguments, so rules can specialize on them (``Pow(x, 3)`` is two
+            multiplies, a generic ``power`` is exp and log) and XLA can fold them.
+            ``CompiledModel`` sets it; the trainer does not, so such a scalar stays trainable.
 
     Returns:
         The :class:`LoweredModule`.
@@ -875,7 +885,7 @@ def import_model(
         shapes[name] = np.shape(array)
     all_inputs = graph_input_values(graph)
     all_layouts = _input_layouts(graph, shapes, dynamic, dims)
-    importer = _Importer(model, registry, weights, fold_max_elements)
+    importer = _Importer(model, registry, weights, fold_max_elements, inline_scalar_weights)
     importer.add_initializers(graph)
     inputs: list[onnx_ir.Value] = []
     input_layouts: list[Layout] = []

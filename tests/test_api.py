@@ -30,6 +30,22 @@ def test_weights_are_arguments_by_default_and_shape_initializers_are_constants()
     assert "func.func public @main(%arg0: tensor<2x4xf32>, %arg1: tensor<4x3xf32>, %arg2: tensor<3xf32>)" in lowered.text
 
 
+def test_single_element_float_initializers_are_constants_when_compiled(rng):
+    """The dynamo exporter's GELU: Pow(x, 3.0) with the 3.0 an initializer, not a Constant node."""
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 8] x) => (float[2, 8] y) <float three = {3.0}, float[8] w = {1, 2, 3, 4, 5, 6, 7, 8}> {
+  cube = Pow(x, three)
+  y = Mul(cube, w)
+}""")
+    x = rng.standard_normal((2, 8)).astype(np.float32)
+    compiled = onnx_stablehlo.compile(model)
+    np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-6)
+    assert compiled.lowered.parameter_names == ["w"]  # the scalar is a constant; w stays a weight
+    assert "dense<3.000000e+00>" in compiled.mlir  # a constant exponent XLA simplifies, not an argument
+    # Lowering for a trainer keeps every float initializer an argument (a scalar can be trained).
+    assert onnx_stablehlo.lower(model, {"x": (2, 8)}).parameter_names == ["three", "w"]
+
+
 def test_inline_weights_make_a_self_contained_module():
     lowered = onnx_stablehlo.lower(_weighted_model(), {"x": (2, 4)}, weights="inline")
     assert lowered.parameter_names == []
