@@ -48,6 +48,19 @@ def dim_resolver(resolver: DimResolver) -> Iterator[None]:
         _RESOLVER.reset(token)
 
 
+_FLOAT64_MATH: contextvars.ContextVar[bool] = contextvars.ContextVar("float64_math", default=True)
+
+
+@contextlib.contextmanager
+def float64_math(allowed: bool) -> Iterator[None]:
+    """Whether builders may compute in float64 inside the block (``erf``); off for TPU."""
+    token = _FLOAT64_MATH.set(allowed)
+    try:
+        yield
+    finally:
+        _FLOAT64_MATH.reset(token)
+
+
 def _resolver() -> DimResolver:
     resolver = _RESOLVER.get()
     if resolver is None:
@@ -300,13 +313,15 @@ def erf(x: ir.Value) -> ir.Value:
     ``x * P(x*x/8 - 1)`` is evaluated in float64 by Horner's rule and rounded once, P being the
     degree-20 fit of erf(x)/x that ``tools/fit_erf.py`` makes (relative error 1e-14; at most
     1 ulp off, and only where erf lies within 1e-14 of a float32 rounding boundary). This costs
-    about 15% over ``chlo.erf`` on XLA CPU and needs float64 on the device. NaN stays NaN, the
+    about 15% over ``chlo.erf`` on XLA CPU and needs float64 on the device: where the importer
+    disallows float64 (``import_model(float64_math=False)``, which ``CompiledModel`` does for
+    TPU, whose float64 is emulated) it is ``chlo.erf``. NaN stays NaN, the
     sign of zero is kept. Other dtypes use ``chlo.erf`` (float16/bfloat16 are computed in float32
     there and rounded once more, float64 is already accurate).
 
     Source: Abramowitz & Stegun 7.1.1 (definition); the fit is ours.
     """
-    if dtype_of(x) != DataType.FLOAT:
+    if dtype_of(x) != DataType.FLOAT or not _FLOAT64_MATH.get():
         return chlo.ErfOp(x).result
     dims = dims_of(x)
     bound = constant(np.array(4.0, np.float64))

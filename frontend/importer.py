@@ -825,6 +825,7 @@ def import_model(
     dynamic: bool = False,
     dims: Mapping[str, int] | None = None,
     inline_scalar_weights: bool = False,
+    float64_math: bool = True,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
 
@@ -849,6 +850,8 @@ def import_model(
             instead of arguments, so rules can specialize on them (``Pow(x, 3)`` is two
             multiplies, a generic ``power`` is exp and log) and XLA can fold them.
             ``CompiledModel`` sets it; the trainer does not, so such a scalar stays trainable.
+        float64_math: whether rules may compute in float64 for accuracy (``emit.erf``);
+            ``CompiledModel`` turns it off for TPU, which emulates float64.
 
     Returns:
         The :class:`LoweredModule`.
@@ -925,7 +928,7 @@ def import_model(
                 importer.resolver.bind(tensor.value, tensor.shape)
                 importer.resolver.input_symbols |= symbols_of(tensor.shape)
             importer.values[value.name] = lowered_input
-        with ir.InsertionPoint(entry), emit.dim_resolver(importer.resolver):
+        with ir.InsertionPoint(entry), emit.dim_resolver(importer.resolver), emit.float64_math(float64_math):
             for index, node in enumerate(graph):
                 importer.lower_node(node, index)
             output_values = []

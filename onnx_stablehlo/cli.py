@@ -193,10 +193,14 @@ def _prepared_feeds(model, args: argparse.Namespace, shapes: dict[str, tuple[int
 
 
 def _note_generated(exc: OnnxStableHLOError, generated: list[str]) -> None:
-    """Adds a note to a failure that generated values may cause (an ``sr`` of 1, say)."""
-    from onnx_stablehlo.errors import DeviceNotFoundError
+    """Adds a note to a failure that generated values may cause (an ``sr`` of 1, say).
 
-    if generated and not isinstance(exc, DeviceNotFoundError):
+    Only shape, value and execution failures get it; a wrong feed of the user's own, a missing
+    op or device says what is wrong without it.
+    """
+    from onnx_stablehlo.errors import ExecutionError, LoweringError, NonConstantInputError, ShapeError
+
+    if generated and isinstance(exc, (ShapeError, NonConstantInputError, LoweringError, ExecutionError)):
         exc.add_note(
             f"inputs {', '.join(generated)} were generated (floats standard normal, integers 0 or 1); "
             "if the model needs meaningful values there, give them with --input NAME=FILE.npy"

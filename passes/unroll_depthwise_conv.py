@@ -48,8 +48,8 @@ class DepthwiseConvToTaps(RewritePattern):
     """convolution(x, k) {feature_group_count = C = in = out channels} -> sum of scaled slices.
 
     Constraints: static shapes; one input channel per group and as many outputs as inputs (no
-    channel multiplier); no lhs dilation; batch_group_count 1; at most ``MAX_TAPS`` taps; the
-    output's dims in the input's order.
+    channel multiplier); no lhs dilation or window reversal; batch_group_count 1; at most
+    ``MAX_TAPS`` taps; the output's dims in the input's order.
     """
 
     root = "stablehlo.convolution"
@@ -78,6 +78,8 @@ class DepthwiseConvToTaps(RewritePattern):
             return rw.fail(op, "output dims are not in the input's order")
         if any(d != 1 for d in _ints(op, "lhs_dilation", rank, 1)):
             return rw.fail(op, "lhs dilation")
+        if "window_reversal" in op.attributes and any(ir.DenseBoolArrayAttr(op.attributes["window_reversal"])):
+            return rw.fail(op, "window reversal")
         taps = [k_shape[d] for d in numbers.kernel_spatial_dimensions]
         if int(np.prod(taps)) > MAX_TAPS:
             return rw.fail(op, f"{int(np.prod(taps))} taps > {MAX_TAPS}")

@@ -218,6 +218,7 @@ class CompiledModel:
                 lowered = import_model(
                     self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
                     registry=self._registry, constant_inputs=values, inline_scalar_weights=True,
+                    float64_math=self.device.platform != "tpu",
                 )
                 if refine_error is not None:
                     # The shape lowers on its own but the artifact did not refine to it: the
@@ -304,6 +305,7 @@ class CompiledModel:
             self._artifact = import_model(
                 self.model, fixed, weights=self.weights, registry=self._registry,  # type: ignore[arg-type]
                 dynamic=True, dims=self.dims, inline_scalar_weights=True,
+                float64_math=self.device.platform != "tpu",
             )
         except (FrontendError, ValueError) as exc:
             # A rule that needs static shapes: every new shape is lowered on its own instead.

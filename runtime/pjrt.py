@@ -215,10 +215,15 @@ def to_device(array: np.ndarray, device: Device) -> Any:
     per array on CPU); where this jaxlib lacks it, through ``jax.device_put`` (about 20 us).
     """
     array = np.asarray(array, order="C")  # (ascontiguousarray would make a 0-d array 1-d)
+    if not array.dtype.isnative:  # big-endian bytes: the device reads native order
+        array = array.astype(array.dtype.newbyteorder("="))
     put = _device_put_fast_path()
     if put is not None:
         aval, sharding = _aval(array.shape, array.dtype), _sharding(device)
-        return put(aval, sharding, [array], [device._handle], committed=True, force_copy=True, enable_x64=True)
+        try:
+            return put(aval, sharding, [array], [device._handle], committed=True, force_copy=True, enable_x64=True)
+        except TypeError:  # a jaxlib whose batched_device_put takes other arguments
+            pass
     import jax
 
     owned = np.array(array, copy=True, order="C")
@@ -230,7 +235,6 @@ def to_device(array: np.ndarray, device: Device) -> Any:
 def _device_put_fast_path() -> Any:
     """jaxlib's ``batched_device_put(aval, sharding, xs, devices, committed, force_copy)``, or None."""
     try:
-        from jax._src import core  # noqa: F401  (the aval type it expects)
         from jaxlib import _jax
 
         return _jax.batched_device_put

@@ -183,3 +183,7 @@ g (float[6] x, int64[2] shape) => (float[?, ?] y) {
     np.save(tmp_path / "shape.npy", np.array([2, 3], np.int64))
     assert main(["run", str(path), "--input", f"shape={tmp_path / 'shape.npy'}"]) == 0
     assert "output y: float32 [2, 3]" in capsys.readouterr().out
+    # A wrong file of the user's own is the whole story: no note about the generated `shape`.
+    np.save(tmp_path / "x.npy", np.arange(6, dtype=np.int64))
+    lines = _error_lines(["run", str(path), "--input", f"x={tmp_path / 'x.npy'}"], capsys)
+    assert lines == ["error: input 'x': expected dtype float32, got int64"]

@@ -42,3 +42,10 @@ def test_to_device_copies_views_and_does_not_alias_the_source(cpu):
     base[:] = -1  # the device copy must not see this
     (back,) = pjrt.to_host([buffer])
     np.testing.assert_array_equal(back, expected)
+
+
+def test_to_device_reads_big_endian_arrays_by_value(cpu):
+    big_endian = np.arange(4, dtype=">f4") * 1.5
+    (back,) = pjrt.to_host([pjrt.to_device(big_endian, cpu)])
+    assert back.dtype == np.float32
+    np.testing.assert_array_equal(back, [0.0, 1.5, 3.0, 4.5])

@@ -31,3 +31,13 @@ func.func @grouped_conv_kept(%x: tensor<1x4x6x6xf32>, %k: tensor<4x2x3x3xf32>) -
   %y = stablehlo.convolution(%x, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[0, 0], [0, 0]], rhs_dilate = [1, 1]} {batch_group_count = 1 : i64, feature_group_count = 2 : i64} : (tensor<1x4x6x6xf32>, tensor<4x2x3x3xf32>) -> tensor<1x4x4x4xf32>
   return %y : tensor<1x4x4x4xf32>
 }
+
+// -----
+
+// A reversed window (not something the ONNX frontend emits) stays a convolution.
+// CHECK-LABEL: func.func @reversed_window_kept
+// CHECK:         stablehlo.convolution
+func.func @reversed_window_kept(%x: tensor<2x3x8x9xf32>, %k: tensor<3x1x3x2xf32>) -> tensor<2x3x8x8xf32> {
+  %y = stablehlo.convolution(%x, %k) dim_numbers = [b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1], window = {stride = [1, 1], pad = [[1, 1], [0, 0]], reverse = [true, false]} {batch_group_count = 1 : i64, feature_group_count = 3 : i64} : (tensor<2x3x8x9xf32>, tensor<3x1x3x2xf32>) -> tensor<2x3x8x8xf32>
+  return %y : tensor<2x3x8x8xf32>
+}

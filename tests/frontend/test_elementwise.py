@@ -275,3 +275,17 @@ g (float[2048] x) => (float[2048] y) {
     expected = (x * np.float32(0.5)) * (inner + np.float32(1))
     assert np.mean(actual == expected) >= 0.999
     assert_allclose_for_dtype([actual], [expected])
+
+
+def test_erf_without_float64_is_chlo_erf():
+    """For TPU (float64 emulated) CompiledModel lowers with float64_math=False."""
+    from onnx_stablehlo import load
+    from onnx_stablehlo.frontend.importer import import_model
+
+    model = load(parse("""<ir_version: 9, opset_import: ["" : 13]>
+g (float[8] x) => (float[8] y) {
+  y = Erf(x)
+}"""))
+    assert "f64" in import_model(model).text
+    text = import_model(model, float64_math=False).text
+    assert "chlo.erf" in text and "f64" not in text
