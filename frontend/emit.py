@@ -38,27 +38,26 @@ class DimResolver(Protocol):
 _RESOLVER: contextvars.ContextVar[DimResolver | None] = contextvars.ContextVar("dim_resolver", default=None)
 
 
-@contextlib.contextmanager
-def dim_resolver(resolver: DimResolver) -> Iterator[None]:
-    """Makes ``resolver`` the one builders use inside the block (the importer's lifetime)."""
-    token = _RESOLVER.set(resolver)
-    try:
-        yield
-    finally:
-        _RESOLVER.reset(token)
-
-
 _FLOAT64_MATH: contextvars.ContextVar[bool] = contextvars.ContextVar("float64_math", default=True)
 
 
 @contextlib.contextmanager
-def float64_math(allowed: bool) -> Iterator[None]:
-    """Whether builders may compute in float64 inside the block (``erf``); off for TPU."""
-    token = _FLOAT64_MATH.set(allowed)
+def _bound(variable: contextvars.ContextVar, value: object) -> Iterator[None]:
+    token = variable.set(value)
     try:
         yield
     finally:
-        _FLOAT64_MATH.reset(token)
+        variable.reset(token)
+
+
+def dim_resolver(resolver: DimResolver) -> contextlib.AbstractContextManager[None]:
+    """Makes ``resolver`` the one builders use inside the block (the importer's lifetime)."""
+    return _bound(_RESOLVER, resolver)
+
+
+def float64_math(allowed: bool) -> contextlib.AbstractContextManager[None]:
+    """Whether builders may compute in float64 inside the block (``erf``); off for TPU."""
+    return _bound(_FLOAT64_MATH, allowed)
 
 
 def _resolver() -> DimResolver:
