@@ -439,6 +439,32 @@ def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
     return result
 
 
+def take(x: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
+    """``numpy.take(x, indices, axis)`` for in-range int64 ``[count]`` indices (symbolic dims allowed)."""
+    shape = dims_of(x)
+    (count,) = dims_of(indices)
+    rank = len(shape)
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[d for d in range(rank) if d != axis],
+        collapsed_slice_dims=[axis],
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=[axis],
+        index_vector_dim=1,
+    )
+    slice_sizes = [1 if d == axis else size for d, size in enumerate(shape)]
+    out_shape = [count if d == axis else size for d, size in enumerate(shape)]
+    result_type = tensor_type(out_shape, dtype_of(x))
+    points = reshape(indices, [count, 1])
+    if all(isinstance(d, int) for d in slice_sizes):
+        result = stablehlo.GatherOp(x, points, numbers, i64_array(slice_sizes), results=[result_type]).result
+    else:
+        result = stablehlo.DynamicGatherOp(
+            x, points, shape_tensor(slice_sizes), numbers, results=[result_type]
+        ).result
+    return record(result, out_shape)
+
+
 def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
     """Numpy (multidirectional) broadcasting of shapes with symbolic dims.
 

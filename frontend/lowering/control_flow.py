@@ -180,23 +180,8 @@ def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
         sizes = [1 if d == axis else n for d, n in enumerate(shape)]
         row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
         return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
-    dims = emit.dims_of(value)
-    rank = len(dims)
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=list(range(rank - 1)),
-        collapsed_slice_dims=[axis],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[axis],
-        index_vector_dim=0,
-    )
-    sizes = [1 if d == axis else n for d, n in enumerate(dims)]
-    out = [n for d, n in enumerate(dims) if d != axis]
-    start = emit.reshape(emit.convert(index, DataType.INT64), (1,))
-    row = stablehlo.DynamicGatherOp(
-        value, start, emit.shape_tensor(sizes), numbers, results=[emit.tensor_type(out, emit.dtype_of(value))]
-    ).result
-    return emit.record(row, out)
+    row = emit.take(value, emit.reshape(emit.convert(index, DataType.INT64), (1,)), axis)
+    return emit.reshape(row, [n for d, n in enumerate(emit.dims_of(value)) if d != axis])
 
 
 def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:

@@ -436,7 +436,7 @@ def _apply_plans(x: ir.Value, plans: Sequence[_AxisPlan], spec: _Interpolation) 
             indices = plan.indices
             if isinstance(indices, np.ndarray):
                 indices = emit.constant(indices.astype(np.int64), DataType.INT64)
-            result = _take_axis(result, indices, plan.axis)
+            result = emit.take(result, indices, plan.axis)
         else:
             weights = plan.weights
             if isinstance(weights, np.ndarray):
@@ -770,32 +770,6 @@ def _resize_symbolic(
     return result
 
 
-def _take_axis(x: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
-    """``numpy.take(x, indices, axis)`` for in-range int64 ``[count]`` indices (symbolic dims allowed)."""
-    shape = emit.dims_of(x)
-    (count,) = emit.dims_of(indices)
-    rank = len(shape)
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=[d for d in range(rank) if d != axis],
-        collapsed_slice_dims=[axis],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[axis],
-        index_vector_dim=1,
-    )
-    slice_sizes = [1 if d == axis else size for d, size in enumerate(shape)]
-    out_shape = [count if d == axis else size for d, size in enumerate(shape)]
-    result_type = emit.tensor_type(out_shape, emit.dtype_of(x))
-    points = emit.reshape(indices, [count, 1])
-    if all(isinstance(d, int) for d in slice_sizes):
-        result = stablehlo.GatherOp(x, points, numbers, emit.i64_array(slice_sizes), results=[result_type]).result
-    else:
-        result = stablehlo.DynamicGatherOp(
-            x, points, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
-        ).result
-    return emit.record(result, out_shape)
-
-
 def _resize_axis_symbolic(
     spec: _Interpolation, x: ir.Value, axis: int, out_dim: Dim, scale: float | None
 ) -> ir.Value:
@@ -869,7 +843,7 @@ def _resize_axis_symbolic(
             index = stablehlo.FloorOp(coords).result
         else:
             index = stablehlo.CeilOp(coords).result
-        return _take_axis(x, index_of(index), axis)
+        return emit.take(x, index_of(index), axis)
 
     kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
     reach = _SUPPORT[spec.mode] / kernel_scale
@@ -898,7 +872,7 @@ def _resize_axis_symbolic(
     compute = emit.dtype_of(x)
     result = None
     for tap, weight in zip(taps, weights):
-        gathered = _take_axis(x, index_of(tap), axis)
+        gathered = emit.take(x, index_of(tap), axis)
         out_dims = emit.dims_of(gathered)
         scaled = stablehlo.MulOp(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis])).result
         result = scaled if result is None else stablehlo.AddOp(result, scaled).result
