@@ -44,7 +44,7 @@ os.environ["TRANSFORMERS_OFFLINE"] = "1"
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cache import cache_dir as default_cache_dir  # noqa: E402
-from _export import quiet_export  # noqa: E402
+from _export import export_onnx  # noqa: E402
 
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 """Graph inputs of every export, in order; all int64 ``[batch, sequence]``."""
@@ -213,49 +213,24 @@ def _example_inputs():
 
 
 def _export(flavour: ExportFlavour, path: Path) -> None:
-    """Exports the model with ``flavour`` into the single file ``path``."""
+    """Exports the model with ``flavour`` into the single file ``path``.
+
+    Both exporters make batch and sequence dynamic: the dynamo one with ``torch.export.Dim``s,
+    the TorchScript one with ``dynamic_axes`` (on the output too).
+    """
     import torch
 
-    module = _wrapped_model(load_torch_model())
-    args = _example_inputs()
-    with quiet_export():
-        if flavour.dynamo:
-            _export_dynamo(torch, module, args, flavour, path)
-        else:
-            _export_legacy(torch, module, args, flavour, path)
-
-
-def _export_dynamo(torch, module, args, flavour: ExportFlavour, path: Path) -> None:
-    """torch.export-based exporter, weights inline (no external data file)."""
-    batch = torch.export.Dim("batch")
-    sequence = torch.export.Dim("sequence")
-    torch.onnx.export(
-        module,
-        args,
-        str(path),
-        dynamo=True,
-        opset_version=flavour.opset,
-        input_names=list(INPUT_NAMES),
+    batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+    export_onnx(
+        _wrapped_model(load_torch_model()),
+        _example_inputs(),
+        path,
+        dynamo=flavour.dynamo,
+        opset=flavour.opset,
+        input_names=INPUT_NAMES,
         output_names=[OUTPUT_NAME],
         dynamic_shapes={name: {0: batch, 1: sequence} for name in INPUT_NAMES},
-        external_data=False,
-        optimize=True,
-        verbose=False,
-    )
-
-
-def _export_legacy(torch, module, args, flavour: ExportFlavour, path: Path) -> None:
-    """TorchScript exporter with dynamic_axes on batch and sequence."""
-    torch.onnx.export(
-        module,
-        args,
-        str(path),
-        dynamo=False,
-        opset_version=flavour.opset,
-        input_names=list(INPUT_NAMES),
-        output_names=[OUTPUT_NAME],
         dynamic_axes={name: {0: "batch", 1: "sequence"} for name in (*INPUT_NAMES, OUTPUT_NAME)},
-        do_constant_folding=True,
     )
 
 

@@ -24,7 +24,6 @@ import os
 import sys
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -32,6 +31,7 @@ if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this f
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_minilm  # noqa: E402  (sets the Hugging Face offline variables)
 from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _export import export_onnx  # noqa: E402
 
 SENTENCE_OUTPUT = "sentence_embedding"
 """Output of the sentence-embedding exports: float32 ``[batch, 384]``, L2-normalized rows."""
@@ -118,36 +118,18 @@ def build_sentence(flavour: str, cache_dir: Path | None = None, force: bool = Fa
         feeds = build_minilm.tokenize(build_minilm.EXAMPLE_SENTENCES)
         args = tuple(torch.from_numpy(feeds[name]) for name in build_minilm.INPUT_NAMES)
         names = list(build_minilm.INPUT_NAMES)
-        with warnings.catch_warnings(), torch.no_grad():
-            for category in (DeprecationWarning, FutureWarning, UserWarning, torch.jit.TracerWarning):
-                warnings.simplefilter("ignore", category)
-            if spec.dynamo:
-                batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
-                torch.onnx.export(
-                    module,
-                    args,
-                    str(tmp),
-                    dynamo=True,
-                    opset_version=spec.opset,
-                    input_names=names,
-                    output_names=[SENTENCE_OUTPUT],
-                    dynamic_shapes={name: {0: batch, 1: sequence} for name in names},
-                    external_data=False,
-                    optimize=True,
-                    verbose=False,
-                )
-            else:
-                torch.onnx.export(
-                    module,
-                    args,
-                    str(tmp),
-                    dynamo=False,
-                    opset_version=spec.opset,
-                    input_names=names,
-                    output_names=[SENTENCE_OUTPUT],
-                    dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, SENTENCE_OUTPUT: {0: "batch"}},
-                    do_constant_folding=True,
-                )
+        batch, sequence = torch.export.Dim("batch"), torch.export.Dim("sequence")
+        export_onnx(
+            module,
+            args,
+            tmp,
+            dynamo=spec.dynamo,
+            opset=spec.opset,
+            input_names=names,
+            output_names=[SENTENCE_OUTPUT],
+            dynamic_shapes={name: {0: batch, 1: sequence} for name in names},
+            dynamic_axes={**{n: {0: "batch", 1: "sequence"} for n in names}, SENTENCE_OUTPUT: {0: "batch"}},
+        )
 
     return _atomic_build(target, write, force)
 

@@ -68,7 +68,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _cache import cache_dir as default_cache_dir  # noqa: E402
-from _export import quiet_export  # noqa: E402
+from _export import export_onnx  # noqa: E402
 
 SEED = 0
 """``torch.manual_seed`` applied before each model is constructed."""
@@ -428,45 +428,31 @@ def _export(arch: Architecture, flavour: ExportFlavour, path: Path) -> None:
 
     module = arch.make_module()
     args = arch.example_inputs()
-    with quiet_export():
-        if flavour.dynamo:
-            dims: dict[str, object] = {}
-            # One Dim object per name, shared by the inputs that carry it.
-            per_input = tuple(
-                {axis: dims.setdefault(dim, torch.export.Dim(dim)) for axis, dim in axes.items()}
-                for axes in (arch.dynamic_dims.get(n, {}) for n in arch.input_names)
-            )
-            # The wrappers take ``forward(*args)`` (keyed "args"); the Whisper decoder names its inputs.
-            parameters = inspect.signature(module.forward).parameters
-            if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values()):
-                dynamic_shapes = {"args": per_input}
-            else:
-                dynamic_shapes = dict(zip(parameters, per_input, strict=True))
-            torch.onnx.export(
-                module,
-                args,
-                str(path),
-                dynamo=True,
-                opset_version=flavour.opset,
-                input_names=list(arch.input_names),
-                output_names=list(arch.output_names),
-                dynamic_shapes=dynamic_shapes,
-                external_data=False,
-                optimize=True,
-                verbose=False,
-            )
+    dynamic_shapes: object = None
+    if flavour.dynamo:
+        dims: dict[str, object] = {}
+        # One Dim object per name, shared by the inputs that carry it.
+        per_input = tuple(
+            {axis: dims.setdefault(dim, torch.export.Dim(dim)) for axis, dim in axes.items()}
+            for axes in (arch.dynamic_dims.get(n, {}) for n in arch.input_names)
+        )
+        # The wrappers take ``forward(*args)`` (keyed "args"); the Whisper decoder names its inputs.
+        parameters = inspect.signature(module.forward).parameters
+        if any(p.kind is inspect.Parameter.VAR_POSITIONAL for p in parameters.values()):
+            dynamic_shapes = {"args": per_input}
         else:
-            torch.onnx.export(
-                module,
-                args,
-                str(path),
-                dynamo=False,
-                opset_version=flavour.opset,
-                input_names=list(arch.input_names),
-                output_names=list(arch.output_names),
-                dynamic_axes={**arch.dynamic_dims, **arch.output_dynamic_dims},
-                do_constant_folding=True,
-            )
+            dynamic_shapes = dict(zip(parameters, per_input, strict=True))
+    export_onnx(
+        module,
+        args,
+        path,
+        dynamo=flavour.dynamo,
+        opset=flavour.opset,
+        input_names=arch.input_names,
+        output_names=arch.output_names,
+        dynamic_shapes=dynamic_shapes,
+        dynamic_axes={**arch.dynamic_dims, **arch.output_dynamic_dims},
+    )
 
 
 def _check_export(path: Path, arch: Architecture, flavour: ExportFlavour) -> None:
