@@ -217,8 +217,7 @@ class CompiledModel:
             if lowered is None:
                 lowered = import_model(
                     self.model, {n: s for n, s in shapes.items() if n not in values}, weights=self.weights,  # type: ignore[arg-type]
-                    registry=self._registry, constant_inputs=values, inline_scalar_weights=True,
-                    float64_math=self.device.platform != "tpu",
+                    registry=self._registry, constant_inputs=values, **self._import_options,
                 )
                 if refine_error is not None:
                     # The shape lowers on its own but the artifact did not refine to it: the
@@ -295,6 +294,15 @@ class CompiledModel:
             self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
         return main_text, hoisted_text
 
+    @property
+    def _import_options(self) -> dict[str, bool]:
+        """What every lowering of this model passes ``import_model`` besides shapes.
+
+        Single-element float initializers become constants (nothing swaps weights on a
+        ``CompiledModel``), and float64 is left out on TPU, which emulates it (``emit.erf``).
+        """
+        return {"inline_scalar_weights": True, "float64_math": self.device.platform != "tpu"}
+
     def _lower_artifact(self) -> None:
         """Lowers the model once with its symbolic dims kept as ``?`` (see ``artifact``)."""
         if any(onnx_kind(self._input_types[n]) != "tensor" for n in self.input_names):
@@ -304,8 +312,7 @@ class CompiledModel:
         try:
             self._artifact = import_model(
                 self.model, fixed, weights=self.weights, registry=self._registry,  # type: ignore[arg-type]
-                dynamic=True, dims=self.dims, inline_scalar_weights=True,
-                float64_math=self.device.platform != "tpu",
+                dynamic=True, dims=self.dims, **self._import_options,
             )
         except (FrontendError, ValueError) as exc:
             # A rule that needs static shapes: every new shape is lowered on its own instead.

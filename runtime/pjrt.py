@@ -116,6 +116,13 @@ class Device:
     def __repr__(self) -> str:
         return f"Device({self.platform}:{self.index})"
 
+    @functools.cached_property
+    def sharding(self) -> Any:
+        """jax's ``SingleDeviceSharding`` of this device (what transfers to it are placed by)."""
+        import jax
+
+        return jax.sharding.SingleDeviceSharding(self._handle)
+
     @property
     def key(self) -> tuple[str, int]:
         """A hashable identity used in executable cache keys."""
@@ -219,7 +226,7 @@ def to_device(array: np.ndarray, device: Device) -> Any:
         array = array.astype(array.dtype.newbyteorder("="))
     put = _device_put_fast_path()
     if put is not None:
-        aval, sharding = _aval(array.shape, array.dtype), _sharding(device)
+        aval, sharding = _aval(array.shape, array.dtype), device.sharding
         try:
             return put(aval, sharding, [array], [device._handle], committed=True, force_copy=True, enable_x64=True)
         except TypeError:  # a jaxlib whose batched_device_put takes other arguments
@@ -247,15 +254,6 @@ def _aval(shape: tuple[int, ...], dtype: np.dtype) -> Any:
     from jax._src import core
 
     return core.ShapedArray(shape, dtype)
-
-
-def _sharding(device: Device) -> Any:
-    sharding = getattr(device, "_single_device_sharding", None)
-    if sharding is None:
-        import jax
-
-        sharding = device._single_device_sharding = jax.sharding.SingleDeviceSharding(device._handle)
-    return sharding
 
 
 def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:
