@@ -152,8 +152,12 @@ def lower_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: onnx.ai/onnx/operators/onnx__Cast.html (Cast-6, 9, 13, 19, 21, 23, 24, 25, 28).
     Shapes: any, static.
     Dtypes: every numeric type StableHLO has (float8, float4, int4, int2 included) and bool.
-    Deviations: the spec leaves float -> integer out of range undefined: int32/int64 targets
-        saturate (XLA's convert), narrower ones go through int32 and wrap, as onnx.reference does.
+    Deviations: float -> integer truncates toward zero, as onnx.reference and onnxruntime's
+        casts to 8 bits and wider do (onnxruntime 1.32's int4/int2 casts round to nearest even
+        first: 3.5 gives 4 there, 3 here). The spec leaves float -> integer out of range (and
+        NaN/inf) undefined: int32/int64 targets saturate (XLA's convert), narrower ones go
+        through int32 and wrap modulo 2^bits, as onnx.reference did with ml_dtypes <= 0.6 (0.7
+        gives 0 for int4); the tests compare only in-range elements against oracles.
     Raises: UnsupportedDtypeError for STRING and float6; UnsupportedAttributeError for an unknown
         `to` or `round_mode`.
     """

@@ -176,7 +176,8 @@ def run_dynamic_case(case: Any, compile_fn: Callable[[onnx.ModelProto], Any]) ->
             outputs = compiled.run(feeds)
         except Exception as exc:
             return result("fail", f"{label}run: {suite._one_line(exc)}")
-        reason = suite.compare_outputs(expected, outputs, case.rtol, case.atol)
+        undefined = suite.undefined_elements(case.model, feeds)
+        reason = suite.compare_outputs(expected, outputs, case.rtol, case.atol, undefined)
         if reason is not None:
             return result("fail", suite._clip(f"{label}{reason}"))
     if getattr(compiled, "artifact", None) is not None:
