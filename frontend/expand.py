@@ -25,12 +25,23 @@ import onnx_ir
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry, normalize_domain
 
-__all__ = ["OPSET_METADATA_KEY", "expand_function_ops", "function_body"]
+__all__ = ["OPSET_METADATA_KEY", "expand_function_ops", "function_body", "has_function_body"]
 
 _log = logging.getLogger(__name__)
 
 OPSET_METADATA_KEY = "onnx_stablehlo.opset"
 _MAX_ROUNDS = 8
+
+
+def has_function_body(domain: str, op_type: str, opset: int) -> bool:
+    """Whether the schema of ``op_type`` at ``opset`` defines a function body (fixed or
+    context-dependent), so a node without a lowering may still be expanded."""
+    try:
+        schema = onnx.defs.get_schema(op_type, opset, normalize_domain(domain))
+    except onnx.defs.SchemaError:
+        return False
+    versions = [*schema.function_opset_versions, *schema.context_dependent_function_opset_versions]
+    return any(v <= opset for v in versions)
 
 
 def function_body(

@@ -43,7 +43,7 @@ from onnx_stablehlo.errors import (
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.expand import expand_function_ops, node_opset
+from onnx_stablehlo.frontend.expand import expand_function_ops, has_function_body, node_opset
 from onnx_stablehlo.frontend.layout import TENSOR, Layout, onnx_kind
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
@@ -143,6 +143,26 @@ def find_unsupported(
             name = node.name or f"node #{index} ({node.op_type})"
             missing.setdefault((domain, node.op_type, opset), []).append(name)
     return missing
+
+
+def check_supported(model: onnx_ir.Model, registry: LoweringRegistry | None = None) -> None:
+    """Raises for ops that cannot be lowered at any shape: no rule and no function body.
+
+    Ops with a function body in their schema are left to :func:`import_model`, which expands
+    them once shapes are known.
+
+    Raises:
+        UnsupportedOpError: listing every such ``(domain, op_type, opset)`` and its nodes.
+    """
+    if registry is None:
+        from onnx_stablehlo.frontend.lowering import default_registry
+
+        registry = default_registry()
+    missing = {
+        key: nodes for key, nodes in find_unsupported(model, registry).items() if not has_function_body(*key)
+    }
+    if missing:
+        raise UnsupportedOpError(missing, {(d, o): registry.since_versions(d, o) for (d, o, _) in missing})
 
 
 def _dims_of(value: onnx_ir.Value) -> list[int | str | None] | None:

@@ -31,7 +31,7 @@ from onnx_stablehlo.errors import (
 )
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
+from onnx_stablehlo.frontend.importer import LoweredModule, check_supported, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
 from onnx_stablehlo.frontend.shapes import SymbolicDim, symbols_of
 from onnx_stablehlo.runtime.bucketing import Bucketing
@@ -114,6 +114,9 @@ class CompiledModel:
         self.weights = weights
         self.cache_size = cache_size
         self._registry = registry
+        # An op with no rule (and no function body to expand) is unsupported at every shape:
+        # say so now, not at the first run of a model lowered per shape.
+        check_supported(model, registry)
         inputs = graph_input_values(model.graph)
         for value in inputs:
             if onnx_kind(value.type) == "other":

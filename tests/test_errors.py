@@ -69,6 +69,36 @@ g (float[4] x) => (float[4] y, float[4] z) {
     assert "docs/coverage.md" in message
 
 
+@pytest.mark.parametrize("dims", ["N, 4", "4", "batch, seq"], ids=["symbolic", "static", "all-symbolic"])
+def test_compile_raises_for_an_unsupported_op_at_any_shape(dims):
+    # An op with no rule and no function body is unsupported at every shape: compile() says so
+    # at once, also when symbolic inputs defer lowering to the first run.
+    model = onnx.parser.parse_model(f"""<ir_version: 9, opset_import: ["" : 18, "com.example" : 1]>
+g (float[{dims}] x) => (float[{dims}] y) {{
+  [frob_1] a = com.example.Frobnicate(x)
+  [n] y = Neg(a)
+}}""")
+    with pytest.raises(errors.UnsupportedOpError) as info:
+        onnx_stablehlo.compile(model)
+    assert info.value.missing == {("com.example", "Frobnicate", 1): ["frob_1"]}
+
+
+def test_compile_leaves_function_ops_to_expansion():
+    # CenterCropPad-18 has no rule, but a function body that import_model expands once shapes
+    # are known: compile() must not refuse it.
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, 5] x, int64[2] shape) => (float[?, ?] y) {
+  [crop] y = CenterCropPad(x, shape)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    feeds = {"x": np.random.default_rng(0).standard_normal((3, 5)).astype(np.float32),
+             "shape": np.array([2, 7], np.int64)}
+    import onnxruntime
+
+    session = onnxruntime.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_array_equal(compiled.run(feeds)[0], session.run(None, feeds)[0])
+
+
 def test_unhandled_revision_is_unsupported_not_silently_older():
     # Abs has revisions 6 and 13; a fake registry with only 6 must refuse an opset-13 model.
     from onnx_stablehlo.frontend.lowering import elementwise
