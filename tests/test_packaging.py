@@ -10,6 +10,7 @@ example and takes one training step.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -55,10 +56,14 @@ def _source_packages() -> set[str]:
 
 
 def test_wheel_has_every_package_and_trains_when_installed(tmp_path):
+    # Built from a copy: setuptools writes build/ and *.egg-info next to the sources.
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".pytest_cache", "Output"))
     dist = tmp_path / "dist"
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(dist), str(ROOT)],
+         "-w", str(dist), str(source)],
         check=True, capture_output=True, text=True, timeout=600, cwd=tmp_path,
     )
     (wheel,) = dist.glob("onnx_stablehlo-*.whl")
