@@ -49,7 +49,7 @@ from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.frontend import symbolic_eval
 from onnx_stablehlo.frontend.shapes import DimEquality, Shape, SymbolicDim, format_shape, is_static, sym_max, symbols_of
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 __all__ = ["LoweredModule", "import_model", "find_unsupported", "graph_input_values"]
 
@@ -925,7 +925,7 @@ def import_model(
         input_layouts.append(layout)
         flat_types.extend(flat)
 
-    context = pjrt.make_mlir_context()
+    context = jaxlib_mlir.make_mlir_context()
     with context, ir.Location.unknown():
         module = ir.Module.create()
         arg_types = [emit.tensor_type(shape, dtype) for dtype, shape in flat_types]

@@ -129,9 +129,9 @@ def _file_position(match: re.Match, name: str, line_offset: int) -> str:
 
 def _process(text: str, name: str, line_offset: int, args: argparse.Namespace, pipeline) -> str:
     from onnx_stablehlo.passes.pipeline import run_pipeline
-    from onnx_stablehlo.runtime import pjrt
+    from onnx_stablehlo.frontend import jaxlib_mlir
 
-    context = pjrt.make_mlir_context()
+    context = jaxlib_mlir.make_mlir_context()
     module = _parse_module(text, name, line_offset, context)
     with context:
         run_pipeline(

@@ -8,7 +8,7 @@ from typing import ClassVar
 from jaxlib.mlir import ir, passmanager
 
 from onnx_stablehlo.passes.base import ModulePass, PassResult
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 __all__ = ["MlirPipelinePass"]
 
@@ -31,7 +31,7 @@ class MlirPipelinePass(ModulePass):
 
     def __post_init__(self) -> None:
         if self.pipeline.strip():
-            pjrt.register_upstream_passes()
+            jaxlib_mlir.register_upstream_passes()
             try:
                 passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=_context())
             except ValueError as exc:
@@ -41,7 +41,7 @@ class MlirPipelinePass(ModulePass):
     def run(self, module: ir.Module) -> PassResult:
         if not self.pipeline.strip():
             return PassResult(modified=False)
-        pjrt.register_upstream_passes()
+        jaxlib_mlir.register_upstream_passes()
         manager = passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=module.context)
         manager.enable_verifier(False)  # the pipeline verifies after every step itself
         manager.run(module.operation)

@@ -34,7 +34,7 @@ from jaxlib.mlir import ir, passmanager
 from onnx_stablehlo.passes import registry
 from onnx_stablehlo.passes.base import ModulePass, OptionValueError, PassResult
 from onnx_stablehlo.passes.errors import PassError, PipelineParseError, VerificationError
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 __all__ = [
     "Pipeline",
@@ -79,7 +79,7 @@ class UpstreamPass(ModulePass):
     """The upstream pipeline text, e.g. ``canonicalize,cse``."""
 
     def run(self, module: ir.Module) -> PassResult:
-        pjrt.register_upstream_passes()
+        jaxlib_mlir.register_upstream_passes()
         manager = passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=module.context)
         manager.enable_verifier(False)  # the pipeline verifies after every step itself
         manager.run(module.operation)
@@ -441,8 +441,8 @@ def _parse_options(text: str, pass_name: str, pipeline: str) -> dict[str, str]:
 @functools.cache
 def _parse_context() -> ir.Context:
     """A context used only to check upstream pipeline texts (lives as long as the process)."""
-    pjrt.register_upstream_passes()
-    return pjrt.make_mlir_context()
+    jaxlib_mlir.register_upstream_passes()
+    return jaxlib_mlir.make_mlir_context()
 
 
 def _check_upstream(name: str, entry: str, pipeline: str) -> None:

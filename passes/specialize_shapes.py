@@ -17,7 +17,7 @@ from jaxlib.mlir import ir, passmanager
 from onnx_stablehlo.passes.base import ModulePass, PassResult
 from onnx_stablehlo.passes.errors import PassError
 from onnx_stablehlo.passes.ir_utils import element_type_of, shape_of, tensor_type
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 __all__ = ["SpecializeShapesPass", "DIM_NAMES_ATTRIBUTE"]
 
@@ -122,7 +122,7 @@ class SpecializeShapesPass(ModulePass):
             func_op.attributes["function_type"] = ir.TypeAttr.get(
                 ir.FunctionType.get(new_input_types, list(function_type.results))
             )
-            pjrt.register_upstream_passes()
+            jaxlib_mlir.register_upstream_passes()
             manager = passmanager.PassManager.parse(
                 "builtin.module(stablehlo-refine-shapes,func.func(stablehlo-canonicalize-dynamism))",
                 context=module.context,

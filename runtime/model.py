@@ -36,6 +36,7 @@ from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
 from onnx_stablehlo.frontend.shapes import SymbolicDim, symbols_of
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.frontend.registry import LoweringRegistry
+from onnx_stablehlo.frontend import jaxlib_mlir
 from onnx_stablehlo.runtime import pjrt
 
 __all__ = ["CompiledModel", "Specialization"]
@@ -371,7 +372,7 @@ class CompiledModel:
             for axis, dim in enumerate(dims):
                 if not isinstance(dim, int):
                     bindings.append(f"arg{index}.{axis}={int(shapes[name][axis])}")
-        context = pjrt.make_mlir_context()
+        context = jaxlib_mlir.make_mlir_context()
         with context, ir.Location.unknown():
             module = ir.Module.parse(self._artifact.text, context)
             SpecializeShapesPass(dims=tuple(bindings)).run(module)

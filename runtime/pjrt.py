@@ -1,9 +1,9 @@
-"""The one module that touches jaxlib/jax internals: MLIR context set-up and the PJRT client.
+"""The one module that touches jaxlib/jax's PJRT internals: clients, compiling, transfers.
 
-jaxlib ships the MLIR Python bindings (with the StableHLO and CHLO dialects) and a PJRT client,
-but neither the context set-up JAX uses nor ``Client.compile_and_load`` is public API. Every use
-of them lives here, so a jaxlib upgrade touches one file; ``pyproject.toml`` pins the tested
-jax/jaxlib range (0.10.2).
+jaxlib ships a PJRT client, but ``Client.compile_and_load`` and its transfer helpers are not
+public API. Every use of them lives here, so a jaxlib upgrade touches one file (MLIR set-up,
+the other private jaxlib surface, is ``frontend/jaxlib_mlir.py``); ``pyproject.toml`` pins the
+tested jax/jaxlib range (0.10.2).
 
 Platforms: ``cpu``, ``cuda``, ``rocm``, ``tpu`` are PJRT platform names; ``gpu`` is accepted
 as an alias for whichever of cuda/rocm is present.
@@ -25,7 +25,8 @@ from onnx_stablehlo.errors import CompileError, DeviceNotFoundError, ExecutionEr
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 # XLA CPU flags this project chooses, each added to XLA_FLAGS unless the user set that flag
-# (XLA reads XLA_FLAGS once, when the first backend starts, so this happens at import):
+# (XLA reads XLA_FLAGS once, when the first backend starts, so this happens when this module
+# first asks for a client; lowering alone leaves the environment as it is):
 # - YNNPACK for dots only, not convolutions: XLA's own convolutions are faster here, and
 #   YNNPACK's fusions around batched dots slowed MiniLM at batch 32 (measured on 2 cores:
 #   ResNet-50 40 -> 26 ms, MobileNetV2 9.6 -> 6.6 ms, MiniLM 32x128 413 -> 295 ms, 8x128 and
@@ -44,59 +45,17 @@ def _add_xla_flag_defaults() -> None:
     os.environ["XLA_FLAGS"] = flags
 
 
-_add_xla_flag_defaults()
-
-from jaxlib.mlir import ir  # noqa: E402
-from jaxlib.mlir.dialects import chlo, stablehlo  # noqa: E402
-
 __all__ = [
     "PLATFORMS",
     "Device",
-    "make_mlir_context",
-    "register_upstream_passes",
     "get_device",
     "available_platforms",
     "compile_module",
     "to_device",
     "execute",
-    "serialize_portable_artifact",
 ]
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
-
-
-def make_mlir_context() -> ir.Context:
-    """Returns a new MLIR context with func, arith, ... and the StableHLO and CHLO dialects.
-
-    A bare ``ir.Context()`` knows no upstream dialect, so ``func.func`` would not parse; this
-    fills a ``DialectRegistry`` the way JAX does.
-    """
-    from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-
-    registry = ir.DialectRegistry()
-    _jax_mlir_ext.register_dialects(registry)
-    context = ir.Context()
-    context.append_dialect_registry(registry)
-    context.load_all_available_dialects()
-    stablehlo.register_dialect(context)
-    chlo.register_dialect(context)
-    return context
-
-
-@functools.cache
-def register_upstream_passes() -> None:
-    """Registers the StableHLO passes with jaxlib's ``PassManager.parse`` (once per process)."""
-    from jaxlib.mlir._mlir_libs import _stablehlo
-
-    _stablehlo.register_stablehlo_passes()
-
-
-def serialize_portable_artifact(module_text: str, target_version: str | None = None) -> bytes:
-    """Serializes StableHLO text to a portable (VHLO bytecode) artifact."""
-    from jaxlib.mlir._mlir_libs import _stablehlo
-
-    version = target_version or _stablehlo.get_current_version()
-    return _stablehlo.serialize_portable_artifact_str(module_text, version)
 
 
 class Device:
@@ -146,6 +105,7 @@ def available_platforms() -> list[str]:
 
 @functools.cache
 def _client_or_exception(platform: str) -> tuple[Any, Exception | None]:
+    _add_xla_flag_defaults()
     import jax.extend.backend as jax_backend
 
     try:

@@ -7,7 +7,7 @@ import onnx
 import pytest
 
 import onnx_stablehlo
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 from tests.util import assert_allclose_for_dtype, ort_run, parse
 
 WEIGHTED = """<ir_version: 9, opset_import: ["" : 17]>
@@ -78,7 +78,7 @@ def test_emitted_text_round_trips_through_the_mlir_parser():
     from jaxlib.mlir import ir
 
     text = onnx_stablehlo.lower(onnx_stablehlo.example_model_path()).text
-    with pjrt.make_mlir_context() as context:
+    with jaxlib_mlir.make_mlir_context() as context:
         module = ir.Module.parse(text, context)
         assert module.operation.verify()
         assert str(module) == text

@@ -21,12 +21,12 @@ def test_compile_without_model_prints_the_example_module(capsys):
 def test_compile_writes_a_parseable_file(tmp_path, capsys):
     from jaxlib.mlir import ir
 
-    from onnx_stablehlo.runtime import pjrt
+    from onnx_stablehlo.frontend import jaxlib_mlir
 
     out = tmp_path / "example.mlir"
     assert main(["compile", "-o", str(out), "--weights", "inline"]) == 0
     text = out.read_text()
-    with pjrt.make_mlir_context() as context:
+    with jaxlib_mlir.make_mlir_context() as context:
         module = ir.Module.parse(text, context)
         main_func = module.body.operations[0]
         assert len(main_func.regions[0].blocks[0].arguments) == 1  # weights inlined

@@ -21,6 +21,7 @@ from onnx_stablehlo.passes.autodiff import (
     vjp_rule,
 )
 from onnx_stablehlo.passes.autodiff.registry import rules_module_for
+from onnx_stablehlo.frontend import jaxlib_mlir
 from onnx_stablehlo.runtime import pjrt
 from tests.autodiff.vjp_check import run
 
@@ -45,7 +46,7 @@ func.func @main(%x: tensor<4x3xf64> loc("x"), %labels: tensor<4xi64> loc("labels
 
 
 def _parse(text: str) -> ir.Module:
-    context = pjrt.make_mlir_context()
+    context = jaxlib_mlir.make_mlir_context()
     with context:
         return ir.Module.parse(text)
 

@@ -13,6 +13,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
+from onnx_stablehlo.frontend import jaxlib_mlir
 from onnx_stablehlo.runtime import pjrt
 
 EPS = 1e-6
@@ -50,7 +51,7 @@ def compile_vjp(text: str, wrt: Sequence[int] | None = None):
     Returns:
         ``(forward, backward, device, vjp_text)``: executables of ``@main`` and ``@main_vjp``.
     """
-    context = pjrt.make_mlir_context()
+    context = jaxlib_mlir.make_mlir_context()
     with context:
         module = ir.Module.parse(text)
     name = build_vjp(module, wrt=wrt)

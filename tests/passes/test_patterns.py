@@ -8,11 +8,11 @@ from jaxlib.mlir import ir
 from onnx_stablehlo.passes.canonicalize_stablehlo import AddOfZero, MultiplyByOne
 from onnx_stablehlo.passes.errors import PatternError
 from onnx_stablehlo.passes.patterns import RewritePattern, Rewriter, apply_patterns_greedily, erase_dead_ops
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 
 def parse(text: str) -> ir.Module:
-    with pjrt.make_mlir_context():  # the module keeps its context alive
+    with jaxlib_mlir.make_mlir_context():  # the module keeps its context alive
         return ir.Module.parse(text)
 
 

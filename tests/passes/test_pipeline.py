@@ -23,7 +23,7 @@ from onnx_stablehlo.passes import (
 )
 from onnx_stablehlo.passes.pipeline import PipelineStep, UpstreamPass
 from onnx_stablehlo.passes.registry import all_pass_classes
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.frontend import jaxlib_mlir
 
 MODULE = """
 func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
@@ -38,7 +38,7 @@ func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 
 def parse(text: str = MODULE) -> ir.Module:
-    with pjrt.make_mlir_context():
+    with jaxlib_mlir.make_mlir_context():
         return ir.Module.parse(text)
 
 
