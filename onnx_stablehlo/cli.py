@@ -483,6 +483,10 @@ def _parser() -> argparse.ArgumentParser:
     add_bisect_arguments(check_cmd)
     check_cmd.set_defaults(handler=_cmd_check)
 
+    from onnx_stablehlo.report import add_report_command
+
+    add_report_command(commands)
+
     from onnx_stablehlo._finetune import add_finetune_command
 
     add_finetune_command(commands)
