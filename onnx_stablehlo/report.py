@@ -431,7 +431,7 @@ nav a { margin-right: 1em; } code { font-size: .9em; }
 _SCRIPT = """
 document.addEventListener('DOMContentLoaded', function () {
   var rows = document.querySelectorAll('#divergence tbody tr');
-  var bad = document.querySelectorAll('#divergence tbody tr.bad').length;
+  var bad = document.querySelectorAll('#divergence tbody tr.bad, #divergence tbody tr.first').length;
   var summary = document.getElementById('divergence-count');
   if (summary) { summary.textContent = bad + ' of ' + rows.length + ' values beyond tolerance'; }
   document.body.setAttribute('data-rendered', 'yes');
