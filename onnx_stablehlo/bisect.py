@@ -55,6 +55,8 @@ class ValueComparison:
             when that is 0).
         ok: ``relative <= rtol``.
         detail: why it failed when not a plain value difference (shape, dtype, NaN).
+        used: whether a node reads the value or it is a graph output; a divergent unused value
+            (Dropout's mask, say) is shown but never named as the first divergence.
     """
 
     value: str
@@ -67,6 +69,7 @@ class ValueComparison:
     relative: float
     ok: bool
     detail: str = ""
+    used: bool = True
 
 
 @dataclasses.dataclass
@@ -89,20 +92,26 @@ class BisectResult:
 
     @property
     def first_divergent(self) -> ValueComparison | None:
-        """The first value (graph order) beyond tolerance; ``None`` when everything agrees."""
-        return next((v for v in self.values if not v.ok), None)
+        """The first used value (graph order) beyond tolerance; ``None`` when they all agree."""
+        return next((v for v in self.values if not v.ok and v.used), None)
 
     @property
     def divergent(self) -> list[ValueComparison]:
-        """Every value beyond tolerance, in graph order."""
-        return [v for v in self.values if not v.ok]
+        """Every used value beyond tolerance, in graph order."""
+        return [v for v in self.values if not v.ok and v.used]
 
     def format(self, limit: int = 10) -> str:
         """A text summary: the first divergent node and the next ``limit - 1`` divergent values."""
         lines = [f"bisect: compared {len(self.values)} node outputs with onnxruntime (rtol {self.rtol:g})"]
         first = self.first_divergent
+        unused = [v for v in self.values if not v.ok and not v.used]
+        if unused:
+            lines.append(
+                f"{len(unused)} value(s) no node reads diverge and are not counted: "
+                + ", ".join(f"{v.value} ({v.op_type} {v.node_name})" for v in unused[:5])
+            )
         if first is None:
-            lines.append("no node diverges: every exposed value is within tolerance")
+            lines.append("no node diverges: every used value is within tolerance")
             return "\n".join(lines)
         lines.append(
             f"first divergent node: {first.node_name} ({first.op_type}, node #{first.node_index}), "
@@ -211,6 +220,17 @@ def exposed_model(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, tu
             graph.output.append(onnx.helper.make_tensor_value_info(output, elem_type, [None] * rank))
             existing.add(output)
     return exposed, producers, skipped
+
+
+def _read_values(graph: onnx.GraphProto) -> set[str]:
+    """Names read by any node (subgraphs included) or output by ``graph``."""
+    names = {o.name for o in graph.output}
+    for node in graph.node:
+        names.update(node.input)
+        for attribute in node.attribute:
+            for sub in ([attribute.g] if attribute.type == onnx.AttributeProto.GRAPH else list(attribute.graphs)):
+                names |= _read_values(sub)
+    return names
 
 
 def _tensor_type(value_type: onnx.TypeProto | None) -> tuple[int | None, int | None]:
@@ -326,6 +346,7 @@ def bisect(
     )
     got = dict(zip(compiled.output_names, compiled.run(dict(feeds))))
     ours_seconds = time.perf_counter() - start
+    read = _read_values(proto.graph)
     comparisons: dict[str, ValueComparison] = {}
     for value, (index, node_name, op_label) in producers.items():
         if value not in expected or value not in got:
@@ -333,7 +354,8 @@ def bisect(
         want = np.asarray(expected[value])
         diff, relative, ok, detail = compare_arrays(got[value], want, rtol)
         comparisons[value] = ValueComparison(
-            value, node_name, op_label, index, str(want.dtype), tuple(want.shape), diff, relative, ok, detail
+            value, node_name, op_label, index, str(want.dtype), tuple(want.shape), diff, relative, ok, detail,
+            used=value in read,
         )
     values = sorted(comparisons.values(), key=lambda c: c.node_index)
     outputs = []

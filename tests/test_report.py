@@ -91,7 +91,7 @@ def test_hlo_text_keeps_onnx_node_names():
     lowered = lower(cnn_model())
     executable = pjrt.compile_module(lowered.text_with_locations(), pjrt.get_device("cpu"))
     mapping = _hlo_node_map(pjrt.hlo_text(executable))
-    assert {"conv", "pool"} <= {node for nodes in mapping.values() for node in nodes}
+    assert {"conv", "pool"} <= {node for nodes, inferred in mapping.values() if not inferred for node in nodes}
 
 
 def test_hlo_node_map_follows_called_computations():
@@ -109,7 +109,8 @@ ENTRY %main (x: f32[2]) -> f32[2] {
 }
 """
     mapping = _hlo_node_map(hlo)
-    assert mapping["fusion"] == ("relu",) and mapping["exp.2"] == ("exp",) and mapping["x"] == ()
+    assert mapping["fusion"] == (("relu",), False) and mapping["exp.2"] == (("exp",), False)
+    assert mapping["x"] == (("exp",), True)  # no metadata: the nodes of its user
 
 
 def test_report_cli_writes_the_page(tmp_path, capsys):
