@@ -130,6 +130,10 @@ class WebDriver:
         """Types ``text`` into the element as key events."""
         self._session_request("POST", f"/element/{self.find(css)}/value", {"text": text})
 
+    def clear(self, css: str) -> None:
+        """Empties an input element."""
+        self._session_request("POST", f"/element/{self.find(css)}/clear")
+
     def click(self, css: str) -> None:
         self._session_request("POST", f"/element/{self.find(css)}/click")
 

@@ -12,7 +12,9 @@
     const config = await (await fetch('model/config.json')).json();
     const vocab = await (await fetch('model/vocab.txt')).text();
     const tokenizer = new WordPieceTokenizer(vocab, { doLowerCase: config.do_lower_case, maxLength: config.max_length });
-    const session = await ort.InferenceSession.create('model/' + config.model, { executionProviders: ['wasm'] });
+    // ?model=float loads the float model the int8 one was quantized from (to compare runtimes).
+    const file = new URLSearchParams(location.search).get('model') === 'float' ? config.float_model : config.model;
+    const session = await ort.InferenceSession.create('model/' + file, { executionProviders: ['wasm'] });
 
     async function classify() {
       const ids = tokenizer.encode(input.value);
@@ -44,7 +46,9 @@
     button.addEventListener('click', () => classify().catch((e) => { status.textContent = 'error: ' + e; }));
     input.addEventListener('keydown', (event) => { if (event.key === 'Enter') button.click(); });
     button.disabled = false;
-    status.textContent = `ready: ${config.model} (int8 test accuracy ${config.int8_accuracy.toFixed(4)})`;
+    status.textContent = `ready: ${file} (test accuracy: float ${config.float_accuracy.toFixed(4)}, ` +
+      `int8 ${config.int8_accuracy.toFixed(4)})`;
+    status.setAttribute('data-model', file);
     status.setAttribute('data-ready', 'yes');
   } catch (error) {
     status.textContent = 'error: ' + error;

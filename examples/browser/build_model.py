@@ -3,8 +3,9 @@
 Steps: fine-tune all-MiniLM-L6-v2 + a linear head on the vaderSentiment lexicon with
 onnx_stablehlo (``examples/finetune_sentiment.py``, the ``full`` run), write the weights back into
 ONNX, quantize the written model with onnxruntime's ``quantize_dynamic`` (8-bit weights and
-activations, per tensor; see :func:`quantize` for why unsigned), and put next to it what the page needs: ``vocab.txt`` (the WordPiece vocabulary of the
-same tokenizer) and ``config.json`` (labels, tokenizer settings, test accuracies).
+activations, per tensor; see :func:`quantize` for why unsigned), and put next to it what the
+page needs: ``vocab.txt`` (the WordPiece vocabulary of the same tokenizer) and ``config.json``
+(labels, tokenizer settings, test accuracies).
 
 Usage::
 
@@ -65,6 +66,7 @@ def build(out: Path, *, steps: int = 300, seed: int = 0, max_length: int = 8) ->
     shutil.copyfile(build_minilm.minilm_model_dir() / "vocab.txt", out / "vocab.txt")
     config = {
         "model": MODEL_FILE,
+        "float_model": FLOAT_FILE,
         "labels": list(LABELS),
         "inputs": list(finetune_sentiment.INPUTS),
         "output": "logits",
