@@ -28,13 +28,13 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onnx_stablehlo.errors import OnnxStableHLOError
+from onnx_stablehlo.errors import OnnxStableHLOError, OracleError
 
 __all__ = ["ValueComparison", "BisectResult", "BisectError", "bisect", "compare_arrays", "exposed_model",
            "perturbed_registry"]
 
 
-class BisectError(OnnxStableHLOError):
+class BisectError(OracleError):
     """The model cannot be bisected: onnxruntime rejects it or the feeds, or no value is exposable."""
 
 
@@ -393,14 +393,17 @@ def run_check_bisect(path: str, feeds: Mapping[str, np.ndarray], args) -> int:
     """``check --bisect``: prints the comparison; exit code 0 when every value agrees, else 2.
 
     Raises:
-        BisectError: ``--perturb-node`` names no node of the graph, or onnxruntime fails.
+        InvalidOptionError: ``--perturb-node`` names no node of the graph.
+        BisectError: onnxruntime fails.
     """
+    from onnx_stablehlo.errors import InvalidOptionError
+
     registry = None
     if args.perturb_node:
         proto = _load_proto(path)
         names = {_node_label(n, i)[0] for i, n in enumerate(proto.graph.node)}
         if args.perturb_node not in names:
-            raise BisectError(
+            raise InvalidOptionError(
                 f"--perturb-node {args.perturb_node}: the graph has no node of that name "
                 f"(unnamed nodes go by Op#k:first_output, e.g. {sorted(names)[0] if names else '-'})"
             )
