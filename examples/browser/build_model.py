@@ -31,6 +31,8 @@ sys.path.insert(0, str(HERE.parents[1] / "tools"))
 import finetune_sentiment  # noqa: E402
 
 LABELS = ("negative", "positive")
+BUILD_VERSION = 2
+"""Written into config.json; bumped when what is built changes (2: uint8 weights, float model kept)."""
 MODEL_FILE = "sentiment-int8.onnx"
 FLOAT_FILE = "sentiment-float.onnx"
 """The fine-tuned float model, kept next to the int8 one (the page does not load it)."""
@@ -67,6 +69,7 @@ def build(out: Path, *, steps: int = 300, seed: int = 0, max_length: int = 8) ->
     int8_accuracy = finetune_sentiment.onnxruntime_accuracy(model, test, 64)
     shutil.copyfile(build_minilm.minilm_model_dir() / "vocab.txt", out / "vocab.txt")
     config = {
+        "build_version": BUILD_VERSION,
         "model": MODEL_FILE,
         "float_model": FLOAT_FILE,
         "labels": list(LABELS),

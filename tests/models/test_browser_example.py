@@ -69,7 +69,8 @@ def test_tokenizer_js_matches_the_tokenizers_library():
 def model_dir() -> Path:
     """The quick (20-step) fine-tuned int8 model, built once into the model cache."""
     out = zoo.cache_dir() / "browser-sentiment"
-    if not (out / "config.json").is_file():
+    config = out / "config.json"
+    if not config.is_file() or json.loads(config.read_text()).get("build_version") != build_model.BUILD_VERSION:
         build_model.build(out, steps=20)
     return out
 
