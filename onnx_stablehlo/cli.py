@@ -7,7 +7,9 @@ Commands:
     shapes  [MODEL] [--input-shape ...] [--dim NAME=N] [-o ANNOTATED.onnx]: print every value's
             dtype and symbolic shape (and write them into the model's value_info)
     check   [MODEL] [--input ...] [--input-shape ...] [--dim NAME=N] [--rtol R]: run on generated
-            inputs and print each output's error against onnxruntime (exit 2 on a mismatch)
+            inputs and print each output's error against onnxruntime (exit 2 on a mismatch);
+            --bisect names the first node whose output diverges (onnx_stablehlo/bisect.py)
+    report  MODEL [-o report.html]: a self-contained HTML report (onnx_stablehlo/report.py)
     finetune MODEL --train FILE.npz [--eval FILE.npz] --loss NAME [--trainable PATTERN ...]
             [--optimizer adamw --lr ...] [--steps N | --epochs N] [--batch-size N] -o OUT.onnx
             (see onnx_stablehlo/_finetune.py)
@@ -352,6 +354,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     model = onnx_stablehlo.load(path)
     shapes = _shapes(args)
     feeds, generated = _prepared_feeds(model, args, shapes)
+    if args.bisect or args.perturb_node:
+        from onnx_stablehlo.bisect import run_check_bisect
+
+        return run_check_bisect(path, feeds, args)
     start = time.perf_counter()
     try:
         compiled = onnx_stablehlo.compile(model, device=args.device, input_shapes=shapes, dims=_dims(args))
@@ -472,7 +478,14 @@ def _parser() -> argparse.ArgumentParser:
     check_cmd.add_argument("--rtol", type=float, default=1e-4,
                            help="largest accepted max-abs-diff relative to the output's max (default 1e-4)")
     check_cmd.add_argument("--no-compare", action="store_true", help="do not run onnxruntime")
+    from onnx_stablehlo.bisect import add_bisect_arguments
+
+    add_bisect_arguments(check_cmd)
     check_cmd.set_defaults(handler=_cmd_check)
+
+    from onnx_stablehlo.report import add_report_command
+
+    add_report_command(commands)
 
     from onnx_stablehlo._finetune import add_finetune_command
 

@@ -25,6 +25,8 @@ Hierarchy::
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
     │   ├── CompileError              PJRT (XLA) refused the module
     │   └── ExecutionError            PJRT failed while running the executable
+    ├── OracleError               onnxruntime (the oracle of check --bisect, report) rejects
+    │                             the model or the feeds
     └── ...
 """
 
@@ -50,6 +52,7 @@ __all__ = [
     "FeedError",
     "CompileError",
     "ExecutionError",
+    "OracleError",
 ]
 
 
@@ -194,3 +197,8 @@ class CompileError(RuntimeErrorBase):
 
 class ExecutionError(RuntimeErrorBase):
     """PJRT failed while running an executable."""
+
+
+class OracleError(OnnxStableHLOError):
+    """onnxruntime, the oracle of ``check --bisect`` and ``report``, is missing or rejects the
+    model or the feeds (the message carries onnxruntime's first line)."""

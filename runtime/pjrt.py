@@ -229,6 +229,17 @@ def execute(executable: Any, arguments: Sequence[Any]) -> list[Any]:
         raise ExecutionError("PJRT execution failed: " + " | ".join(lines[:4])) from exc
 
 
+def hlo_text(executable: Any) -> str:
+    """XLA's optimized HLO of a compiled executable, as text.
+
+    Each instruction keeps ``metadata={op_name="..."}`` from the ``loc("<onnx node>")`` of the
+    StableHLO op it came from, when the module text was printed with its locations (XLA falls
+    back to ``source_line`` of the text otherwise). ``onnx_stablehlo.report`` maps profiled
+    instructions and fusions back to ONNX nodes with it.
+    """
+    return "\n".join(module.to_string() for module in executable.hlo_modules())
+
+
 def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:
     """Copies device arrays back to numpy."""
     return [np.asarray(a) for a in arrays]
