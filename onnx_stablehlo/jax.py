@@ -583,7 +583,7 @@ class _SymbolTable:
     def check(self, shapes: Sequence[tuple]) -> None:
         """Raises ``FeedError`` for ranks, static dims or symbol sizes that do not fit."""
         lowered = self.lowered
-        seen: dict[str, tuple[str, int, int]] = {}
+        seen: dict[str, tuple[str, int, int, str]] = {}
         for name, (_, declared), shape in zip(lowered.input_names, lowered.input_types, shapes):
             if len(shape) != len(declared):
                 raise FeedError(
@@ -601,14 +601,20 @@ class _SymbolTable:
                 symbol = dim.name
                 root = self.find(symbol)
                 if root in seen and seen[root][2] != int(size):
-                    other, other_axis, other_size = seen[root]
-                    same = f"dim '{symbol}'" if root == symbol else f"dim '{symbol}' (equal to '{root}': {self._why(symbol)})"
+                    other, other_axis, other_size, other_symbol = seen[root]
+                    if other_symbol == symbol:
+                        raise FeedError(
+                            f"dim '{symbol}' is {other_size} in input {other!r} (axis {other_axis}) but {int(size)} "
+                            f"in input {name!r} (axis {axis})",
+                            name,
+                        )
                     raise FeedError(
-                        f"{same} is {other_size} in input {other!r} (axis {other_axis}) but {int(size)} in input "
-                        f"{name!r} (axis {axis})",
+                        f"dim '{other_symbol}' is {other_size} in input {other!r} (axis {other_axis}) and dim "
+                        f"'{symbol}' is {int(size)} in input {name!r} (axis {axis}), but the model was lowered "
+                        f"assuming '{other_symbol}' == '{symbol}' ({self._why(symbol, other_symbol)})",
                         name,
                     )
-                seen.setdefault(root, (name, axis, int(size)))
+                seen.setdefault(root, (name, axis, int(size), symbol))
         bindings = {s: seen[self.find(s)][2] for s in self.where if self.find(s) in seen}
         for equality in lowered.dim_equalities:
             try:
@@ -621,11 +627,11 @@ class _SymbolTable:
                     f"assuming they are equal, but the inputs give {bindings}",
                 )
 
-    def _why(self, symbol: str) -> str:
+    def _why(self, *symbols: str) -> str:
         for equality in self.lowered.dim_equalities:
-            if symbol in (getattr(equality.lhs, "name", None), getattr(equality.rhs, "name", None)):
+            if {getattr(equality.lhs, "name", None), getattr(equality.rhs, "name", None)} & set(symbols):
                 return f"broadcast at {equality.where}"
-        return "broadcast"
+        return "broadcasts"
 
 
 def _jax_expression(dim: SymbolicDim, dims: Mapping[str, Any], what: str) -> Any:
