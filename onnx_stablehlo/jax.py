@@ -378,9 +378,9 @@ class OnnxFunction:
                 "build-vjp needs static shapes; trace the gradient with concrete shapes "
                 "(or pass input_shapes to to_jax)"
             )
-        exported, float_inputs, float_params, float_outputs = self._vjp_for(shapes)
+        backward, float_inputs, float_params, float_outputs = self._vjp_for(shapes)
         cts = [cotangents[i] for i in float_outputs]
-        results = list(exported.call(*inputs, *params, *cts))
+        results = list(backward((*inputs, *params, *cts)))
         input_cts: list[Any] = [None] * len(inputs)
         param_cts: list[Any] = [None] * len(params)
         for index in float_inputs:
@@ -433,7 +433,7 @@ class OnnxFunction:
         exported = jax_export.exported_from_module(
             jax_export.serialize_module(module), in_specs, out_specs, platforms=self.platforms, get_vjp=_no_second_vjp
         )
-        found = (exported, float_inputs, float_params, float_outputs)
+        found = (_looping(exported), float_inputs, float_params, float_outputs)
         self._vjp_cache[shapes] = found
         return found
 
@@ -483,6 +483,27 @@ def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequen
         return forward(p, x)
 
     return tuple(jax.lax.map(one, mapped))
+
+
+def _looping(exported: Any) -> Any:
+    """``args -> exported.call(*args)`` that ``jax.vmap`` runs as a loop (``vmap(grad)``).
+
+    A backward module is not folded into a batch dim: its weight cotangents sum over the
+    batch, where ``vmap(grad)`` wants one per example.
+    """
+    from jax import custom_batching
+
+    @custom_batching.custom_vmap
+    def call(args: tuple) -> tuple:
+        return tuple(exported.call(*args))
+
+    @call.def_vmap
+    def call_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
+        (batched,) = in_batched
+        outputs = _looped(lambda _, x: call(x), (), batched, (), args)
+        return outputs, tuple(True for _ in outputs)
+
+    return call
 
 
 def _no_second_vjp(exported: Any) -> Any:
