@@ -338,8 +338,18 @@ class OnnxFunction:
         def apply(params: tuple, inputs: tuple) -> tuple:
             return forward(params, inputs)
 
+        # What apply's VJP runs: differentiating it again (grad of grad) is second order.
+        @jax.custom_vjp
+        def forward_once(params: tuple, inputs: tuple) -> tuple:
+            return forward(params, inputs)
+
+        def forward_once_bwd(residuals: Any, cotangents: tuple) -> tuple:
+            _no_second_vjp(exported)
+
+        forward_once.defvjp(lambda params, inputs: (forward(params, inputs), None), forward_once_bwd)
+
         def apply_fwd(params: tuple, inputs: tuple) -> tuple:
-            return forward(params, inputs), (params, inputs)
+            return forward_once(params, inputs), (params, inputs)
 
         def apply_bwd(residuals: tuple, cotangents: tuple) -> tuple:
             params, inputs = residuals
@@ -491,6 +501,7 @@ def _looping(exported: Any) -> Any:
     A backward module is not folded into a batch dim: its weight cotangents sum over the
     batch, where ``vmap(grad)`` wants one per example.
     """
+    import jax
     from jax import custom_batching
 
     @custom_batching.custom_vmap
@@ -503,7 +514,18 @@ def _looping(exported: Any) -> Any:
         outputs = _looped(lambda _, x: call(x), (), batched, (), args)
         return outputs, tuple(True for _ in outputs)
 
-    return call
+    @jax.custom_vjp
+    def backward(args: tuple) -> tuple:
+        return call(args)
+
+    def backward_fwd(args: tuple) -> tuple:
+        return call(args), None
+
+    def backward_bwd(residuals: Any, cotangents: tuple) -> tuple:
+        _no_second_vjp(exported)
+
+    backward.defvjp(backward_fwd, backward_bwd)
+    return backward
 
 
 def _no_second_vjp(exported: Any) -> Any:

@@ -142,3 +142,13 @@ def test_symbolic_exported_vjp_fails_loudly(mlp_fn):
     weights = [mlp_fn.params[n] for n in mlp_fn.parameter_names]
     with pytest.raises(UnsupportedTransformError, match="symbolic dims"):
         jax.grad(lambda x: jnp.sum(mlp_fn.exported.call(x, np.arange(2, dtype=np.int32), *weights)[0]))(x)
+
+
+def test_second_order_reverse_mode_fails_loudly(mlp_fn):
+    x = np.ones((2, 4), np.float32)
+
+    def loss(x):
+        return jnp.sum(mlp_fn(mlp_fn.params, x, np.arange(2))[0] ** 2)
+
+    with pytest.raises(UnsupportedTransformError, match="second-order"):
+        jax.grad(lambda x: jnp.sum(jax.grad(loss)(x)))(x)
