@@ -73,3 +73,51 @@ def test_sharded_batch_equals_one_device():
     assert result["twice"]
     assert result["loss"] <= 1e-5
     assert result["grads"] <= 1e-5 * max(1.0, result["grad_scale"])
+
+
+COMPILE_SCRIPT = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    import onnx_stablehlo
+    from onnx_stablehlo.errors import DeviceNotFoundError, InvalidOptionError
+    from tests.jax.models import mlp
+
+    model = mlp()
+    sharded = onnx_stablehlo.compile(model, devices=4)
+    single = onnx_stablehlo.compile(model)
+    rng = np.random.default_rng(0)
+    report = {"devices": len(sharded.devices), "batch_dim": sharded.batch_dim}
+    for n in (8, 6, 1):  # 6 and 1 are padded up to a multiple of 4
+        feeds = {"x": rng.standard_normal((n, 4)).astype(np.float32), "ids": np.arange(n, dtype=np.int64)}
+        ours, theirs = sharded.run(feeds), single.run(feeds)
+        report[str(n)] = [float(np.abs(ours[0] - theirs[0]).max()), bool(np.array_equal(ours[1], theirs[1])),
+                          list(ours[0].shape)]
+    try:
+        onnx_stablehlo.compile(model, devices=5)
+    except DeviceNotFoundError as exc:
+        report["too_many"] = str(exc)
+    try:
+        onnx_stablehlo.compile(mlp(batch="N"), devices=2)
+    except InvalidOptionError as exc:
+        report["no_batch"] = str(exc)
+    json.dump(report, sys.stdout)
+    """
+)
+
+
+def test_compile_with_devices_shards_the_batch():
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ)
+    env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4").strip()
+    env["JAX_PLATFORMS"] = "cpu"
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
+    done = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT], cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["devices"] == 4 and report["batch_dim"] == "batch"
+    for n in ("8", "6", "1"):
+        difference, ints_equal, shape = report[n]
+        assert difference <= 1e-6 and ints_equal and shape == [int(n), 3]
+    assert "devices=5: platform cpu has 4 device(s)" in report["too_many"]
+    assert "no batch dim" in report["no_batch"] and "'N'" in report["no_batch"]
