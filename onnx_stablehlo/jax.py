@@ -280,7 +280,8 @@ class OnnxFunction:
             got = np.dtype(array.dtype)
             if got != want and not (np.dtype(_canonical(got)) == want and _canonical(got) != got):
                 raise FeedError(f"input {name!r}: expected dtype {want}, got {got}", name)
-            arrays.append(jnp.asarray(array, dtype=want) if got != want else array)
+            # (always a jax value: a numpy constant reaching the custom_vjp trips JAX's tracing)
+            arrays.append(jnp.asarray(array, dtype=want))
         return arrays
 
     def _bind_params(self, params: Mapping[str, Any]) -> list[Any]:
@@ -338,18 +339,8 @@ class OnnxFunction:
         def apply(params: tuple, inputs: tuple) -> tuple:
             return forward(params, inputs)
 
-        # What apply's VJP runs: differentiating it again (grad of grad) is second order.
-        @jax.custom_vjp
-        def forward_once(params: tuple, inputs: tuple) -> tuple:
-            return forward(params, inputs)
-
-        def forward_once_bwd(residuals: Any, cotangents: tuple) -> tuple:
-            _no_second_vjp(exported)
-
-        forward_once.defvjp(lambda params, inputs: (forward(params, inputs), None), forward_once_bwd)
-
         def apply_fwd(params: tuple, inputs: tuple) -> tuple:
-            return forward_once(params, inputs), (params, inputs)
+            return forward(params, inputs), (params, inputs)
 
         def apply_bwd(residuals: tuple, cotangents: tuple) -> tuple:
             params, inputs = residuals

@@ -19,6 +19,7 @@ def _run(*args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
 def test_jax_train_example():
     out = _run("examples/jax_train.py", "--steps", "60")
     assert "onnxruntime on it vs the bridge" in out

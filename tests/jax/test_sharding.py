@@ -106,6 +106,7 @@ COMPILE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_compile_with_devices_shards_the_batch():
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ)
