@@ -3,7 +3,10 @@
 
 Usage::
 
-    python bench/jax.py [--quick] [--seed 0]
+    python bench/jax_bridge.py [--quick] [--seed 0]
+
+(Not ``bench/jax.py``, the name issue 14 asked for: every script in bench/ has bench/ first on
+``sys.path``, so a ``bench/jax.py`` would shadow the jax package for all of them.)
 
 Both sides take the same numpy feeds (int64 token ids) and return numpy outputs (the bridge's
 outputs are copied to the host with ``np.asarray``, as ``run`` does); the weights are on the
@@ -28,22 +31,10 @@ from typing import Any
 import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-HERE = Path(__file__).resolve().parent
-# This script is named jax.py: its own folder must not shadow the jax package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != HERE]
 sys.path.insert(0, str(REPO_ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-
-def _load_timing() -> Any:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("_timing", HERE / "_timing.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_timing = _load_timing()
+import _timing  # noqa: E402
 
 import onnx_stablehlo  # noqa: E402
 
