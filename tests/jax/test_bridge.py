@@ -126,3 +126,13 @@ def test_errors_are_ours():
     assert issubclass(FeedError, OnnxStableHLOError)
     with pytest.raises(OnnxStableHLOError):
         to_jax(b"not a model")
+
+
+def test_export_for_several_platforms(mlp_fn, rng):
+    """With two platforms @main takes a leading platform index; the CPU call is unchanged."""
+    fn = to_jax(mlp(), platforms=("cpu", "cuda"))
+    assert fn.exported.platforms == ("cpu", "cuda")
+    feeds = _feeds(rng, 3)
+    (y, _) = jax.jit(fn)(fn.params, feeds["x"], feeds["ids"])
+    (expected, _) = mlp_fn(mlp_fn.params, feeds["x"], feeds["ids"])
+    np.testing.assert_array_equal(np.asarray(y), np.asarray(expected))
