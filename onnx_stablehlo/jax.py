@@ -379,9 +379,9 @@ class OnnxFunction:
                 "build-vjp needs static shapes; trace the gradient with concrete shapes "
                 "(or pass input_shapes to to_jax)"
             )
-        backward, float_inputs, float_params, float_outputs = self._vjp_for(shapes)
+        backward, float_inputs, static_params, float_params, float_outputs = self._vjp_for(shapes)
         cts = [cotangents[i] for i in float_outputs]
-        results = list(backward((*inputs, *params, *cts)))
+        results = list(backward((*inputs, *[params[i] for i in static_params], *cts)))
         input_cts: list[Any] = [None] * len(inputs)
         param_cts: list[Any] = [None] * len(params)
         for index in float_inputs:
@@ -390,8 +390,13 @@ class OnnxFunction:
             param_cts[index] = results.pop(0)
         return tuple(param_cts), tuple(input_cts)
 
-    def _vjp_for(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int]]:
-        """The backward ``Exported`` for one input-shape signature (built by ``build-vjp``)."""
+    def _vjp_for(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int], list[int]]:
+        """The backward call for one input-shape signature (an ``Exported`` built by ``build-vjp``).
+
+        Returns ``(call, float inputs, weight arguments of the static module, float weights,
+        float outputs)``, weights as indices into :attr:`parameter_names`. Lowered with static
+        shapes, a weight used only in shape computations may fold away: it gets no cotangent.
+        """
         found = self._vjp_cache.get(shapes)
         if found is not None:
             return found
@@ -405,14 +410,17 @@ class OnnxFunction:
         lowered = import_model(
             self.model, dict(zip(self.input_names, shapes)), weights="args", dims=self.dims  # type: ignore[arg-type]
         )
-        if lowered.parameter_names != self.parameter_names:
+        extra = sorted(set(lowered.parameter_names) - set(self.parameter_names))
+        if extra:
             raise ShapeError(
-                "internal: the model lowered with static shapes has other weight arguments than the symbolic one"
+                f"internal: lowered with static shapes the model has weight arguments {extra[:5]} that the "
+                "symbolic module lacks"
             )
+        static_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
         float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
-        float_params = [i for i, n in enumerate(self.parameter_names) if np.issubdtype(self._jax_params[n], np.floating)]
+        float_params = [i for i in static_params if np.issubdtype(self._jax_params[self.parameter_names[i]], np.floating)]
         float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
-        wrt = float_inputs + [len(self.input_names) + i for i in float_params]
+        wrt = float_inputs + [len(self.input_names) + static_params.index(i) for i in float_params]
         if not wrt:
             raise UnsupportedTransformError("the model has no float input or weight to differentiate")
         name = build_vjp(lowered.module, wrt=wrt)
@@ -420,7 +428,9 @@ class OnnxFunction:
         context = make_mlir_context()
         with context:
             module = ir.Module.parse(entry_module_text(lowered.module, name))
-        primal_specs = self._in_specs([tuple(s) for s in shapes])
+        all_specs = self._in_specs([tuple(s) for s in shapes])
+        count = len(self.input_names)
+        primal_specs = all_specs[:count] + [all_specs[count + i] for i in static_params]
         out_shapes = [tuple(int(d) for d in shape) for _, shape in lowered.output_types]
         ct_specs = [jax.ShapeDtypeStruct(out_shapes[i], self._jax_out[i]) for i in float_outputs]
         in_specs = primal_specs + ct_specs
@@ -434,7 +444,7 @@ class OnnxFunction:
         exported = jax_export.exported_from_module(
             jax_export.serialize_module(module), in_specs, out_specs, platforms=self.platforms, get_vjp=_no_second_vjp
         )
-        found = (_looping(exported), float_inputs, float_params, float_outputs)
+        found = (_looping(exported), float_inputs, static_params, float_params, float_outputs)
         self._vjp_cache[shapes] = found
         return found
 

@@ -27,7 +27,6 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func as func_dialect
 from jaxlib.mlir.dialects import stablehlo

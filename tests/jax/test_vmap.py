@@ -21,8 +21,6 @@ def _exported_shapes(jaxpr) -> list[tuple]:
         for eqn in jaxpr.eqns:
             if eqn.primitive.name == "call_exported":
                 found.append(tuple(v.aval.shape for v in eqn.invars))
-            for sub in jax.core.subjaxprs(eqn) if hasattr(jax.core, "subjaxprs") else ():
-                visit(sub)
             for value in eqn.params.values():
                 inner = getattr(value, "jaxpr", None)
                 if inner is not None and hasattr(inner, "eqns"):
