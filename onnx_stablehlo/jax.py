@@ -148,6 +148,7 @@ class OnnxFunction:
         weights = {n: lowered.parameters[n]() for n in self.parameter_names}
         self._param_shapes = {n: tuple(int(d) for d in np.shape(w)) for n, w in weights.items()}
         self._jax_params = {n: _jax_dtype(dtypes.dtype_of_numpy(w.dtype)) for n, w in weights.items()}
+        self._onnx_param_dtypes = {n: np.dtype(w.dtype) for n, w in weights.items()}
         del weights
         self._symbolic = _SymbolTable(lowered)
         self.symbols = self._symbolic.where
@@ -234,6 +235,18 @@ class OnnxFunction:
                 for name in self.parameter_names
             }
         return dict(self._params)
+
+    def onnx_values(self, params: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        """``params`` as numpy arrays of the initializers' own dtypes (int32 back to int64 ...).
+
+        What ``save_onnx(fn.onnx_values(params), path, original=model)`` writes back.
+        """
+        values = {}
+        for name, value in params.items():
+            if name not in self._onnx_param_dtypes:
+                raise FeedError(f"{name!r} is not a weight of the model", name)
+            values[name] = np.asarray(value).astype(self._onnx_param_dtypes[name], copy=False)
+        return values
 
     # Calling ---------------------------------------------------------------------------------
 
