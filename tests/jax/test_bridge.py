@@ -139,6 +139,7 @@ def test_export_for_several_platforms(mlp_fn, rng):
 
 
 def test_onnx_values_restore_initializer_dtypes(tmp_path, rng):
+    """A float64 model: with x64 off its weight is float32 in JAX and float64 again for save_onnx."""
     import onnx.parser
 
     from onnx_stablehlo.runtime.export_onnx import save_onnx
@@ -146,20 +147,20 @@ def test_onnx_values_restore_initializer_dtypes(tmp_path, rng):
 
     model = onnx.parser.parse_model("""
     <ir_version: 9, opset_import: ["" : 18]>
-    g (float[N, 2] x, int64[N] ids) => (float[N, 2] y, int64[N] z)
-    <float[2] w = {0.5, -2.0}, int64 offset = {7}> {
+    g (double[N, 2] x) => (double[N, 2] y)
+    <double[2] w = {0.5, -2.0}> {
       y = Mul(x, w)
-      z = Add(ids, offset)
     }
     """)
     fn = to_jax(model)
-    assert fn.params["offset"].dtype == np.int32  # x64 off
-    params = {**fn.params, "w": fn.params["w"] * 3}
+    assert fn.params["w"].dtype == np.float32 and fn.exported.out_avals[0].dtype == np.float32
+    params = {"w": fn.params["w"] * 3}
     values = fn.onnx_values(params)
-    assert values["offset"].dtype == np.int64 and values["w"].dtype == np.float32
+    assert values["w"].dtype == np.float64
     path = save_onnx(values, tmp_path / "m.onnx", original=model)
-    x = rng.standard_normal((3, 2)).astype(np.float32)
-    theirs = ort_run(path, {"x": x, "ids": np.arange(3, dtype=np.int64)})
-    ours = fn(params, x, np.arange(3))
-    np.testing.assert_allclose(theirs[0], np.asarray(ours[0]), rtol=1e-6)
-    np.testing.assert_array_equal(theirs[1], np.asarray(ours[1]))
+    x = rng.standard_normal((3, 2))
+    (theirs,) = ort_run(path, {"x": x})
+    (ours,) = fn(params, x)
+    np.testing.assert_allclose(theirs, np.asarray(ours), rtol=1e-6)
+    with pytest.raises(FeedError, match="'v' is not a weight"):
+        fn.onnx_values({"v": np.zeros(2)})
