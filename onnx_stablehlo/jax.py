@@ -341,6 +341,11 @@ class OnnxFunction:
         @forward.def_vmap
         def forward_batched(axis_size: int, in_batched: Any, params: tuple, inputs: tuple) -> tuple:
             params_batched, inputs_batched = in_batched
+            if not any(params_batched) and not any(inputs_batched):
+                # only something else is mapped (jax.jacfwd maps tangents): one plain call; calling
+                # `forward` here would re-enter this rule without end
+                outputs = tuple(exported.call(*inputs, *params))
+                return outputs, tuple(False for _ in outputs)
             outputs = None
             if not any(params_batched):
                 outputs = self._folded(forward, axis_size, inputs_batched, params, inputs)
@@ -525,6 +530,9 @@ def _looping(exported: Any) -> Any:
     @call.def_vmap
     def call_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
         (batched,) = in_batched
+        if not any(batched):
+            outputs = tuple(exported.call(*args))
+            return outputs, tuple(False for _ in outputs)
         outputs = _looped(lambda _, x: call(x), (), batched, (), args)
         return outputs, tuple(True for _ in outputs)
 

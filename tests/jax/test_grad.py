@@ -103,6 +103,9 @@ def test_forward_mode_fails_with_a_clear_message(mlp_fn):
         jax.jvp(lambda x: mlp_fn(mlp_fn.params, x, np.arange(2))[0], (x,), (x,))
     with pytest.raises(TypeError, match="forward-mode autodiff"):
         jax.jacfwd(lambda x: mlp_fn(mlp_fn.params, x, np.arange(2))[0])(x)
+    # a Hessian maps tangents only: the vmap rule must not fold them (it recursed, growing sizes)
+    with pytest.raises(TypeError, match="forward-mode autodiff"):
+        jax.hessian(lambda x: jnp.sum(mlp_fn(mlp_fn.params, x, np.arange(2))[0]))(x)
 
 
 def test_exported_call_has_our_vjp_not_the_templates(rng):
