@@ -520,6 +520,31 @@ class Trainer:
             warnings.warn(f"step {self.step}: the loss is {value}", RuntimeWarning, stacklevel=3)
         return value
 
+    def _bridge_params(self) -> dict[str, Any]:
+        bridge = self._bridge_state()
+        return {**bridge["frozen"], **{name: self._params[name] for name in self.trainable}}
+
+    def _bridge_predict(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """``predict`` on the bridge: the inference model as a jitted ``OnnxFunction``."""
+        import jax
+
+        from onnx_stablehlo.jax import OnnxFunction
+
+        bridge = self._bridge_state()
+        if "predict" not in bridge:
+            fn = OnnxFunction(self._predict_model, input_shapes=None, dims=None, pipeline="default" if self.optimize else "none",
+                              platforms=None, batch_dim=None)
+            bridge["predict"] = (fn, jax.jit(fn))
+        fn, run = bridge["predict"]
+        for name in fn.input_names:
+            if name not in feeds:
+                raise FeedError(f"missing feed for input {name!r}", name)
+        trained = self._bridge_params()
+        params = {name: trained[name] for name in fn.parameter_names if name in trained}
+        params.update({name: value for name, value in fn.params.items() if name not in params})
+        inputs = [bridge["place"](np.asarray(feeds[n]), batched=True) for n in fn.input_names]
+        return [np.asarray(o) for o in run(params, *inputs)]
+
     def _bridge_state(self) -> dict[str, Any]:
         if self._bridge is not None:
             return self._bridge
@@ -579,7 +604,13 @@ class Trainer:
         all_params = fn.params
         frozen = {n: place(np.asarray(v), batched=False) if self._devices is not None else v
                   for n, v in all_params.items() if n not in set(self.trainable)}
-        self._bridge = {"function": fn, "step": jax.jit(step, donate_argnums=(0, 2)), "place": place, "frozen": frozen}
+        self._bridge = {
+            "function": fn,
+            "step": jax.jit(step, donate_argnums=(0, 2)),
+            "forward": jax.jit(lambda params, inputs: fn(params, *inputs)),
+            "place": place,
+            "frozen": frozen,
+        }
         return self._bridge
 
     def _run_update(self, params: Any, grads: Any, state: Any) -> tuple[Any, Any]:
@@ -733,6 +764,11 @@ class Trainer:
     def run_training_model(self, batch: Mapping[str, Any]) -> list[np.ndarray]:
         """Runs the model with its loss (no update): ``[loss, model outputs...]`` on the host."""
         arrays = self._check_batch(batch)
+        if self.engine == "bridge":
+            bridge = self._bridge_state()
+            fn = bridge["function"]
+            inputs = [bridge["place"](arrays[n], batched=True) for n in fn.input_names]
+            return [np.asarray(o) for o in bridge["forward"](self._bridge_params(), inputs)]
         spec = self._specialization(arrays)
         results = pjrt.execute(self._eval_executable(spec), self._arguments(spec, arrays))
         return pjrt.to_host(results)
@@ -746,6 +782,8 @@ class Trainer:
         if self._predict_model is None:
             self._predict_model = load_model(self.inference_model, check=False)
         model = self._predict_model
+        if self.engine == "bridge":
+            return self._bridge_predict(feeds)
         names = [v.name for v in graph_input_values(model.graph)]
         arrays = {}
         for name in names:

@@ -69,9 +69,11 @@ SCRIPT = textwrap.dedent(
     one = Trainer(model, "softmax_cross_entropy", optimizer=optax.adamw(1e-2), engine="bridge")
     many = Trainer(model, "softmax_cross_entropy", optimizer=optax.adamw(1e-2), devices=4)
     losses = [(one.train_step(data), many.train_step(data)) for _ in range(3)]
+    evaluated = (one.evaluate([data]).loss, many.evaluate([data]).loss)
+    predicted = float(np.abs(one.predict({"x": data["x"]})[0] - many.predict({"x": data["x"]})[0]).max())
     params = max(float(np.abs(one.trainable_params[k] - many.trainable_params[k]).max()) for k in one.trainable)
     devices = len(many._params[many.trainable[0]].sharding.device_set)
-    json.dump({"losses": losses, "params": params, "devices": devices}, sys.stdout)
+    json.dump({"losses": losses, "params": params, "devices": devices, "evaluated": evaluated, "predicted": predicted}, sys.stdout)
     """
 )
 
@@ -90,3 +92,6 @@ def test_data_parallel_over_four_devices_equals_one():
     for one, many in report["losses"]:
         assert abs(one - many) <= 1e-5 * max(1.0, abs(one))
     assert report["params"] <= 1e-5
+    one, many = report["evaluated"]
+    assert abs(one - many) <= 1e-5 * max(1.0, abs(one))
+    assert report["predicted"] <= 1e-5
