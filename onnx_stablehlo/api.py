@@ -79,6 +79,7 @@ def compile(  # noqa: A001 - the field's verb
     dynamic: bool = True,
     bucketing: Bucketing | None = None,
     hoist_weights: bool = True,
+    devices: int | Sequence[str] | None = None,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -108,9 +109,16 @@ def compile(  # noqa: A001 - the field's verb
             kernel's transpose to the layout XLA CPU wants, an int8 weight's dequantization)
             move into ``@hoisted_weights``, which runs once per set of weights; its results
             stay on the device. ``False`` keeps ``@main`` as lowered.
+        devices: shard the batch across several local devices (XLA SPMD through the JAX
+            bridge): a count of the default platform's devices or specs (``["cpu:0",
+            "cpu:1"]``). Returns a :class:`~onnx_stablehlo.runtime.sharded.ShardedModel`
+            (same ``run``); ``device``, ``weights``, ``bucketing``, ``cache_size`` and
+            ``hoist_weights`` do not apply. The model needs a batch dim (a symbol named like
+            ``batch`` first in its inputs and outputs).
 
     Returns:
-        A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
+        A :class:`~onnx_stablehlo.runtime.model.CompiledModel` (a ``ShardedModel`` with
+        ``devices``).
 
     Raises:
         DeviceNotFoundError: the device is absent (the message lists available platforms).
@@ -119,6 +127,11 @@ def compile(  # noqa: A001 - the field's verb
     """
     if weights not in ("args", "inline"):
         raise ValueError(f"weights must be 'args' or 'inline', got {weights!r}")
+    if devices is not None:
+        from onnx_stablehlo.runtime.sharded import ShardedModel
+
+        ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
+        return ShardedModel(ir_model, devices, input_shapes=input_shapes, dims=dims, pipeline=pipeline)  # type: ignore[return-value]
     target = pjrt.get_device(device)
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
     return CompiledModel(

@@ -20,6 +20,7 @@ Hierarchy::
     │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
     │   └── LoweringError             the emitted StableHLO failed to build or verify
     ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
+    ├── UnsupportedTransformError a JAX transformation the bridge does not support (jvp)
     ├── RuntimeErrorBase
     │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
@@ -47,6 +48,7 @@ __all__ = [
     "ShapeError",
     "LoweringError",
     "InvalidOptionError",
+    "UnsupportedTransformError",
     "RuntimeErrorBase",
     "DeviceNotFoundError",
     "FeedError",
@@ -169,6 +171,14 @@ class LoweringError(FrontendError):
 
 class InvalidOptionError(OnnxStableHLOError, ValueError):
     """An option passed to the API or CLI that cannot be used (a bucketing policy, a dim name)."""
+
+
+class UnsupportedTransformError(OnnxStableHLOError):
+    """A JAX transformation the bridge (``onnx_stablehlo.jax``) does not support here.
+
+    Forward mode (``jax.jvp``, ``jax.jacfwd``, Hessians), gradients of a function traced with
+    symbolic shapes, and VJPs of VJPs; the message names the transformation and what to do.
+    """
 
 
 class RuntimeErrorBase(OnnxStableHLOError):

@@ -232,6 +232,15 @@ class Trainer:
         accuracy: per-example correctness ``(prediction, labels) -> bool array`` for
             :meth:`evaluate`; default the built-in loss's (classification losses only).
         optimize: run the default pass pipeline on each training module before compiling.
+        engine: ``"pjrt"`` (one PJRT executable per step for forward and backward, then a
+            jitted optax update) or ``"bridge"``: one ``jax.jit`` step (forward, backward,
+            optax update) through :mod:`onnx_stablehlo.jax`, the gradient from ``build-vjp``.
+            The bridge needs float32 (or narrower) trainable weights (JAX's x64 mode is off).
+        devices: with ``engine="bridge"``, train data-parallel over these local devices (a
+            count of the default platform's devices or specs such as ``["cpu:0", "cpu:1"]``):
+            every batch array is split along its first axis over a mesh, the weights and the
+            optimizer state are replicated; the batch size must be a multiple of the count.
+            Giving ``devices`` selects the bridge.
 
     Raises:
         NoTrainableParametersError: a trainable pattern matches nothing.
@@ -253,9 +262,19 @@ class Trainer:
         seed: int = 0,
         accuracy: Accuracy | None = None,
         optimize: bool = True,
+        engine: str | None = None,
+        devices: int | Sequence[str] | None = None,
     ) -> None:
         import jax
         import optax
+
+        engine = engine or ("bridge" if devices is not None else "pjrt")
+        if engine not in ("pjrt", "bridge"):
+            raise TrainingError(f"engine must be 'pjrt' or 'bridge', got {engine!r}")
+        if devices is not None and engine != "bridge":
+            raise TrainingError("devices= trains through the JAX bridge: use engine='bridge' (or leave engine out)")
+        self.engine = engine
+        self._devices = devices
 
         if isinstance(model, CompiledModel):
             target = model.device if device is None else pjrt.get_device(device)
@@ -306,8 +325,19 @@ class Trainer:
         self._params: dict[str, Any] = {}
         for name in self.trainable:
             self._params[name] = pjrt.to_device(self._initial_value(name), self.device)
-        with jax.enable_x64(True):
+        if self.engine == "bridge":
+            wide = [n for n in self.trainable if np.dtype(self._params[n].dtype).itemsize > 4]
+            if wide:
+                raise TrainingError(
+                    f"engine='bridge' trains float32 or narrower weights (JAX's x64 mode is off); "
+                    f"{', '.join(map(repr, wide[:5]))} are 64-bit: use engine='pjrt'"
+                )
             self._opt_state = self.optimizer.init({n: self._params[n] for n in self.trainable})
+        else:
+            with jax.enable_x64(True):
+                self._opt_state = self.optimizer.init({n: self._params[n] for n in self.trainable})
+        self._bridge: Any = None
+        self._bridge_shapes: set[tuple] = set()
         self._update = jax.jit(_optax_step(self.optimizer), donate_argnums=(0, 2))
         self._cache: dict[tuple, _Specialization] = {}
         self._predict_model: onnx_ir.Model | None = None
@@ -454,6 +484,8 @@ class Trainer:
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_batch(batch)
+        if self.engine == "bridge":
+            return self._bridge_train_step(arrays)
         spec = self._specialization(arrays)
         executable = self._train_executable(spec)
         results = pjrt.execute(executable, self._arguments(spec, arrays))
@@ -467,6 +499,119 @@ class Trainer:
         if not np.isfinite(loss):
             warnings.warn(f"step {self.step}: the loss is {loss}", RuntimeWarning, stacklevel=2)
         return loss
+
+    def _bridge_train_step(self, arrays: Mapping[str, np.ndarray]) -> float:
+        """One jitted step through the JAX bridge: forward, ``build-vjp`` backward, optax update."""
+        import jax
+
+        bridge = self._bridge_state()
+        fn, step, place = bridge["function"], bridge["step"], bridge["place"]
+        shapes = tuple((n, arrays[n].shape) for n in fn.input_names)
+        if shapes not in self._bridge_shapes:  # jax.jit traces and compiles once per batch shape
+            self._bridge_shapes.add(shapes)
+            self.compile_count += 1
+        inputs = [place(arrays[n], batched=True) for n in fn.input_names]
+        trainable = {name: self._params[name] for name in self.trainable}
+        new_params, self._opt_state, loss = step(trainable, bridge["frozen"], self._opt_state, inputs)
+        self._params.update(new_params)
+        self.step += 1
+        value = float(jax.device_get(loss))
+        if not np.isfinite(value):
+            warnings.warn(f"step {self.step}: the loss is {value}", RuntimeWarning, stacklevel=3)
+        return value
+
+    def _bridge_params(self) -> dict[str, Any]:
+        bridge = self._bridge_state()
+        return {**bridge["frozen"], **{name: self._params[name] for name in self.trainable}}
+
+    def _bridge_predict(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
+        """``predict`` on the bridge: the inference model as a jitted ``OnnxFunction``."""
+        import jax
+
+        from onnx_stablehlo.jax import OnnxFunction
+
+        bridge = self._bridge_state()
+        if "predict" not in bridge:
+            fn = OnnxFunction(self._predict_model, input_shapes=None, dims=None, pipeline="default" if self.optimize else "none",
+                              platforms=None, batch_dim=None)
+            bridge["predict"] = (fn, jax.jit(fn))
+        fn, run = bridge["predict"]
+        for name in fn.input_names:
+            if name not in feeds:
+                raise FeedError(f"missing feed for input {name!r}", name)
+        trained = self._bridge_params()
+        params = {name: trained[name] for name in fn.parameter_names if name in trained}
+        params.update({name: value for name, value in fn.params.items() if name not in params})
+        inputs = [bridge["place"](np.asarray(feeds[n]), batched=True) for n in fn.input_names]
+        return [np.asarray(o) for o in run(params, *inputs)]
+
+    def _bridge_state(self) -> dict[str, Any]:
+        if self._bridge is not None:
+            return self._bridge
+        import jax
+        import optax
+
+        from onnx_stablehlo.jax import OnnxFunction
+
+        start = time.perf_counter()
+        fn = OnnxFunction(
+            self._training_model, input_shapes=None, dims=None, pipeline="default" if self.optimize else "none",
+            platforms=None, batch_dim=None,
+        )
+        self.timings["lower_seconds"] = time.perf_counter() - start
+        missing = [n for n in self.trainable if n not in fn.parameter_names]
+        if missing:
+            raise TrainingError(
+                f"trainable initializers {', '.join(map(repr, missing[:5]))} are not weight arguments "
+                "of the lowered module (folded into constants?)"
+            )
+        loss_index, optimizer = self._loss_index, self.optimizer
+
+        def step(trainable: Any, frozen: Any, state: Any, inputs: list) -> tuple[Any, Any, Any]:
+            def loss_of(trainable: Any) -> Any:
+                outputs = fn({**frozen, **trainable}, *inputs)
+                return outputs[loss_index].reshape(())
+
+            loss, grads = jax.value_and_grad(loss_of)(trainable)
+            updates, state = optimizer.update(grads, state, trainable)
+            return optax.apply_updates(trainable, updates), state, loss
+
+        place: Callable[..., Any]
+        if self._devices is None:
+            def place(array: np.ndarray, batched: bool) -> Any:
+                return array
+        else:
+            from jax.sharding import Mesh, NamedSharding
+            from jax.sharding import PartitionSpec as P
+
+            from onnx_stablehlo.runtime.sharded import resolve_devices
+
+            devices = resolve_devices(self._devices)
+            mesh = Mesh(np.array(devices), ("batch",))
+            rows, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
+
+            def place(array: np.ndarray, batched: bool) -> Any:
+                if batched and array.ndim > 0:
+                    if array.shape[0] % len(devices):
+                        raise TrainingError(
+                            f"a batch of {array.shape[0]} examples does not split over {len(devices)} devices"
+                        )
+                    return jax.device_put(array, rows)
+                return jax.device_put(array, replicated)
+
+            self._params.update(jax.device_put({n: self._params[n] for n in self.trainable}, replicated))
+            self._opt_state = jax.device_put(self._opt_state, replicated)
+        all_params = fn.params
+        frozen = {n: place(np.asarray(v), batched=False) if self._devices is not None else v
+                  for n, v in all_params.items() if n not in set(self.trainable)}
+        self._bridge = {
+            "function": fn,
+            "step": jax.jit(step, donate_argnums=(0, 2)),
+            "forward": jax.jit(lambda params, inputs: fn(params, *inputs)),
+            "place": place,
+            "frozen": frozen,
+        }
+        return self._bridge
 
     def _run_update(self, params: Any, grads: Any, state: Any) -> tuple[Any, Any]:
         import jax
@@ -619,6 +764,11 @@ class Trainer:
     def run_training_model(self, batch: Mapping[str, Any]) -> list[np.ndarray]:
         """Runs the model with its loss (no update): ``[loss, model outputs...]`` on the host."""
         arrays = self._check_batch(batch)
+        if self.engine == "bridge":
+            bridge = self._bridge_state()
+            fn = bridge["function"]
+            inputs = [bridge["place"](arrays[n], batched=True) for n in fn.input_names]
+            return [np.asarray(o) for o in bridge["forward"](self._bridge_params(), inputs)]
         spec = self._specialization(arrays)
         results = pjrt.execute(self._eval_executable(spec), self._arguments(spec, arrays))
         return pjrt.to_host(results)
@@ -632,6 +782,8 @@ class Trainer:
         if self._predict_model is None:
             self._predict_model = load_model(self.inference_model, check=False)
         model = self._predict_model
+        if self.engine == "bridge":
+            return self._bridge_predict(feeds)
         names = [v.name for v in graph_input_values(model.graph)]
         arrays = {}
         for name in names:
