@@ -53,6 +53,10 @@ __all__ = [
     "compile_module",
     "to_device",
     "execute",
+    "to_host",
+    "hlo_text",
+    "is_device_array",
+    "is_on",
 ]
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -288,6 +292,25 @@ def hlo_text(executable: Any) -> str:
     instructions and fusions back to ONNX nodes with it.
     """
     return "\n".join(module.to_string() for module in executable.hlo_modules())
+
+
+def is_device_array(value: Any) -> bool:
+    """Whether ``value`` is a PJRT device array (what ``execute`` and ``to_device`` return)."""
+    return isinstance(value, _array_type())
+
+
+def is_on(value: Any, device: Device) -> bool:
+    """Whether ``value`` is a device array placed on ``device`` alone (usable without a copy)."""
+    if value.__class__ is not _array_type():
+        return False
+    return value.sharding == device.sharding
+
+
+@functools.cache
+def _array_type() -> type:
+    from jaxlib import _jax
+
+    return _jax.ArrayImpl
 
 
 def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:
