@@ -83,7 +83,7 @@ def test_top_k_largest_matches_onnxruntime(case, opset, dtype, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle(model, feeds))
 
 
-TOP_K_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint64]
+TOP_K_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint64, np.int16, np.uint16]
 
 
 @pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
@@ -123,6 +123,10 @@ def test_top_k_is_a_sort_with_an_index_operand():
 def test_top_k_of_static_float32_is_a_selection_and_symbolic_is_a_sort():
     text = emitted_text(top_k_model(11, np.float32, (3, 7), 3, 0))
     assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
+    text = emitted_text(top_k_model(11, np.int8, (3, 7), 3, 0))  # float32 holds every int8
+    assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
+    text = emitted_text(top_k_model(11, np.int32, (3, 7), 3, 0))  # it does not hold every int32
+    assert "chlo.top_k" not in text and '"stablehlo.sort"' in text
     symbolic = parse("""<ir_version: 9, opset_import: ["" : 11]>
 g (float[n, 7] x) => (float[n, 3] v, int64[n, 3] i) {
   k = Constant <value = int64[1] {3}> ()
