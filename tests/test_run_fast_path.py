@@ -85,3 +85,17 @@ def test_run_device_takes_to_device_arrays_and_checks_them(model, rng):
     np.testing.assert_allclose(np.asarray(y), ort_run(AFFINE, {"x": x})[0], rtol=1e-5, atol=1e-6)
     with pytest.raises(FeedError, match="expected dtype float32"):
         model.run_device({"x": model.to_device(x.astype(np.float64))})
+
+
+def test_run_device_of_a_split_model_returns_device_arrays_of_run_results(rng):
+    """A model split at a data-dependent node has no single executable: run's outputs are placed."""
+    from tests.test_split import NONZERO_MIDDLE
+
+    model = parse(NONZERO_MIDDLE)
+    compiled = onnx_stablehlo.compile(model)
+    x = rng.standard_normal((4, 5)).astype(np.float32)
+    outputs = compiled.run_device({"x": compiled.to_device(x)})
+    assert compiled._split is not None and compiled._plan is None
+    assert all(pjrt.is_device_array(o) for o in outputs)
+    for ours, expected in zip(compiled.to_host(outputs), ort_run(model, {"x": x})):
+        np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6)
