@@ -5,7 +5,7 @@ every new process paid it again. ``pjrt.compile_module`` looks a module up here 
 stores what it compiled, so a second process deserializes the executable (milliseconds).
 
 Key: SHA-256 of the StableHLO text that is compiled together with everything else that changes
-the machine code: platform, device kind, the PJRT platform version, the jaxlib version,
+the machine code: platform, device index and kind, the PJRT platform version, the jaxlib version,
 ``XLA_FLAGS``, the host CPU (machine and ``/proc/cpuinfo`` flags: XLA CPU code uses the host's
 vector instructions) and the entry format version. Two processes that compile the same module
 with the same toolchain on the same kind of machine share one entry.

@@ -218,6 +218,7 @@ def _cache_key_parts(device: Device) -> tuple[str, ...]:
 
     return (
         device.platform,
+        str(device.index),  # the device an executable was compiled for (it is loaded onto it)
         str(getattr(device._handle, "device_kind", "")),
         str(getattr(device._client, "platform_version", "")),
         f"jaxlib {jaxlib.__version__}",
