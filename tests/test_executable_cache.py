@@ -153,3 +153,38 @@ def test_executable_cache_second_process_reuses_the_first_ones_executables(tmp_p
     assert results[1]["hits"] == results[0]["stores"] and results[1]["stores"] == 0
     for first, second in zip(results[0]["out"], results[1]["out"]):
         np.testing.assert_array_equal(np.array(second), np.array(first))
+
+
+_WRITER = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("executable_cache", sys.argv[4])  # no jax: starts fast
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+cache = module.ExecutableCache(sys.argv[1], max_bytes=int(sys.argv[2]))
+worker = int(sys.argv[3])
+for round_ in range(30):
+    cache.store("a" * 64, bytes([7]) * 50_000)  # every process writes this one
+    cache.store(f"{worker:02d}{round_:062d}", bytes([worker]) * 20_000)  # and its own
+    assert cache.load("a" * 64) in (None, bytes([7]) * 50_000)  # None: evicted meanwhile
+"""
+
+
+def test_executable_cache_concurrent_processes_leave_whole_entries_within_the_cap(tmp_path):
+    cap = 400_000
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(tmp_path), str(cap), str(i), executable_cache.__file__],
+            stderr=subprocess.PIPE,
+        )
+        for i in range(4)
+    ]
+    for writer in writers:
+        _, stderr = writer.communicate(timeout=120)
+        assert writer.returncode == 0, stderr.decode()[-2000:]
+    cache = ExecutableCache(tmp_path, max_bytes=cap)
+    entries = cache.entries()
+    assert entries and cache.size_bytes() <= cap
+    for path, _, _ in entries:
+        payload = executable_cache._unwrap(path.read_bytes())
+        assert payload is not None and len(set(payload)) == 1  # whole, one writer's bytes
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
