@@ -76,7 +76,7 @@ def _phase_seconds(timings: Mapping[str, float] | None, keys: Sequence[str]) -> 
     return None
 
 
-def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: int, seed: int) -> dict:
+def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: int, seed: int, device: str = "cpu") -> dict:
     """Measures one shape; returns the row's numbers in seconds (and the parity diff)."""
     import onnxruntime as ort
 
@@ -84,7 +84,7 @@ def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: i
     shapes = {name: (batch, sequence) for name in build_minilm.INPUT_NAMES}
 
     compiled, compile_call_s = _timing.timed(
-        lambda: onnx_stablehlo.compile(str(path), device="cpu", input_shapes=shapes)
+        lambda: onnx_stablehlo.compile(str(path), device=device, input_shapes=shapes)
     )
     outputs, first_run_s = _timing.timed(lambda: compiled.run(feeds))
     ours = _timing.sample_seconds(lambda: compiled.run(feeds), reps, WARMUP)
@@ -104,7 +104,7 @@ def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: i
     options.intra_op_num_threads = ort_threads
     options.inter_op_num_threads = 1
     options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
     expected = session.run([build_minilm.OUTPUT_NAME], feeds)[0]
     ort_median = _timing.median_seconds(lambda: session.run([build_minilm.OUTPUT_NAME], feeds), reps, WARMUP)
 
@@ -126,6 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--flavour", choices=sorted(build_minilm.FLAVOURS), default="legacy")
     parser.add_argument("--ort-threads", type=int, default=2, help="onnxruntime intra_op_num_threads")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random token ids")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours on PJRT cuda, ORT with its CUDA EP")
+    parser.add_argument("--quick", action="store_true", help="1x16 only")
     args = parser.parse_args(argv)
 
     path = build_minilm.build_minilm(args.flavour)
@@ -149,8 +151,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max abs diff",
     ]
     rows, notes = [], []
-    for batch, sequence, reps in SHAPES:
-        result = bench_shape(path, batch, sequence, reps, args.ort_threads, args.seed)
+    for batch, sequence, reps in SHAPES[:1] if args.quick else SHAPES:
+        result = bench_shape(path, batch, sequence, reps, args.ort_threads, args.seed, args.device)
         rows.append(
             [
                 f"{batch}×{sequence}",

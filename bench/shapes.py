@@ -59,6 +59,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--flavour", default="legacy", choices=("legacy", "dynamo"))
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours on PJRT cuda, ORT with its CUDA EP")
     args = parser.parse_args(argv)
     import onnxruntime as ort
 
@@ -68,7 +69,8 @@ def main(argv: list[str]) -> int:
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    device = args.device
+    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
     start = time.perf_counter()
     expected = [session.run(None, r)[0] for r in requests]
     ort_seconds = time.perf_counter() - start
@@ -78,7 +80,7 @@ def main(argv: list[str]) -> int:
         ("onnx-stablehlo, artifact refined per length", {}),
         ("onnx-stablehlo, pow2 buckets", {"bucketing": onnx_stablehlo.Bucketing({"sequence": "pow2"})}),
     ):
-        compiled = onnx_stablehlo.compile(path, **kwargs)  # lowers the artifact once
+        compiled = onnx_stablehlo.compile(path, device, **kwargs)  # lowers the artifact once
         seconds, outputs = _run_ours(compiled, requests)  # every compile happens in here
         error = max(float(np.abs(o - e).max()) for o, e in zip(outputs, expected))
         rows.append((label, compiled.compile_count, seconds, error))

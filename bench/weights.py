@@ -25,8 +25,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(ROOT / "tools"))  # first: tools/zoo.py, not bench/zoo.py
 
 import _timing  # noqa: E402
 import zoo  # noqa: E402
@@ -34,7 +34,7 @@ import zoo  # noqa: E402
 DEFAULT_MODELS = ("resnet50-legacy-opset17", "mobilenetv2-legacy-opset17", "minilm-int8-per-channel")
 
 
-def bench_model(name: str, reps: int) -> list[str]:
+def bench_model(name: str, reps: int, device: str = "cpu") -> list[str]:
     import onnxruntime as ort
 
     import onnx_stablehlo
@@ -44,7 +44,7 @@ def bench_model(name: str, reps: int) -> list[str]:
     feeds = model.inputs(np.random.default_rng(0))
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
-    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
     times = {"onnxruntime": _timing.median_seconds(lambda: session.run(None, feeds), reps)}
     variants = {
         "inline": {"weights": "inline"},
@@ -52,7 +52,7 @@ def bench_model(name: str, reps: int) -> list[str]:
         "args, not hoisted": {"hoist_weights": False},
     }
     for label, options_ in variants.items():
-        compiled = onnx_stablehlo.compile(str(path), **options_)
+        compiled = onnx_stablehlo.compile(str(path), device, **options_)
         times[label] = _timing.median_seconds(lambda: compiled.run(feeds), reps)
     ort_s = times["onnxruntime"]
     row = [name, _timing.format_ms(ort_s)]
@@ -65,13 +65,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=list(DEFAULT_MODELS), choices=sorted(zoo.MODELS))
     parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours on PJRT cuda, ORT with its CUDA EP")
     args = parser.parse_args(argv)
     print(f"weights benchmark on {platform.processor() or platform.machine()}, median of {args.reps} runs")
     headers = [
         "model", "ORT (ms)", "inline (ms)", "inline/ORT", "args+hoist (ms)", "args+hoist/ORT",
         "args, not hoisted (ms)", "not hoisted/ORT",
     ]
-    rows = [bench_model(name, args.reps) for name in args.models]
+    rows = [bench_model(name, args.reps, args.device) for name in args.models]
     print(_timing.markdown_table(headers, rows))
     return 0
 

@@ -53,6 +53,10 @@ __all__ = [
     "compile_module",
     "to_device",
     "execute",
+    "to_host",
+    "hlo_text",
+    "is_device_array",
+    "is_on",
 ]
 
 PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
@@ -155,21 +159,72 @@ def get_device(spec: str = "cpu") -> Device:
     )
 
 
-def compile_module(module_text: str, device: Device) -> Any:
+_DEFAULT_CACHE: Any = object()
+
+
+def compile_module(module_text: str, device: Device, *, cache: Any = _DEFAULT_CACHE) -> Any:
     """Compiles StableHLO text to a loaded PJRT executable on ``device``.
+
+    Args:
+        module_text: the StableHLO module.
+        device: where the executable runs.
+        cache: an :class:`~onnx_stablehlo.runtime.executable_cache.ExecutableCache`, or None for
+            none; by default the process's on-disk cache (``executable_cache.default_cache``:
+            ``ONNX_STABLEHLO_EXECUTABLE_CACHE``). A hit deserializes the stored executable
+            instead of compiling; an entry PJRT cannot deserialize is deleted and rebuilt.
 
     Raises:
         CompileError: XLA rejected the module (message carries XLA's first lines).
     """
     from jaxlib import _jax
 
+    if cache is _DEFAULT_CACHE:
+        from onnx_stablehlo.runtime.executable_cache import default_cache
+
+        cache = default_cache()
+    key = None
+    if cache is not None:
+        key = cache.key(module_text, _cache_key_parts(device))
+        payload = cache.load(key)
+        if payload is not None:
+            try:
+                return device._client.deserialize_executable(
+                    payload, _jax.DeviceList((device._handle,)), _jax.CompileOptions()
+                )
+            except Exception:  # written by an incompatible build, or damaged past the checksum
+                cache.discard(key)
     try:
-        return device._client.compile_and_load(
+        executable = device._client.compile_and_load(
             module_text, _jax.DeviceList((device._handle,)), _jax.CompileOptions()
         )
     except Exception as exc:
         first = str(exc).strip().splitlines()[:6]
         raise CompileError("PJRT compile failed: " + " | ".join(first)) from exc
+    if cache is not None and key is not None:
+        try:
+            payload = executable.serialize()
+        except Exception:  # an executable PJRT cannot serialize is simply not cached
+            payload = None
+        if payload is not None:
+            cache.store(key, bytes(payload))
+    return executable
+
+
+def _cache_key_parts(device: Device) -> tuple[str, ...]:
+    """What besides the module text changes the compiled code (see ``executable_cache``)."""
+    import jaxlib
+
+    from onnx_stablehlo.runtime.executable_cache import host_fingerprint
+
+    return (
+        device.platform,
+        str(device.index),  # the device an executable was compiled for (it is loaded onto it)
+        str(getattr(device._handle, "device_kind", "")),
+        str(getattr(device._client, "platform_version", "")),
+        f"jaxlib {jaxlib.__version__}",
+        "XLA_FLAGS=" + os.environ.get("XLA_FLAGS", ""),
+        host_fingerprint(),
+    )
 
 
 def to_device(array: np.ndarray, device: Device) -> Any:
@@ -238,6 +293,25 @@ def hlo_text(executable: Any) -> str:
     instructions and fusions back to ONNX nodes with it.
     """
     return "\n".join(module.to_string() for module in executable.hlo_modules())
+
+
+def is_device_array(value: Any) -> bool:
+    """Whether ``value`` is a PJRT device array (what ``execute`` and ``to_device`` return)."""
+    return isinstance(value, _array_type())
+
+
+def is_on(value: Any, device: Device) -> bool:
+    """Whether ``value`` is a device array placed on ``device`` alone (usable without a copy)."""
+    if value.__class__ is not _array_type():
+        return False
+    return value.sharding == device.sharding
+
+
+@functools.cache
+def _array_type() -> type:
+    from jaxlib import _jax
+
+    return _jax.ArrayImpl
 
 
 def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:

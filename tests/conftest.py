@@ -6,3 +6,30 @@ import pytest
 def rng() -> np.random.Generator:
     """A seeded generator: every test sees the same inputs on every run."""
     return np.random.default_rng(20261129)
+
+
+_created_cache_dirs: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Compiled executables go to a fresh folder per test session, not the user's cache.
+
+    The on-disk executable cache (runtime/executable_cache.py) stays on, so the suite exercises
+    it (a module compiled twice in one session is deserialized the second time; xdist workers
+    inherit the folder and share it), but a run never reads entries an earlier run or another
+    checkout left behind. The process that made the folder deletes it at the end.
+    """
+    import os
+    import tempfile
+
+    if "ONNX_STABLEHLO_EXECUTABLE_CACHE" not in os.environ:
+        folder = tempfile.mkdtemp(prefix="onnx-stablehlo-executables-")
+        os.environ["ONNX_STABLEHLO_EXECUTABLE_CACHE"] = folder
+        _created_cache_dirs.append(folder)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import shutil
+
+    for folder in _created_cache_dirs:
+        shutil.rmtree(folder, ignore_errors=True)

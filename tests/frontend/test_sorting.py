@@ -83,7 +83,7 @@ def test_top_k_largest_matches_onnxruntime(case, opset, dtype, rng):
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle(model, feeds))
 
 
-TOP_K_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint64]
+TOP_K_DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.int8, np.uint64, np.int16, np.uint16]
 
 
 @pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
@@ -115,9 +115,38 @@ def test_top_k_orders_nan_as_numpy_sort_does(largest):
 
 
 def test_top_k_is_a_sort_with_an_index_operand():
-    text = emitted_text(top_k_model(11, np.float32, (3, 7), 3, 1))
+    text = emitted_text(top_k_model(11, np.float64, (3, 7), 3, 1))
     assert '"stablehlo.sort"' in text and "stablehlo.iota" in text
-    assert "stablehlo.slice" in text
+    assert "stablehlo.slice" in text and "chlo.top_k" not in text
+
+
+def test_top_k_of_static_float32_is_a_selection_and_symbolic_is_a_sort():
+    text = emitted_text(top_k_model(11, np.float32, (3, 7), 3, 0))
+    assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
+    text = emitted_text(top_k_model(11, np.int8, (3, 7), 3, 0))  # float32 holds every int8
+    assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
+    text = emitted_text(top_k_model(11, np.int32, (3, 7), 3, 0))  # it does not hold every int32
+    assert "chlo.top_k" not in text and '"stablehlo.sort"' in text
+    symbolic = parse("""<ir_version: 9, opset_import: ["" : 11]>
+g (float[n, 7] x) => (float[n, 3] v, int64[n, 3] i) {
+  k = Constant <value = int64[1] {3}> ()
+  v, i = TopK (x, k)
+}""")
+    text = onnx_stablehlo.lower(symbolic).text
+    assert '"stablehlo.sort"' in text and "chlo.top_k" not in text
+
+
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+@pytest.mark.parametrize("axis", [1, 0], ids=["last-axis", "axis0"])
+def test_top_k_selection_orders_signed_zeros_and_nans_like_onnxruntime(largest, axis):
+    """XLA's TopK uses IEEE total order (-NaN lowest, -0 < 0); the lowering canonicalizes both."""
+    row = np.array([1.0, np.nan, -0.0, 0.0, 1.0, -np.nan, np.inf, -np.inf, 0.0, -0.0, 2.0], np.float32)
+    x = row[None, :] if axis == 1 else row[:, None]
+    model = top_k_model(11, np.float32, x.shape, 7, axis, largest=largest)
+    values, indices = compile_and_run(model, {"x": x})
+    expected_values, expected_indices = oracle_run(model, {"x": x})
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values, expected_values)  # -0.0 == 0.0 here (see the rule's deviation)
 
 
 def test_top_k_rejects_k_beyond_the_axis():

@@ -1,0 +1,142 @@
+"""Start-up: time from a new process to its first result, ours (cold and warm cache) against onnxruntime.
+
+Usage::
+
+    python bench/startup.py [--model PATH] [--rounds 3] [--quick] [--device cpu|cuda]
+
+Each measurement is a fresh Python process that imports the library, compiles (or creates an
+onnxruntime session for) the model and runs it once; the child reports the seconds from just
+before its first import to the first result, so interpreter start-up is left out of both.
+
+* ``ours cold``: an empty executable cache folder (``ONNX_STABLEHLO_EXECUTABLE_CACHE``), so XLA
+  compiles everything;
+* ``ours warm``: the same folder again, so executables are deserialized from disk;
+* ``ORT``: ``onnxruntime.InferenceSession`` (2 intra-op threads, or the CUDA execution provider
+  with ``--device cuda``) plus its first run.
+
+Rounds are interleaved (cold, warm, ORT, cold, ...) because the machine is shared; the table
+gives the median of each and the ratios ours/ORT. The default model is all-MiniLM-L6-v2 (legacy
+export, built by ``tools/build_minilm.py``) at batch 1 x 16 tokens; ``--quick`` uses the tiny
+model bundled in the package and one round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _timing  # noqa: E402
+
+_CHILD = r"""
+import json, sys, time
+start = time.perf_counter()
+kind, path, shapes, device = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4]
+import numpy as np
+def feeds_for(names_types):
+    rng = np.random.default_rng(0)
+    out = {}
+    for name, dtype in names_types:
+        shape = shapes[name]
+        if np.dtype(dtype).kind in "iub":
+            out[name] = rng.integers(0, 2, shape).astype(dtype)
+        else:
+            out[name] = rng.standard_normal(shape).astype(dtype)
+    return out
+if kind == "ours":
+    import onnx_stablehlo
+    model = onnx_stablehlo.compile(path, device, input_shapes=shapes)
+    from onnx_stablehlo.frontend.dtypes import numpy_dtype
+    feeds = feeds_for([(n, np.dtype(numpy_dtype(model._input_dtypes[n])).str) for n in model.input_names])
+    model.run(feeds)
+    first = time.perf_counter() - start
+    from onnx_stablehlo.runtime.executable_cache import default_cache
+    cache = default_cache()
+    detail = dict(model.timings, cache_hits=cache.hits if cache else 0)
+else:
+    import onnxruntime as ort
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
+    session = ort.InferenceSession(path, options, providers=providers)
+    types = {"tensor(float)": "<f4", "tensor(int64)": "<i8", "tensor(int32)": "<i4", "tensor(bool)": "|b1"}
+    feeds = feeds_for([(i.name, types[i.type]) for i in session.get_inputs()])
+    session.run(None, feeds)
+    first = time.perf_counter() - start
+    detail = {}
+json.dump({"seconds": first, "detail": detail}, sys.stdout)
+"""
+
+
+def _child(kind: str, path: str, shapes: dict, device: str, cache: str) -> dict:
+    env = {**os.environ, "ONNX_STABLEHLO_EXECUTABLE_CACHE": cache}
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, kind, path, json.dumps(shapes), device],
+        env=env, capture_output=True, text=True, check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"{kind} child failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _model(quick: bool) -> tuple[str, dict, str]:
+    if quick:
+        import onnx_stablehlo
+
+        return onnx_stablehlo.example_model_path(), {"input_ids": [2, 16]}, "tiny example model"
+    sys.path.insert(0, str(REPO_ROOT / "tools"))
+    import build_minilm
+
+    path = build_minilm.build_minilm("legacy")  # cached: built once, offline
+    shape = [1, 16]
+    return str(path), {"input_ids": shape, "attention_mask": shape, "token_type_ids": shape}, "MiniLM legacy 1x16"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="an .onnx file (its inputs need --shape)")
+    parser.add_argument("--shape", action="append", default=[], help="NAME=d0,d1,... for --model")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="tiny bundled model, one round")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    args = parser.parse_args(argv)
+    if args.model:
+        path = args.model
+        shapes = {k: [int(d) for d in v.split(",")] for k, v in (s.split("=", 1) for s in args.shape)}
+        label = Path(path).name
+    else:
+        path, shapes, label = _model(args.quick)
+    rounds = 1 if args.quick else args.rounds
+    times: dict[str, list[float]] = {"ours cold": [], "ours warm": [], "ORT": []}
+    details: dict[str, dict] = {}
+    for _ in range(rounds):
+        with tempfile.TemporaryDirectory(prefix="startup-cache-") as cache:
+            for name, kind in (("ours cold", "ours"), ("ours warm", "ours"), ("ORT", "ort")):
+                result = _child(kind, path, shapes, args.device, cache)
+                times[name].append(result["seconds"])
+                details[name] = result["detail"]
+    ort = statistics.median(times["ORT"])
+    rows = []
+    for name, samples in times.items():
+        median = statistics.median(samples)
+        detail = details[name]
+        phases = ", ".join(f"{k.replace('_seconds', '')} {v:.2f}" for k, v in detail.items() if k.endswith("_seconds"))
+        if "cache_hits" in detail:
+            phases += f", cache hits {detail['cache_hits']}"
+        rows.append([name, _timing.format_s(median), f"{median / ort:.2f}", phases or "-"])
+    print(f"# first result in a new process: {label}, device {args.device}, {rounds} round(s), "
+          f"{os.cpu_count()} CPUs")
+    print(_timing.markdown_table(["run", "first result (s)", "ours/ORT", "last round's phases (s)"], rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

