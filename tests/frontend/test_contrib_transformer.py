@@ -1,0 +1,340 @@
+"""Parity of the com.microsoft transformer ops (frontend/lowering/contrib_transformer.py) with onnxruntime.
+
+Each model has symbolic batch and sequence dims ("B", "S") where the op allows them, is compiled
+once, and runs at two batch/sequence sizes against onnxruntime's CPU kernels.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import onnx
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.frontend.lowering import contrib_transformer
+from tests.frontend.contrib_util import assert_close, node_model, ort_run, tolerance
+
+F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
+SIZES = [(2, 5), (3, 7)]  # (batch, sequence) per run of one compiled model
+
+
+def _check(model: onnx.ModelProto, make_feeds, dtype=F32, rtol=None, atol=None) -> None:
+    """Compiles once with the symbolic dims, runs each SIZES feed set against onnxruntime."""
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    default_rtol, default_atol = tolerance(dtype)
+    for batch, seq in SIZES:
+        feeds = make_feeds(batch, seq)
+        assert_close(compiled.run(feeds), ort_run(model, feeds), rtol or default_rtol, atol or default_atol)
+
+
+def _normal(rng, shape, dtype=F32, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+# Defaults -------------------------------------------------------------------------------------
+
+
+def _ort_schema_defaults() -> dict[tuple[str, str], object]:
+    from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
+
+    defaults = {}
+    for schema in ort_c.get_all_operator_schema():
+        if schema.domain not in ("com.microsoft", "") or schema.deprecated:
+            continue
+        for name, attribute in schema.attributes.items():
+            raw = attribute._default_value
+            if not raw:
+                continue
+            proto = onnx.AttributeProto()
+            proto.ParseFromString(raw)
+            if proto.type:
+                defaults[(schema.name, name)] = onnx.helper.get_attribute_value(proto)
+    return defaults
+
+
+def test_stated_defaults_match_onnxruntime_schemas():
+    ort_defaults = _ort_schema_defaults()
+    checked = 0
+    for key, value in contrib_transformer.DEFAULTS.items():
+        if key in ort_defaults:  # ORT's schema states this default (some are only in its docs)
+            assert ort_defaults[key] == pytest.approx(value), key
+            checked += 1
+    assert checked >= 5
+
+
+# Normalizations --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("beta,bias,extra", [(True, True, True), (False, False, False), (True, False, True)],
+                         ids=["beta-bias-outputs", "plain", "beta-outputs"])
+def test_skip_layer_normalization(dtype, beta, bias, extra, rng):
+    hidden = 16
+    inputs = [("x", dtype, ["B", "S", hidden]), ("skip", dtype, ["B", "S", hidden]), ("gamma", dtype, [hidden]),
+              ("beta", dtype, [hidden]) if beta else None, ("bias", dtype, [hidden]) if bias else None]
+    outputs = [("y", dtype, ["B", "S", hidden])]
+    if extra:
+        outputs += [("mean", F32, ["B", "S", 1]), ("inv_std", F32, ["B", "S", 1]), ("sum", dtype, ["B", "S", hidden])]
+    model = node_model("SkipLayerNormalization", inputs, outputs, {"epsilon": 1e-5})
+
+    def feeds(b, s):
+        f = {"x": _normal(rng, (b, s, hidden), dtype, 2), "skip": _normal(rng, (b, s, hidden), dtype),
+             "gamma": _normal(rng, (hidden,), dtype)}
+        if beta:
+            f["beta"] = _normal(rng, (hidden,), dtype)
+        if bias:
+            f["bias"] = _normal(rng, (hidden,), dtype)
+        return f
+
+    _check(model, feeds, dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+def test_skip_simplified_layer_normalization(dtype, rng):
+    hidden = 16
+    model = node_model(
+        "SkipSimplifiedLayerNormalization",
+        [("x", dtype, ["B", "S", hidden]), ("skip", dtype, ["B", "S", hidden]), ("gamma", dtype, [hidden]),
+         ("bias", dtype, [hidden])],
+        [("y", dtype, ["B", "S", hidden]), None, ("inv_std", F32, ["B", "S", 1]), ("sum", dtype, ["B", "S", hidden])],
+        {"epsilon": 1e-6},
+    )
+    _check(model, lambda b, s: {"x": _normal(rng, (b, s, hidden), dtype, 2), "skip": _normal(rng, (b, s, hidden), dtype),
+                                "gamma": _normal(rng, (hidden,), dtype), "bias": _normal(rng, (hidden,), dtype)}, dtype)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+def test_simplified_layer_normalization_default_domain(dtype, rng):
+    hidden = 24
+    model = node_model(
+        "SimplifiedLayerNormalization",
+        [("x", dtype, ["B", "S", hidden]), ("scale", dtype, [hidden])],
+        [("y", dtype, ["B", "S", hidden]), ("inv_std", F32, ["B", "S", 1])],
+        {"epsilon": 1e-6, "axis": -1},
+        domain="",
+    )
+    _check(model, lambda b, s: {"x": _normal(rng, (b, s, hidden), dtype, 3), "scale": _normal(rng, (hidden,), dtype)}, dtype)
+
+
+@pytest.mark.parametrize("segments,mask,positions", [(True, True, False), (False, True, False), (True, False, True)],
+                         ids=["bert", "distilbert", "position-ids"])
+def test_embed_layer_normalization(segments, mask, positions, rng):
+    hidden, vocab, max_pos = 16, 50, 12
+    inputs = [("ids", I32, ["B", "S"]), ("seg", I32, ["B", "S"]) if segments else None,
+              ("word", F32, [vocab, hidden]), ("pos", F32, [max_pos, hidden]),
+              ("seg_table", F32, [2, hidden]) if segments else None, ("gamma", F32, [hidden]), ("beta", F32, [hidden]),
+              ("mask", I32, ["B", "S"]) if mask else None, ("position_ids", I32, ["B", "S"]) if positions else None]
+    outputs = [("y", F32, ["B", "S", hidden]), ("mask_index", I32, ["B"]), ("sum", F32, ["B", "S", hidden])]
+    tables = {"word": _normal(rng, (vocab, hidden)), "pos": _normal(rng, (max_pos, hidden)),
+              "seg_table": _normal(rng, (2, hidden)), "gamma": _normal(rng, (hidden,)), "beta": _normal(rng, (hidden,))}
+    if not segments:
+        del tables["seg_table"]
+    model = node_model("EmbedLayerNormalization", inputs, outputs, {"epsilon": 1e-12}, initializers=tables)
+
+    def feeds(b, s):
+        f = {"ids": rng.integers(0, vocab, (b, s)).astype(I32)}
+        if segments:
+            f["seg"] = rng.integers(0, 2, (b, s)).astype(I32)
+        if mask:
+            m = np.ones((b, s), I32)
+            m[-1, s - 2:] = 0
+            f["mask"] = m
+        if positions:
+            f["position_ids"] = rng.integers(0, max_pos, (b, s)).astype(I32)
+        return f
+
+    _check(model, feeds)
+
+
+# Activations -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "op,with_bias,attributes",
+    [("Gelu", False, {}), ("BiasGelu", True, {}), ("FastGelu", True, {}), ("FastGelu", False, {}),
+     ("QuickGelu", False, {}), ("QuickGelu", False, {"alpha": 1.5})],
+    ids=["gelu", "bias-gelu", "fast-gelu-bias", "fast-gelu", "quick-gelu", "quick-gelu-alpha"],
+)
+def test_gelu_family(op, with_bias, attributes, rng):
+    hidden = 32
+    inputs = [("x", F32, ["B", "S", hidden])] + ([("bias", F32, [hidden])] if with_bias else [])
+    model = node_model(op, inputs, [("y", F32, ["B", "S", hidden])], attributes)
+
+    def feeds(b, s):
+        f = {"x": _normal(rng, (b, s, hidden), scale=3)}
+        if with_bias:
+            f["bias"] = _normal(rng, (hidden,))
+        return f
+
+    _check(model, feeds)
+
+
+def test_bias_add_matches_its_formula(rng):
+    """onnxruntime has BiasAdd for CUDA only: the oracle is the schema's X + bias + skip in numpy."""
+    channels = 8
+    model = node_model("BiasAdd", [("x", F32, ["B", "S", channels]), ("bias", F32, [channels]), ("skip", F32, ["B", "S", channels])],
+                       [("y", F32, ["B", "S", channels])])
+    compiled = onnx_stablehlo.compile(model)
+    for b, s in SIZES:
+        feeds = {"x": _normal(rng, (b, s, channels)), "bias": _normal(rng, (channels,)), "skip": _normal(rng, (b, s, channels))}
+        expected = (feeds["x"] + feeds["bias"]) + feeds["skip"]
+        np.testing.assert_array_equal(compiled.run(feeds)[0], expected)
+
+
+# Attention -------------------------------------------------------------------------------------
+
+HEADS, HIDDEN = 4, 32
+
+
+def _attention_model(mask: str | None, past: bool, unidirectional: int, attention_bias: bool, qkv_sizes=None):
+    width = sum(qkv_sizes) if qkv_sizes else 3 * HIDDEN
+    v_size = qkv_sizes[2] if qkv_sizes else HIDDEN
+    mask_shapes = {"1d": ["B"], "2d": ["B", "T"], "3d": ["B", "S", "T"], "1d-start": ["B2"]}
+    inputs = [("x", F32, ["B", "S", HIDDEN]), ("w", F32, [HIDDEN, width]), ("b", F32, [width]),
+              ("mask", I32, mask_shapes[mask]) if mask else None,
+              ("past", F32, [2, "B", HEADS, "P", HIDDEN // HEADS]) if past else None,
+              ("attn_bias", F32, ["B", HEADS, "S", "T"]) if attention_bias else None]
+    outputs = [("y", F32, ["B", "S", v_size])]
+    if past:
+        outputs.append(("present", F32, [2, "B", HEADS, "T", HIDDEN // HEADS]))
+    attributes = {"num_heads": HEADS, "unidirectional": unidirectional}
+    if qkv_sizes:
+        attributes["qkv_hidden_sizes"] = list(qkv_sizes)
+    return node_model("Attention", inputs, outputs, attributes)
+
+
+def _attention_feeds(rng, mask, past, attention_bias, width=3 * HIDDEN, past_len=3):
+    def feeds(b, s):
+        total = s + (past_len if past else 0)
+        f = {"x": _normal(rng, (b, s, HIDDEN)), "w": _normal(rng, (HIDDEN, width), scale=0.3),
+             "b": _normal(rng, (width,), scale=0.1)}
+        if mask == "1d":
+            f["mask"] = rng.integers(1, total + 1, (b,)).astype(I32)
+        elif mask == "1d-start":
+            f["mask"] = np.concatenate([rng.integers(total - 1, total + 1, (b,)), rng.integers(0, 2, (b,))]).astype(I32)
+        elif mask == "2d":
+            m = np.ones((b, total), I32)
+            m[0, -2:] = 0
+            f["mask"] = m
+        elif mask == "3d":
+            f["mask"] = (rng.random((b, s, total)) > 0.3).astype(I32)
+        if past:
+            f["past"] = _normal(rng, (2, b, HEADS, past_len, HIDDEN // HEADS))
+        if attention_bias:
+            f["attn_bias"] = _normal(rng, (b, HEADS, s, total))
+        return f
+
+    return feeds
+
+
+@pytest.mark.parametrize(
+    "mask,past,unidirectional,attention_bias",
+    [(None, False, 0, False), ("1d", False, 0, False), ("2d", False, 0, False), ("1d-start", False, 0, False),
+     ("3d", False, 0, False), (None, False, 1, False), ("2d", True, 1, False), ("2d", False, 0, True)],
+    ids=["plain", "mask-1d", "mask-2d", "mask-1d-start", "mask-3d", "causal", "gpt2-past-causal", "mask-and-bias"],
+)
+def test_attention(mask, past, unidirectional, attention_bias, rng):
+    model = _attention_model(mask, past, unidirectional, attention_bias)
+    _check(model, _attention_feeds(rng, mask, past, attention_bias))
+
+
+def test_attention_qkv_hidden_sizes(rng):
+    sizes = (HIDDEN, HIDDEN, 2 * HIDDEN)
+    model = _attention_model("2d", False, 0, False, qkv_sizes=sizes)
+    _check(model, _attention_feeds(rng, "2d", False, False, width=sum(sizes)))
+
+
+@pytest.mark.parametrize("bias,mask,past,attention_bias", [(True, False, False, False), (True, True, False, False),
+                                                          (False, False, True, False), (True, False, False, True)],
+                         ids=["bias", "key-padding-mask", "past-present", "attention-bias"])
+def test_multi_head_attention(bias, mask, past, attention_bias, rng):
+    head = HIDDEN // HEADS
+    inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]),
+              ("bias", F32, [3 * HIDDEN]) if bias else None, ("mask", I32, ["B", "T"]) if mask else None,
+              ("attn_bias", F32, ["B", HEADS, "S", "T"]) if attention_bias else None,
+              ("past_k", F32, ["B", HEADS, "P", head]) if past else None, ("past_v", F32, ["B", HEADS, "P", head]) if past else None]
+    outputs = [("y", F32, ["B", "S", HIDDEN])]
+    if past:
+        outputs += [("present_k", F32, ["B", HEADS, "T", head]), ("present_v", F32, ["B", HEADS, "T", head])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS})
+    past_len = 3
+
+    def feeds(b, s):
+        total = s + (past_len if past else 0)
+        f = {n: _normal(rng, (b, s, HIDDEN)) for n in ("q", "k", "v")}
+        if bias:
+            f["bias"] = _normal(rng, (3 * HIDDEN,), scale=0.1)
+        if mask:
+            m = np.ones((b, total), I32)
+            m[-1, -2:] = 0
+            f["mask"] = m
+        if attention_bias:
+            f["attn_bias"] = _normal(rng, (b, HEADS, s, total))
+        if past:
+            f["past_k"] = _normal(rng, (b, HEADS, past_len, head))
+            f["past_v"] = _normal(rng, (b, HEADS, past_len, head))
+        return f
+
+    _check(model, feeds)
+
+
+# RotaryEmbedding -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "layout,interleaved,offset,rotary_dim",
+    [("bsd", 0, False, None), ("bsd", 1, False, None), ("bnsh", 0, False, None), ("bnsh", 1, True, None),
+     ("bsd", 0, True, 4), ("bnsh", 0, False, 4)],
+    ids=["bsd", "bsd-interleaved", "bnsh", "bnsh-interleaved-offset", "bsd-partial", "bnsh-partial"],
+)
+def test_rotary_embedding_contrib_input_order(layout, interleaved, offset, rotary_dim, rng):
+    heads, head, max_pos = 2, 8, 32
+    rot = rotary_dim or head
+    shape = ["B", "S", heads * head] if layout == "bsd" else ["B", heads, "S", head]
+    attributes = {"interleaved": interleaved}
+    if rotary_dim:
+        attributes["rotary_embedding_dim"] = rotary_dim
+        attributes["num_heads"] = heads
+    model = node_model(
+        "RotaryEmbedding",
+        [("x", F32, shape), ("pos", I64, [1] if offset else ["B", "S"]), ("cos", F32, [max_pos, rot // 2]),
+         ("sin", F32, [max_pos, rot // 2])],
+        [("y", F32, shape)],
+        attributes,
+    )
+    angles = np.arange(max_pos)[:, None] / (10000 ** (np.arange(rot // 2) * 2 / rot))[None, :]
+
+    def feeds(b, s):
+        x_shape = (b, s, heads * head) if layout == "bsd" else (b, heads, s, head)
+        pos = np.array([3], I64) if offset else rng.integers(0, max_pos, (b, s)).astype(I64)
+        return {"x": _normal(rng, x_shape), "pos": pos, "cos": np.cos(angles).astype(F32), "sin": np.sin(angles).astype(F32)}
+
+    _check(model, feeds)
+
+
+# Errors ----------------------------------------------------------------------------------------
+
+
+def test_attention_rejects_shared_buffer():
+    model = node_model("Attention", [("x", F32, [1, 4, HIDDEN]), ("w", F32, [HIDDEN, 3 * HIDDEN])],
+                       [("y", F32, [1, 4, HIDDEN])], {"num_heads": HEADS, "past_present_share_buffer": 1})
+    with pytest.raises(UnsupportedAttributeError, match="Attention.*past_present_share_buffer=1 is not supported"):
+        onnx_stablehlo.lower(model)
+
+
+def test_skip_layer_norm_wrong_gamma_is_shape_error():
+    model = node_model("SkipLayerNormalization", [("x", F32, [1, 4, 8]), ("skip", F32, [1, 4, 8]), ("gamma", F32, [6])],
+                       [("y", F32, [1, 4, 8])])
+    with pytest.raises(ShapeError, match="gamma.*hidden size"):
+        onnx_stablehlo.lower(model)
+
+
+def test_attention_scale_attribute(rng):
+    model = node_model("Attention", [("x", F32, [2, 5, HIDDEN]), ("w", F32, [HIDDEN, 3 * HIDDEN])],
+                       [("y", F32, [2, 5, HIDDEN])], {"num_heads": HEADS, "scale": 1 / math.sqrt(2.0)})
+    feeds = {"x": _normal(rng, (2, 5, HIDDEN)), "w": _normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3)}
+    assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
