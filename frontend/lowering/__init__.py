@@ -33,6 +33,7 @@ RULE_MODULES = (
     "misc",
     "image",
     "contrib_transformer",
+    "contrib_weight_quant",
 )
 
 
