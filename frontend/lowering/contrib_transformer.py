@@ -62,6 +62,14 @@ DEFAULTS: dict[tuple[str, str], object] = {
     ("RotaryEmbedding", "num_heads"): 0,
     ("RotaryEmbedding", "scale"): 1.0,
     ("RotaryEmbedding", "is_packed_batching"): 0,
+    ("GroupQueryAttention", "local_window_size"): -1,
+    ("GroupQueryAttention", "do_rotary"): 0,
+    ("GroupQueryAttention", "rotary_interleaved"): 0,
+    ("GroupQueryAttention", "softcap"): 0.0,
+    ("GroupQueryAttention", "smooth_softmax"): -1,
+    ("GroupQueryAttention", "qk_output"): 0,
+    ("GroupQueryAttention", "k_quant_type"): "NONE",
+    ("GroupQueryAttention", "v_quant_type"): "NONE",
 }
 """``(op_type, attribute) -> default`` of the com.microsoft (and ORT-only) schemas."""
 
@@ -448,17 +456,22 @@ def scaled_dot_product_attention(
     scale: float,
     additive: ir.Value | None = None,
     keep: ir.Value | None = None,
+    softcap: float = 0.0,
 ) -> ir.Value:
     """``softmax(scale * q k^T + additive, where keep) v`` for [B, N, S, h] q and [B, N, T, h] k, v.
 
     ``additive`` broadcasts to [B, N, S, T] (masks with a finite filter value, attention
     biases); ``keep`` (bool, broadcastable to [B, N, S, T]) sets the dropped scores to the
-    lowest float before the softmax, as ORT does for causal masks. Computed in q's dtype
+    lowest float before the softmax, as ORT does for causal masks; ``softcap > 0`` caps the
+    scaled scores to ``softcap * tanh(s / softcap)`` first (Gemma 2). Computed in q's dtype
     (callers widen f16 first); softmax is max-shifted.
     """
     scores = _batched_dot(q, k, 3, 3)
     shape = emit.dims_of(scores)
     scores = stablehlo.MulOp(scores, _scalar(scale, scores)).result
+    if softcap > 0:
+        capped = stablehlo.TanhOp(stablehlo.DivOp(scores, _scalar(softcap, scores)).result).result
+        scores = stablehlo.MulOp(capped, _scalar(softcap, scores)).result
     if additive is not None:
         scores = stablehlo.AddOp(scores, emit.broadcast_to(emit.convert(additive, emit.dtype_of(scores)), shape)).result
     if keep is not None:
@@ -770,3 +783,165 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         sin4 = emit.reshape(sin, (batch, seq, 1, half))
         y = emit.reshape(rotate(split, cos4, sin4, rotary_dim, bool(_attr(node, "interleaved"))), shape)
     return [emit.convert(y, dtype)]
+
+
+# GroupQueryAttention -------------------------------------------------------------------------
+
+
+def _batched_take(x: ir.Value, indices: ir.Value) -> ir.Value:
+    """``x[b, indices[b, t], ...]``: x [B, S, *rest], int64 indices [B, T] in range -> [B, T, *rest]."""
+    shape = emit.dims_of(x)
+    batch, rest = shape[0], list(shape[2:])
+    count = emit.dims_of(indices)[1]
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=list(range(2, 2 + len(rest))),
+        collapsed_slice_dims=[1],
+        operand_batching_dims=[0],
+        start_indices_batching_dims=[0],
+        start_index_map=[1],
+        index_vector_dim=2,
+    )
+    out_shape = [batch, count, *rest]
+    points = emit.reshape(indices, [batch, count, 1])
+    result = stablehlo.GatherOp(
+        x, points, numbers, emit.i64_array([1, 1, *rest]), results=[emit.tensor_type(out_shape, emit.dtype_of(x))]
+    ).result
+    return emit.record(result, out_shape)
+
+
+def _grow_cache(past: ir.Value, new: ir.Value, past_lengths: ir.Value) -> ir.Value:
+    """present [B, KV, P + S, h]: per batch ``past[:past_b] ++ new ++ zeros`` (ORT's ConcatStateChunkGQA).
+
+    ``past_lengths`` [B] int64 is each row's valid past length (<= P); positions after
+    ``past_b + S`` are zeros.
+    """
+    batch, heads, past_len, size = emit.dims_of(past)
+    seq = emit.dims_of(new)[2]
+    total = past_len + seq
+    t = emit.iota([batch, total], 1, DataType.INT64)
+    start = emit.broadcast_to(past_lengths, [batch, total], dims=[0])
+    offset = stablehlo.SubtractOp(t, start).result
+    last = stablehlo.SubtractOp(emit.dim_value(seq), emit.constant(np.array(1, np.int64))).result
+    index = stablehlo.ClampOp(emit.full_like(offset, 0), offset, emit.broadcast_to(last, [batch, total], dims=[])).result
+    from_new = emit.transpose(_batched_take(emit.transpose(new, [0, 2, 1, 3]), index), [0, 2, 1, 3])
+    zeros = emit.splat(0.0, emit.dtype_of(past), [batch, heads, seq, size])
+    padded_past = _concat([past, zeros], 2)
+    shape = (batch, heads, total, size)
+    in_past = emit.broadcast_to(emit.compare(t, start, "LT"), shape, dims=[0, 2])
+    end = stablehlo.AddOp(start, emit.broadcast_to(emit.dim_value(seq), [batch, total], dims=[])).result
+    in_new = emit.broadcast_to(emit.compare(t, end, "LT"), shape, dims=[0, 2])
+    chosen = stablehlo.SelectOp(in_new, from_new, emit.splat(0.0, emit.dtype_of(past), shape)).result
+    return stablehlo.SelectOp(in_past, padded_past, chosen).result
+
+
+@lowering("GroupQueryAttention", since=1, domain=MS)
+def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers GroupQueryAttention (ORT GenAI's decoder attention): KV cache, rotary, causal/local window.
+
+    Per batch row b: ``total_b = seqlens_k[b] + 1``; the row's valid past is ``past_b = 0`` for
+    the first prompt (``S == total_sequence_length``) and ``total_b - S`` otherwise (ORT's CPU
+    kernel). Q and the new K are rotated (``do_rotary``) at positions ``past_b + s`` (or
+    ``position_ids``); ``present[b] = past[b, :past_b] ++ K_new[b] ++ zeros``; query s of row b
+    sees keys ``t <= past_b + s`` (and ``t > past_b + s - local_window_size`` when that is
+    > 0: a window of local_window_size keys, as ORT's CPU kernel), each KV head serving
+    ``num_heads / kv_num_heads`` query heads; scores are scaled, soft-capped (``softcap``) and softmaxed over the visible keys only.
+
+    Spec: com.microsoft GroupQueryAttention-1.
+    Shapes: query [B, S, N*h] (or packed [B, S, (N + 2 KV) h] without key/value); key, value
+        [B, S, KV*h]; past_key/past_value [B, KV, P, h]; seqlens_k [B] int32;
+        total_sequence_length scalar int32; cos/sin caches [max_pos, rotary_dim / 2];
+        position_ids [B, S] int64. Outputs: output [B, S, N*h]; present_key/value
+        [B, KV, P + S, h].
+    Dtypes: f16 (computed in f32), f32.
+    Deviations: present has P + S positions. ORT allocates max(P, total_sequence_length); the
+        two agree when the caller grows the cache (total_sequence_length = P + S: ORT GenAI on
+        CPU, Optimum); with a preallocated max-length buffer our present has S extra trailing
+        positions, zeros. Positions after a row's ``past_b + S`` are zeros (ORT leaves them
+        unset).
+    Raises: UnsupportedAttributeError for quantized KV caches, smooth_softmax/head_sink,
+        attention_bias, q/k norms, query_seqlens and the qk output.
+    """
+    num_heads, kv_heads = node.attr_int("num_heads"), node.attr_int("kv_num_heads")
+    if num_heads % kv_heads:
+        raise ctx.error(f"num_heads={num_heads} is not a multiple of kv_num_heads={kv_heads}", ShapeError)
+    for name in ("k_quant_type", "v_quant_type"):
+        if str(_attr(node, name)) != "NONE":
+            raise ctx.unsupported_attribute(name, node.attr(name), "NONE")
+    if int(_attr(node, "smooth_softmax")) > 0 or ctx.has_input(11):
+        raise ctx.error("smooth_softmax / head_sink is not supported", UnsupportedAttributeError)
+    for index, what in ((10, "attention_bias"), (12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"),
+                        (15, "k_norm_weight"), (16, "query_seqlens")):
+        if ctx.has_input(index):
+            raise ctx.error(f"input {what} is not supported", UnsupportedAttributeError)
+    if int(_attr(node, "qk_output")) or _output_wanted(node, 3):
+        raise ctx.error("output output_qk is not supported", UnsupportedAttributeError)
+    query = ctx.input(0)
+    dtype = emit.dtype_of(query)
+    query = _wide(query)
+    batch, seq, width = emit.dims_of(query)
+    if ctx.has_input(1) and ctx.has_input(2):
+        if not isinstance(width, int) or width % num_heads:
+            raise ctx.error(f"query width {width} is not a multiple of num_heads={num_heads}", ShapeError)
+        head = width // num_heads
+        key, value = _wide(ctx.input(1)), _wide(ctx.input(2))
+    else:
+        parts = num_heads + 2 * kv_heads
+        if not isinstance(width, int) or width % parts:
+            raise ctx.error(f"packed QKV width {width} is not a multiple of num_heads + 2 kv_num_heads", ShapeError)
+        head = width // parts
+        packed = query
+        query = emit.slice_axis(packed, 2, 0, num_heads * head)
+        key = emit.slice_axis(packed, 2, num_heads * head, (num_heads + kv_heads) * head)
+        value = emit.slice_axis(packed, 2, (num_heads + kv_heads) * head, width)
+    q = _heads(query, num_heads, head)
+    k = _heads(key, kv_heads, head)
+    v = _heads(value, kv_heads, head)
+    i64 = DataType.INT64
+    seqlens = emit.convert(ctx.input(5), i64)
+    total_len = emit.reshape(emit.convert(ctx.input(6), i64), ())
+    seq_value = emit.dim_value(seq)
+    first = emit.compare(seq_value, total_len, "EQ")
+    grown = stablehlo.SubtractOp(
+        stablehlo.AddOp(seqlens, emit.full_like(seqlens, 1)).result, emit.broadcast_to(seq_value, [batch], dims=[])
+    ).result
+    past_lengths = stablehlo.SelectOp(
+        emit.broadcast_to(first, [batch], dims=[]), emit.full_like(grown, 0), grown
+    ).result
+    positions = stablehlo.AddOp(
+        emit.broadcast_to(past_lengths, [batch, seq], dims=[0]), emit.iota([batch, seq], 1, i64)
+    ).result
+    if int(_attr(node, "do_rotary")):
+        rotary_positions = emit.convert(ctx.input(9), i64) if ctx.has_input(9) else positions
+        cos_cache, sin_cache = _wide(ctx.input(7)), _wide(ctx.input(8))
+        half = emit.dims_of(cos_cache)[1]
+        interleaved = bool(_attr(node, "rotary_interleaved"))
+        cos = emit.reshape(cache_rows(cos_cache, rotary_positions), (batch, 1, seq, half))
+        sin = emit.reshape(cache_rows(sin_cache, rotary_positions), (batch, 1, seq, half))
+        q = rotate(q, cos, sin, 2 * half, interleaved)
+        k = rotate(k, cos, sin, 2 * half, interleaved)
+    if ctx.has_input(3) and ctx.has_input(4):
+        present_k = _grow_cache(_wide(ctx.input(3)), k, past_lengths)
+        present_v = _grow_cache(_wide(ctx.input(4)), v, past_lengths)
+    else:
+        present_k, present_v = k, v
+    total = emit.dims_of(present_k)[2]
+    groups = num_heads // kv_heads
+    t = emit.iota([batch, seq, total], 2, i64)
+    limit = emit.broadcast_to(positions, [batch, seq, total], dims=[0, 1])
+    keep = emit.compare(t, limit, "LE")
+    window = int(_attr(node, "local_window_size"))
+    if window > 0:
+        lower = stablehlo.SubtractOp(limit, emit.full_like(limit, window)).result
+        keep = stablehlo.AndOp(keep, emit.compare(t, lower, "GT")).result
+    keep = emit.reshape(keep, (batch, 1, seq, total))
+    scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
+    out = scaled_dot_product_attention(
+        q, _repeat_kv(present_k, groups), _repeat_kv(present_v, groups), scale, None, keep,
+        softcap=float(_attr(node, "softcap")),
+    )
+    outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None, None, None]
+    if _output_wanted(node, 1):
+        outputs[1] = emit.convert(present_k, dtype)
+    if _output_wanted(node, 2):
+        outputs[2] = emit.convert(present_v, dtype)
+    return outputs

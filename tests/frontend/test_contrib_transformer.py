@@ -338,3 +338,87 @@ def test_attention_scale_attribute(rng):
                        [("y", F32, [2, 5, HIDDEN])], {"num_heads": HEADS, "scale": 1 / math.sqrt(2.0)})
     feeds = {"x": _normal(rng, (2, 5, HIDDEN)), "w": _normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3)}
     assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
+
+
+# GroupQueryAttention ---------------------------------------------------------------------------
+
+GQA_HEADS, GQA_KV, GQA_HEAD, MAX_POS = 4, 2, 16, 64  # ORT's rotary needs head_size % 16 == 0
+
+
+def _gqa_model(dtype, past: bool, rotary: bool, packed: bool = False, **attributes):
+    hidden, kv_hidden = GQA_HEADS * GQA_HEAD, GQA_KV * GQA_HEAD
+    if packed:
+        qkv = [("q", dtype, ["B", "S", hidden + 2 * kv_hidden]), None, None]
+    else:
+        qkv = [("q", dtype, ["B", "S", hidden]), ("k", dtype, ["B", "S", kv_hidden]), ("v", dtype, ["B", "S", kv_hidden])]
+    inputs = qkv + [
+        ("past_k", dtype, ["B", GQA_KV, "P", GQA_HEAD]) if past else None,
+        ("past_v", dtype, ["B", GQA_KV, "P", GQA_HEAD]) if past else None,
+        ("seqlens_k", I32, ["B"]), ("total_len", I32, []),
+        ("cos", dtype, [MAX_POS, GQA_HEAD // 2]) if rotary else None,
+        ("sin", dtype, [MAX_POS, GQA_HEAD // 2]) if rotary else None,
+    ]
+    outputs = [("y", dtype, ["B", "S", hidden]), ("present_k", dtype, ["B", GQA_KV, "T", GQA_HEAD]),
+               ("present_v", dtype, ["B", GQA_KV, "T", GQA_HEAD])]
+    attrs = {"num_heads": GQA_HEADS, "kv_num_heads": GQA_KV, "do_rotary": int(rotary), **attributes}
+    return node_model("GroupQueryAttention", inputs, outputs, attrs)
+
+
+def _gqa_feeds(rng, dtype, batch, seq, past_len, lengths, rotary, packed=False):
+    """``lengths[b]``: row b's total length (past_b + seq valid tokens, or the prompt length)."""
+    hidden, kv_hidden = GQA_HEADS * GQA_HEAD, GQA_KV * GQA_HEAD
+    feeds = {}
+    if packed:
+        feeds["q"] = _normal(rng, (batch, seq, hidden + 2 * kv_hidden), dtype)
+    else:
+        feeds.update(q=_normal(rng, (batch, seq, hidden), dtype), k=_normal(rng, (batch, seq, kv_hidden), dtype),
+                     v=_normal(rng, (batch, seq, kv_hidden), dtype))
+    if past_len is not None:
+        feeds["past_k"] = _normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
+        feeds["past_v"] = _normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
+    feeds["seqlens_k"] = np.array(lengths, I32) - 1
+    feeds["total_len"] = np.array(seq if past_len in (None, 0) else past_len + seq, I32)
+    if rotary:
+        angles = np.arange(MAX_POS)[:, None] / (10000 ** (np.arange(GQA_HEAD // 2) * 2 / GQA_HEAD))[None, :]
+        feeds["cos"], feeds["sin"] = np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    return feeds
+
+
+def _compare_gqa(model, feeds, lengths, seq, dtype):
+    """Outputs of valid query rows, and present positions < past_b + seq, against onnxruntime."""
+    got, want = onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds)
+    rtol, atol = tolerance(dtype)
+    first = "past_k" not in feeds or feeds["past_k"].shape[2] == 0
+    for b, length in enumerate(lengths):
+        rows = length if first else seq
+        past_b = 0 if first else length - seq
+        assert_close([got[0][b, :rows]], [want[0][b, :rows]], rtol, atol)
+        for index in (1, 2):
+            assert got[index].shape == want[index].shape
+            assert_close([got[index][b, :, : past_b + seq]], [want[index][b, :, : past_b + seq]], rtol, atol)
+
+
+@pytest.mark.parametrize("rotary", [False, True], ids=["plain", "rotary"])
+def test_group_query_attention_prompt_then_decode(rotary, rng):
+    """A padded prompt batch (empty past), then one decode step with the grown cache."""
+    model = _gqa_model(F32, past=True, rotary=rotary)
+    prompt_lengths = [6, 4]
+    prompt = _gqa_feeds(rng, F32, 2, 6, 0, prompt_lengths, rotary)
+    _compare_gqa(model, prompt, prompt_lengths, 6, F32)
+    decode_lengths = [7, 5]
+    step = _gqa_feeds(rng, F32, 2, 1, 6, decode_lengths, rotary)
+    _compare_gqa(model, step, decode_lengths, 1, F32)
+
+
+@pytest.mark.parametrize(
+    "attributes,packed,dtype",
+    [({"local_window_size": 3}, False, F32), ({"softcap": 5.0, "rotary_interleaved": 1}, False, F32),
+     ({}, True, F32), ({}, False, F16)],
+    ids=["local-window", "softcap-interleaved", "packed-qkv", "f16"],
+)
+def test_group_query_attention_variants(attributes, packed, dtype, rng):
+    rotary = "rotary_interleaved" in attributes or dtype == F16
+    model = _gqa_model(dtype, past=True, rotary=rotary, packed=packed, **attributes)
+    prompt_lengths = [5, 3]  # a padded prompt batch, then a 3-token continuation (ORT: batch 1 only)
+    _compare_gqa(model, _gqa_feeds(rng, dtype, 2, 5, 0, prompt_lengths, rotary, packed), prompt_lengths, 5, dtype)
+    _compare_gqa(model, _gqa_feeds(rng, dtype, 1, 3, 5, [8], rotary, packed), [8], 3, dtype)
