@@ -476,11 +476,13 @@ class ZooModel:
     approx_mb: float = 0.0
     """Approximate file size in MB, known without building (decides the ``slow`` mark)."""
     seed: int = 0
+    always_slow: bool = False
+    """Marked ``slow`` whatever its size (a compile that takes many seconds)."""
 
     @property
     def slow(self) -> bool:
-        """Whether the model file is over :data:`SLOW_MB`."""
-        return self.approx_mb > SLOW_MB
+        """Whether the model file is over :data:`SLOW_MB` (or :attr:`always_slow`)."""
+        return self.approx_mb > SLOW_MB or self.always_slow
 
     def missing_requirements(self) -> list[str]:
         """The modules of :attr:`requires` that are not installed."""
@@ -822,6 +824,64 @@ def _transformer_models() -> list[ZooModel]:
     return models
 
 
+F16_MODEL = Tolerance(atol=None, rtol=4e-3)
+"""float16 models (weights and compute): max abs <= 4e-3 x max|expected| (a few f16 ulps at the output's scale)."""
+
+
+def _optimized_build(source: str, variant: str) -> Callable[[Path], Path]:
+    def build(directory: Path) -> Path:
+        import build_optimized
+
+        return build_optimized.build(source, variant, directory)
+
+    return build
+
+
+def _half_inputs(inputs: Callable[[np.random.Generator], Feeds]) -> Callable[[np.random.Generator], Feeds]:
+    """``inputs`` with float32 feeds as float16 (fp16 models without keep_io_types)."""
+
+    def half(rng: np.random.Generator) -> Feeds:
+        return {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in inputs(rng).items()}
+
+    return half
+
+
+def _optimized_models() -> list[ZooModel]:
+    """ORT-optimized (transformer optimizer, opt levels 1/2/99) and float16 variants: build_optimized.py."""
+    import build_optimized
+
+    specs = {  # source: (inputs, requires, MB, description)
+        "minilm": (_minilm_tokens, _MINILM, 90, "all-MiniLM-L6-v2 (eager attention: Attention, EmbedLayerNormalization)"),
+        "bert": (_bert_inputs, _MINILM, 438, "BERT-base (random init, SDPA export)"),
+        "distilbert": (_distilbert_inputs, _MINILM, 268, "DistilBERT (random init, SDPA export)"),
+        "gpt2": (_causal_lm_inputs(50257, None), _TORCH, 650, "GPT-2 124M (random init, SDPA export)"),
+        "vit": (_image_classifier_inputs, _TORCH, 346, "ViT-B/16 (random init, SDPA export)"),
+    }
+    models = []
+    for source, (inputs, requires, megabytes, description) in specs.items():
+        for variant in build_optimized.VARIANTS:
+            if (source, variant) in build_optimized.SKIPPED:
+                continue
+            fp16 = "fp16" in variant
+            how = f"optimize_model opt_level={variant.split('-')[0][1:]}"
+            if fp16:
+                how += ", float16" + (" (float32 inputs/outputs)" if variant.endswith("io32") else "")
+            models.append(
+                ZooModel(
+                    name=f"{source}-ort-{variant}",
+                    source="onnxruntime",
+                    description=f"{description}; {how}",
+                    build=_optimized_build(source, variant),
+                    inputs=_half_inputs(inputs) if fp16 and not variant.endswith("io32") else inputs,
+                    tolerance=F16_MODEL if fp16 else F32,
+                    requires=requires,
+                    approx_mb=megabytes / 2 if fp16 else megabytes,
+                    always_slow=True,  # builds the source export and optimizes it: minutes on CPU
+                )
+            )
+    return models
+
+
 def _silero_models() -> list[ZooModel]:
     sixteen = _SileroSignature(16000)
     eight = _SileroSignature(8000)
@@ -995,6 +1055,7 @@ def _all_models() -> list[ZooModel]:
         ),
         *_silero_models(),
         *_transformer_models(),
+        *_optimized_models(),
         *_light_models(),
     ]
     names = [m.name for m in models]
