@@ -119,6 +119,7 @@ def _with_ort_ops_moved(model: onnx.ModelProto | str) -> onnx.ModelProto | None:
     domain, so the checker skips them; ``None`` when there are none."""
     if isinstance(model, str):
         proto = onnx.load(model, load_external_data=False)
+        _strip_external_data(proto, os.path.dirname(os.path.abspath(model)))
     else:
         proto = onnx.ModelProto()
         proto.CopyFrom(model)
@@ -139,6 +140,24 @@ def _with_ort_ops_moved(model: onnx.ModelProto | str) -> onnx.ModelProto | None:
         return None
     proto.opset_import.append(onnx.helper.make_opsetid(_ORT_CHECK_DOMAIN, 1))
     return proto
+
+
+def _strip_external_data(proto: onnx.ModelProto, base_dir: str) -> None:
+    """Empties the external initializers of a copy that is checked without its file's directory,
+    after checking (as the checker would) that each data file is a regular file beside the model."""
+    for tensor in proto.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not os.path.isfile(os.path.join(base_dir, location)):
+            raise ModelCheckError(
+                f"the onnx checker rejected the model: data of initializer '{tensor.name}' should be in "
+                f"'{location}' beside the model, which is not a regular file"
+            )
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+        del tensor.dims[:]
+        tensor.dims.append(0)
 
 
 def opset_imports(model: onnx_ir.Model) -> dict[str, int]:

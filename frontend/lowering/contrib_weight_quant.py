@@ -85,9 +85,11 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         bits / 8]; scales [N * k_blocks] or [N, k_blocks]; zero_points uint8 [N * ceil(k_blocks *
         bits / 8)] or A's dtype [N * k_blocks]; bias [N]. Y [..., N].
     Dtypes: A, scales f16 (computed in f32, rounded once), f32; B uint8.
-    Deviations: accuracy_level 4 makes ORT's CPU kernel quantize A to int8 per block (CompInt8);
-        we keep A in float, so results differ from ORT's by that quantization (the tests compare
-        with cosine >= 0.999 and equal argmax there, exactly at levels 0-3).
+    accuracy_level 4 with a float32 A and integer zero points follows ORT's CPU kernel (MLAS
+        CompInt8): A quantized to int8 per block, int8 x int4 dot products exact in int32 (see
+        :func:`_int8_blockwise_product`); levels 0-3 are the float path above.
+    Deviations: ORT picks CompInt8 only where the CPU has int8 dot instructions (AVX2, NEON...);
+        we always do at level 4. Per-block float sums are in XLA's order (a few ulp).
     Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx, weight_prepacked;
         ShapeError when B, scales or zero points do not fit N, K, block_size.
     """
@@ -130,7 +132,13 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             zero = emit.broadcast_to(zero, (n, blocks, block))
         else:
             zero = emit.splat(1 << (bits - 1), DataType.INT32, (n, blocks, block))
-        centered = emit.convert(stablehlo.SubtractOp(q, zero).result, compute)
+        centered_int = stablehlo.SubtractOp(q, zero).result
+        if int(_attr(node, "accuracy_level")) == 4 and dtype == DataType.FLOAT:
+            y = _int8_blockwise_product(a, centered_int, scales, k, block, bits)
+            if ctx.has_input(5):
+                y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(5), emit.dims_of(y))).result
+            return [y]
+        centered = emit.convert(centered_int, compute)
     weight = stablehlo.MulOp(centered, emit.broadcast_to(scales, (n, blocks, block))).result
     weight = emit.slice_axis(emit.reshape(weight, (n, blocks * block)), 1, 0, k)
     a_shape = emit.dims_of(a)
@@ -146,6 +154,57 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if ctx.has_input(5):
         y = stablehlo.AddOp(y, emit.broadcast_to(emit.convert(ctx.input(5), compute), out_shape)).result
     return [emit.convert(y, dtype)]
+
+
+def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: int, block: int, bits: int) -> ir.Value:
+    """``A @ W^T`` the way ORT's CPU kernel runs accuracy_level 4 (MLAS ``CompInt8``).
+
+    Each block of ``block`` values of A's rows is quantized to int8 with its own scale
+    ``max|a| / 127`` (``q = round_half_even(a * 127 / max|a|)``, 0 for an all-zero block); each
+    block's integer dot product with the centered weights ``q_w - zero_point`` is exact in int32
+    (one int8 dot_general batched over the blocks), then scaled by ``scale_a * scale_w`` and the
+    blocks summed in float32.
+
+    ``weight`` [N, blocks, block] int32 (centered), ``scales`` [N, blocks, 1] float32.
+    """
+    a_shape = emit.dims_of(a)
+    lead = list(a_shape[:-1])
+    n, blocks = emit.dims_of(weight)[:2]
+    padded = blocks * block
+    if padded != k:
+        zeros = emit.splat(0.0, DataType.FLOAT, (*lead, padded - k))
+        op = stablehlo.ConcatenateOp([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
+        a = emit.record(op.result, (*lead, padded))
+    a_blocks = emit.reshape(a, (*lead, blocks, block))
+    amax = emit.reduce(stablehlo.AbsOp(a_blocks).result, [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
+    is_zero = emit.compare(amax, emit.full_like(amax, 0.0), "EQ")
+    safe = stablehlo.SelectOp(is_zero, emit.full_like(amax, 1.0), amax).result
+    inverse = stablehlo.SelectOp(is_zero, emit.full_like(amax, 0.0), emit.divide(emit.full_like(amax, 127.0), safe)).result
+    a_scale = emit.divide(amax, emit.full_like(amax, 127.0))  # [..., blocks, 1]
+    block_shape = emit.dims_of(a_blocks)
+    quantized = stablehlo.RoundNearestEvenOp(
+        stablehlo.MulOp(a_blocks, emit.broadcast_to(inverse, block_shape)).result
+    ).result
+    quantized = stablehlo.ClampOp(emit.full_like(quantized, -127.0), quantized, emit.full_like(quantized, 127.0)).result
+    narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
+    lhs, rhs = emit.convert(quantized, narrow), emit.convert(weight, narrow)
+    rank = len(block_shape)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[rank - 2], rhs_batching_dimensions=[1],
+        lhs_contracting_dimensions=[rank - 1], rhs_contracting_dimensions=[2],
+    )
+    out_shape = (blocks, *lead, n)
+    dots = emit.record(
+        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers).result, out_shape
+    )
+    a_scale = emit.transpose(emit.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
+    w_scale = emit.transpose(emit.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
+    scale = stablehlo.MulOp(
+        emit.broadcast_to(a_scale, out_shape, dims=list(range(len(lead) + 1))),
+        emit.broadcast_to(w_scale, out_shape, dims=[0, len(lead) + 1]),
+    ).result
+    scaled = stablehlo.MulOp(emit.convert(dots, DataType.FLOAT), scale).result
+    return emit.reduce(scaled, [0], stablehlo.AddOp, 0.0)
 
 
 @lowering("GatherBlockQuantized", since=1, domain=MS)

@@ -89,19 +89,23 @@ def test_matmul_nbits_float16(rng):
     assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 5e-3, 5e-3)
 
 
-def test_matmul_nbits_accuracy_level_4_within_cosine(rng):
-    """ORT quantizes A to int8 at accuracy_level 4; we keep A float: same argmax, cosine >= 0.999."""
-    n, k, block = 64, 128, 32
-    inits = _nbits_case(rng, n, k, 4, block, None, F32)
+@pytest.mark.parametrize("bits,k,zero_points", [(4, 128, None), (4, 100, "packed"), (8, 64, "packed")],
+                         ids=["int4", "int4-ragged-zp", "int8-zp"])
+def test_matmul_nbits_accuracy_level_4_quantizes_a_like_onnxruntime(bits, k, zero_points, rng):
+    """accuracy_level 4: A is quantized to int8 per block (ORT's CompInt8), int products exact."""
+    n, block = 64, 32
+    blocks = math.ceil(k / block)
+    inits = _nbits_case(rng, n, k, bits, block, zero_points, F32)
     model = node_model(
-        "MatMulNBits", [("A", F32, [4, k]), ("B", U8, [n, 4, 16]), ("scales", F32, [n * 4])], [("Y", F32, [4, n])],
-        {"K": k, "N": n, "block_size": block, "accuracy_level": 4}, initializers=inits,
+        "MatMulNBits",
+        [("A", F32, ["M", k]), ("B", U8, [n, blocks, block * bits // 8]), ("scales", F32, [n * blocks]),
+         ("zp", U8, [0]) if zero_points else None],
+        [("Y", F32, ["M", n])],
+        {"K": k, "N": n, "block_size": block, "bits": bits, "accuracy_level": 4}, initializers=inits,
     )
     feeds = {"A": rng.standard_normal((4, k)).astype(F32)}
     (got,), (want,) = onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds)
-    cosine = float(np.sum(got * want) / np.linalg.norm(got) / np.linalg.norm(want))
-    assert cosine >= 0.999
-    np.testing.assert_array_equal(got.argmax(-1), want.argmax(-1))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_matmul_nbits_bad_shape_is_shape_error():
