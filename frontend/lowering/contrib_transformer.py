@@ -222,6 +222,7 @@ def lower_skip_simplified_layer_normalization(ctx: LoweringContext, node: OnnxNo
     Dtypes: f16 (computed in f32), f32, f64.
     Raises: ShapeError as SkipLayerNormalization; UnsupportedAttributeError when output 'mean'
         is requested (ORT leaves it unset).
+    Follows ORT: output 'mean' is never written.
     """
     return _skip_layer_norm(ctx, node, simplified=True)
 
@@ -274,6 +275,7 @@ def lower_embed_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> lis
     Dtypes: ids int32; embeddings f16 (summed in f32), f32.
     Deviations: out-of-range ids are clamped (ORT fails the run); gathers have no run-time check.
     Raises: ShapeError for ids not of rank 2.
+    Follows ORT: mask_index[b] = count(mask[b] == 1) (zeros without a mask).
     """
     ids = ctx.input(0)
     shape = emit.dims_of(ids)
@@ -350,7 +352,9 @@ def _gelu_erf(x: ir.Value) -> ir.Value:
 def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers com.microsoft Gelu: 0.5 * x * (1 + erf(x / sqrt(2))) (the exact GELU).
 
-    Spec: com.microsoft Gelu-1. Shapes: any (symbolic allowed). Dtypes: f16 (in f32), f32, f64.
+    Spec: com.microsoft Gelu-1.
+    Shapes: any (symbolic allowed).
+    Dtypes: f16 (in f32), f32, f64.
     """
     x = ctx.input(0)
     return [emit.convert(_gelu_erf(_wide(x)), emit.dtype_of(x))]
@@ -360,8 +364,10 @@ def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def lower_bias_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers BiasGelu: exact GELU of A + B.
 
-    Spec: com.microsoft BiasGelu-1. Shapes: A [..., H], B [H] (numpy-broadcast onto A).
-    Dtypes: f16 (in f32), f32, f64. Raises: ShapeError when B does not broadcast to A.
+    Spec: com.microsoft BiasGelu-1.
+    Shapes: A [..., H], B [H] (numpy-broadcast onto A).
+    Dtypes: f16 (in f32), f32, f64.
+    Raises: ShapeError when B does not broadcast to A.
     """
     return [emit.convert(_gelu_erf(_with_bias(ctx, 1)), ctx.input_dtype(0))]
 
@@ -370,8 +376,10 @@ def lower_bias_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def lower_fast_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers FastGelu: the tanh GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), x = X + bias.
 
-    Spec: com.microsoft FastGelu-1. Shapes: X any, bias [H] optional (broadcast onto X).
-    Dtypes: f16 (in f32), f32, f64. Raises: ShapeError when bias does not broadcast to X.
+    Spec: com.microsoft FastGelu-1.
+    Shapes: X any, bias [H] optional (broadcast onto X).
+    Dtypes: f16 (in f32), f32, f64.
+    Raises: ShapeError when bias does not broadcast to X.
     """
     x = _with_bias(ctx, 1)
     cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
@@ -385,7 +393,9 @@ def lower_fast_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def lower_quick_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers QuickGelu: x * sigmoid(alpha * x) (CLIP's GELU approximation).
 
-    Spec: com.microsoft QuickGelu-1 (alpha default 1.702). Shapes: any. Dtypes: f16 (in f32), f32, f64.
+    Spec: com.microsoft QuickGelu-1 (alpha default 1.702).
+    Shapes: any (symbolic allowed).
+    Dtypes: f16 (in f32), f32, f64.
     """
     x = _wide(ctx.input(0))
     alpha = float(_attr(node, "alpha"))
@@ -397,7 +407,10 @@ def lower_quick_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def lower_bias_add(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers BiasAdd: X + bias + skip (the Stable Diffusion UNet fusion).
 
-    Spec: com.microsoft BiasAdd-1. Shapes: X, skip [B, S, C]; bias [C]. Dtypes: f16 (in f32), f32.
+    Spec: com.microsoft BiasAdd-1.
+    Shapes: X, skip [B, S, C]; bias [C].
+    Dtypes: f16 (in f32), f32.
+    Deviations: onnxruntime has a CUDA kernel only; tested against the formula.
     Raises: ShapeError for shapes that do not fit.
     """
     x = ctx.input(0)
@@ -544,6 +557,9 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     Dtypes: f16 (computed in f32), f32; mask_index int32.
     Raises: UnsupportedAttributeError for do_rotary, past_present_share_buffer and a 4-D mask;
         ShapeError for sizes that do not divide into heads.
+    Follows ORT: masked keys get mask_filter_value (-10000) added, not -inf, so a fully masked
+        row averages its keys; causal positions get the lowest float; a [2B] mask_index holds
+        end then start positions.
     """
     num_heads = node.attr_int("num_heads")
     for name in ("do_rotary", "past_present_share_buffer"):
@@ -619,6 +635,8 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     Dtypes: f16 (computed in f32), f32.
     Raises: UnsupportedAttributeError for packed QKV (no key), cache_indirection,
         past_sequence_length and the qk output; ShapeError for sizes that do not divide.
+    Follows ORT: key_padding_mask 0s add mask_filter_value (-10000); unidirectional masks with
+        the lowest float.
     """
     num_heads = node.attr_int("num_heads")
     if not ctx.has_input(1) or not ctx.has_input(2):
@@ -740,6 +758,7 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         from the cache) or [B, N, S, h]; position_ids [B, S] or [1]; caches [max_pos, d/2].
     Dtypes: f16 (computed in f32), f32; position_ids int64.
     Raises: UnsupportedAttributeError for is_packed_batching; ShapeError for bad shapes.
+    Follows ORT: a [1] position_ids is an offset (token s at offset + s).
     """
     if int(_attr(node, "is_packed_batching")):
         raise ctx.unsupported_attribute("is_packed_batching", 1, "0")
@@ -860,6 +879,9 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
         unset).
     Raises: UnsupportedAttributeError for quantized KV caches, smooth_softmax/head_sink,
         attention_bias, q/k norms, query_seqlens and the qk output.
+    Follows ORT: first prompt when S == total_sequence_length (past_b = 0), else past_b =
+        seqlens_k[b] + 1 - S; local window = the last local_window_size keys; softmax only over
+        visible keys (masked ones are exactly 0).
     """
     num_heads, kv_heads = node.attr_int("num_heads"), node.attr_int("kv_num_heads")
     if num_heads % kv_heads:

@@ -92,6 +92,8 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         we always do at level 4. Per-block float sums are in XLA's order (a few ulp).
     Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx, weight_prepacked;
         ShapeError when B, scales or zero points do not fit N, K, block_size.
+    Follows ORT: default zero point 2^(bits-1); accuracy_level 4 quantizes A per block to int8
+        (MLAS CompInt8).
     """
     bits = int(_attr(node, "bits"))
     _check_bits(ctx, bits)
@@ -223,6 +225,7 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
     Deviations: out-of-range indices are clamped (ORT fails the run).
     Raises: UnsupportedAttributeError for other axes, bits or data dtypes; ShapeError when
         scales or zero points do not fit.
+    Follows ORT: default zero point 2^(bits-1) for uint8 data, 0 for int4/uint4.
     """
     data = ctx.input(0)
     data_dtype = emit.dtype_of(data)
@@ -320,6 +323,8 @@ def lower_dynamic_quantize_matmul(ctx: LoweringContext, node: OnnxNode) -> list[
         bias [N]. Y [..., N].
     Dtypes: A f32; B int8 or uint8.
     Raises: ShapeError when shapes do not fit.
+    Follows ORT: A's scale is 1 when A is all zeros (DynamicQuantizeLinear); products are exact
+        in int32 (ORT's AVX2 u8s8 kernel saturates pairwise int16 sums for full-range int8 B).
     """
     a = ctx.input(0)
     a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
