@@ -19,6 +19,11 @@ from tests.frontend.contrib_util import assert_close, node_model, ort_run, toler
 
 F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
 SIZES = [(2, 5), (3, 7)]  # (batch, sequence) per run of one compiled model
+SLOW = pytest.mark.slow  # more of the same op's variants: kept out of the default run (compile time)
+
+
+def slow(*values, id):
+    return pytest.param(*values, id=id, marks=SLOW)
 
 
 def _check(model: onnx.ModelProto, make_feeds, dtype=F32, rtol=None, atol=None) -> None:
@@ -52,7 +57,8 @@ def _ort_schema_defaults() -> dict[tuple[str, str], object]:
             proto = onnx.AttributeProto()
             proto.ParseFromString(raw)
             if proto.type:
-                defaults[(schema.name, name)] = onnx.helper.get_attribute_value(proto)
+                value = onnx.helper.get_attribute_value(proto)
+                defaults[(schema.name, name)] = value.decode() if isinstance(value, bytes) else value
     return defaults
 
 
@@ -69,9 +75,12 @@ def test_stated_defaults_match_onnxruntime_schemas():
 # Normalizations --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
-@pytest.mark.parametrize("beta,bias,extra", [(True, True, True), (False, False, False), (True, False, True)],
-                         ids=["beta-bias-outputs", "plain", "beta-outputs"])
+@pytest.mark.parametrize(
+    "dtype,beta,bias,extra",
+    [pytest.param(F32, True, True, True, id="f32-beta-bias-outputs"), pytest.param(F16, False, False, False, id="f16-plain"),
+     slow(F16, True, True, True, id="f16-beta-bias-outputs"), slow(F32, False, False, False, id="f32-plain"),
+     slow(F32, True, False, True, id="f32-beta-outputs")],
+)
 def test_skip_layer_normalization(dtype, beta, bias, extra, rng):
     hidden = 16
     inputs = [("x", dtype, ["B", "S", hidden]), ("skip", dtype, ["B", "S", hidden]), ("gamma", dtype, [hidden]),
@@ -93,7 +102,7 @@ def test_skip_layer_normalization(dtype, beta, bias, extra, rng):
     _check(model, feeds, dtype)
 
 
-@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("dtype", [F32, slow(F16, id="f16")], ids=["f32", "f16"])
 def test_skip_simplified_layer_normalization(dtype, rng):
     hidden = 16
     model = node_model(
@@ -107,7 +116,7 @@ def test_skip_simplified_layer_normalization(dtype, rng):
                                 "gamma": _normal(rng, (hidden,), dtype), "bias": _normal(rng, (hidden,), dtype)}, dtype)
 
 
-@pytest.mark.parametrize("dtype", [F32, F16], ids=["f32", "f16"])
+@pytest.mark.parametrize("dtype", [F32, slow(F16, id="f16")], ids=["f32", "f16"])
 def test_simplified_layer_normalization_default_domain(dtype, rng):
     hidden = 24
     model = node_model(
@@ -120,8 +129,9 @@ def test_simplified_layer_normalization_default_domain(dtype, rng):
     _check(model, lambda b, s: {"x": _normal(rng, (b, s, hidden), dtype, 3), "scale": _normal(rng, (hidden,), dtype)}, dtype)
 
 
-@pytest.mark.parametrize("segments,mask,positions", [(True, True, False), (False, True, False), (True, False, True)],
-                         ids=["bert", "distilbert", "position-ids"])
+@pytest.mark.parametrize("segments,mask,positions", [pytest.param(True, True, False, id="bert"),
+                                                     slow(False, True, False, id="distilbert"),
+                                                     slow(True, False, True, id="position-ids")])
 def test_embed_layer_normalization(segments, mask, positions, rng):
     hidden, vocab, max_pos = 16, 50, 12
     inputs = [("ids", I32, ["B", "S"]), ("seg", I32, ["B", "S"]) if segments else None,
@@ -233,24 +243,27 @@ def _attention_feeds(rng, mask, past, attention_bias, width=3 * HIDDEN, past_len
 
 @pytest.mark.parametrize(
     "mask,past,unidirectional,attention_bias",
-    [(None, False, 0, False), ("1d", False, 0, False), ("2d", False, 0, False), ("1d-start", False, 0, False),
-     ("3d", False, 0, False), (None, False, 1, False), ("2d", True, 1, False), ("2d", False, 0, True)],
-    ids=["plain", "mask-1d", "mask-2d", "mask-1d-start", "mask-3d", "causal", "gpt2-past-causal", "mask-and-bias"],
+    [slow(None, False, 0, False, id="plain"), pytest.param("1d", False, 0, False, id="mask-1d"),
+     slow("2d", False, 0, False, id="mask-2d"), slow("1d-start", False, 0, False, id="mask-1d-start"),
+     slow("3d", False, 0, False, id="mask-3d"), slow(None, False, 1, False, id="causal"),
+     pytest.param("2d", True, 1, False, id="gpt2-past-causal"), slow("2d", False, 0, True, id="mask-and-bias")],
 )
 def test_attention(mask, past, unidirectional, attention_bias, rng):
     model = _attention_model(mask, past, unidirectional, attention_bias)
     _check(model, _attention_feeds(rng, mask, past, attention_bias))
 
 
+@SLOW
 def test_attention_qkv_hidden_sizes(rng):
     sizes = (HIDDEN, HIDDEN, 2 * HIDDEN)
     model = _attention_model("2d", False, 0, False, qkv_sizes=sizes)
     _check(model, _attention_feeds(rng, "2d", False, False, width=sum(sizes)))
 
 
-@pytest.mark.parametrize("bias,mask,past,attention_bias", [(True, False, False, False), (True, True, False, False),
-                                                          (False, False, True, False), (True, False, False, True)],
-                         ids=["bias", "key-padding-mask", "past-present", "attention-bias"])
+@pytest.mark.parametrize("bias,mask,past,attention_bias", [slow(True, False, False, False, id="bias"),
+                                                          slow(True, True, False, False, id="key-padding-mask"),
+                                                          pytest.param(False, False, True, False, id="past-present"),
+                                                          slow(True, False, False, True, id="attention-bias")])
 def test_multi_head_attention(bias, mask, past, attention_bias, rng):
     head = HIDDEN // HEADS
     inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]),
@@ -287,9 +300,9 @@ def test_multi_head_attention(bias, mask, past, attention_bias, rng):
 
 @pytest.mark.parametrize(
     "layout,interleaved,offset,rotary_dim",
-    [("bsd", 0, False, None), ("bsd", 1, False, None), ("bnsh", 0, False, None), ("bnsh", 1, True, None),
-     ("bsd", 0, True, 4), ("bnsh", 0, False, 4)],
-    ids=["bsd", "bsd-interleaved", "bnsh", "bnsh-interleaved-offset", "bsd-partial", "bnsh-partial"],
+    [pytest.param("bsd", 0, False, None, id="bsd"), slow("bsd", 1, False, None, id="bsd-interleaved"),
+     slow("bnsh", 0, False, None, id="bnsh"), pytest.param("bnsh", 1, True, None, id="bnsh-interleaved-offset"),
+     slow("bsd", 0, True, 4, id="bsd-partial"), slow("bnsh", 0, False, 4, id="bnsh-partial")],
 )
 def test_rotary_embedding_contrib_input_order(layout, interleaved, offset, rotary_dim, rng):
     heads, head, max_pos = 2, 8, 32
@@ -398,7 +411,7 @@ def _compare_gqa(model, feeds, lengths, seq, dtype):
             assert_close([got[index][b, :, : past_b + seq]], [want[index][b, :, : past_b + seq]], rtol, atol)
 
 
-@pytest.mark.parametrize("rotary", [False, True], ids=["plain", "rotary"])
+@pytest.mark.parametrize("rotary", [slow(False, id="plain"), True], ids=["plain", "rotary"])
 def test_group_query_attention_prompt_then_decode(rotary, rng):
     """A padded prompt batch (empty past), then one decode step with the grown cache."""
     model = _gqa_model(F32, past=True, rotary=rotary)
@@ -410,6 +423,7 @@ def test_group_query_attention_prompt_then_decode(rotary, rng):
     _compare_gqa(model, step, decode_lengths, 1, F32)
 
 
+@SLOW
 @pytest.mark.parametrize(
     "attributes,packed,dtype",
     [({"local_window_size": 3}, False, F32), ({"softcap": 5.0, "rotary_interleaved": 1}, False, F32),

@@ -15,6 +15,11 @@ from tests.frontend.contrib_util import assert_close, node_model, ort_run
 from tests.frontend.test_contrib_transformer import _ort_schema_defaults
 
 F32, F16, U8, I8, I32, I64 = np.float32, np.float16, np.uint8, np.int8, np.int32, np.int64
+SLOW = pytest.mark.slow  # more variants of the same op: kept out of the default run (compile time)
+
+
+def slow(*values, id):
+    return pytest.param(*values, id=id, marks=SLOW)
 
 
 def pack(values: np.ndarray, bits: int) -> np.ndarray:
@@ -48,10 +53,10 @@ def _nbits_case(rng, n, k, bits, block, zero_points, dtype):
 
 @pytest.mark.parametrize(
     "bits,block,k,zero_points,bias",
-    [(4, 32, 64, None, False), (4, 16, 40, "packed", True), (4, 128, 256, "packed", False), (4, 256, 300, None, True),
-     (8, 32, 64, "packed", False), (8, 64, 100, None, True), (2, 16, 48, "packed", False), (4, 32, 64, "float", False)],
-    ids=["int4-b32", "int4-b16-zp-bias-ragged", "int4-b128-zp", "int4-b256-ragged", "int8-b32-zp", "int8-b64-ragged",
-         "int2-b16-zp", "int4-float-zp"],
+    [slow(4, 32, 64, None, False, id="int4-b32"), pytest.param(4, 16, 40, "packed", True, id="int4-b16-zp-bias-ragged"),
+     slow(4, 128, 256, "packed", False, id="int4-b128-zp"), pytest.param(4, 256, 300, None, True, id="int4-b256-ragged"),
+     pytest.param(8, 32, 64, "packed", False, id="int8-b32-zp"), slow(8, 64, 100, None, True, id="int8-b64-ragged"),
+     slow(2, 16, 48, "packed", False, id="int2-b16-zp"), slow(4, 32, 64, "float", False, id="int4-float-zp")],
 )
 def test_matmul_nbits(bits, block, k, zero_points, bias, rng):
     n = 24
@@ -75,6 +80,7 @@ def test_matmul_nbits(bits, block, k, zero_points, bias, rng):
         assert_close(compiled.run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
 
 
+@SLOW
 def test_matmul_nbits_float16(rng):
     n, k, block = 16, 64, 32
     inits = _nbits_case(rng, n, k, 4, block, "packed", F16)
@@ -89,8 +95,8 @@ def test_matmul_nbits_float16(rng):
     assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 5e-3, 5e-3)
 
 
-@pytest.mark.parametrize("bits,k,zero_points", [(4, 128, None), (4, 100, "packed"), (8, 64, "packed")],
-                         ids=["int4", "int4-ragged-zp", "int8-zp"])
+@pytest.mark.parametrize("bits,k,zero_points", [pytest.param(4, 100, "packed", id="int4-ragged-zp"),
+                                               slow(4, 128, None, id="int4"), slow(8, 64, "packed", id="int8-zp")])
 def test_matmul_nbits_accuracy_level_4_quantizes_a_like_onnxruntime(bits, k, zero_points, rng):
     """accuracy_level 4: A is quantized to int8 per block (ORT's CompInt8), int products exact."""
     n, block = 64, 32
@@ -122,8 +128,8 @@ def test_matmul_nbits_rejects_3_bits():
         onnx_stablehlo.lower(model)
 
 
-@pytest.mark.parametrize("bits,zero_points", [(4, True), (4, False), (8, True), (8, False)],
-                         ids=["u8-4bit-zp", "u8-4bit", "u8-8bit-zp", "u8-8bit"])
+@pytest.mark.parametrize("bits,zero_points", [pytest.param(4, True, id="u8-4bit-zp"), slow(4, False, id="u8-4bit"),
+                                              slow(8, True, id="u8-8bit-zp"), slow(8, False, id="u8-8bit")])
 def test_gather_block_quantized_uint8(bits, zero_points, rng):
     rows, columns, block = 20, 64, 32
     blocks = columns // block
@@ -155,8 +161,9 @@ def _weights(rng, dtype, shape):
     return rng.integers(0, 256, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("b_dtype,per_column,zero_point,bias", [(I8, False, False, True), (U8, True, True, False), (I8, True, False, True)],
-                         ids=["s8-tensor-bias", "u8-column-zp", "s8-column-bias"])
+@pytest.mark.parametrize("b_dtype,per_column,zero_point,bias", [slow(I8, False, False, True, id="s8-tensor-bias"),
+                                                              pytest.param(U8, True, True, False, id="u8-column-zp"),
+                                                              slow(I8, True, False, True, id="s8-column-bias")])
 def test_dynamic_quantize_matmul(b_dtype, per_column, zero_point, bias, rng):
     k, n = 32, 12
     inits = {"b": _weights(rng, b_dtype, (k, n)),
@@ -178,7 +185,8 @@ def test_dynamic_quantize_matmul(b_dtype, per_column, zero_point, bias, rng):
         assert_close(compiled.run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
 
 
-@pytest.mark.parametrize("a_dtype,b_dtype,zero_points", [(U8, I8, True), (I8, I8, False), (U8, U8, True)], ids=["u8s8-zp", "s8s8", "u8u8-zp"])
+@pytest.mark.parametrize("a_dtype,b_dtype,zero_points", [pytest.param(U8, I8, True, id="u8s8-zp"), slow(I8, I8, False, id="s8s8"),
+                                                        slow(U8, U8, True, id="u8u8-zp")])
 def test_matmul_integer_to_float(a_dtype, b_dtype, zero_points, rng):
     k, n = 16, 10
     inits = {"b": _weights(rng, b_dtype, (k, n)),
