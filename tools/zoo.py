@@ -882,6 +882,36 @@ def _optimized_models() -> list[ZooModel]:
     return models
 
 
+def _quantized_lstm_models() -> list[ZooModel]:
+    """quantize_dynamic of a bidirectional LSTM tagger: com.microsoft DynamicQuantizeLSTM (build_quantized_lstm.py)."""
+
+    def build(per_channel: bool) -> Callable[[Path], Path]:
+        def run(directory: Path) -> Path:
+            import build_quantized_lstm
+
+            return build_quantized_lstm.build(per_channel, directory)
+
+        return run
+
+    def inputs(rng: np.random.Generator) -> Feeds:
+        return {"x": rng.standard_normal((12, 3, 32)).astype(np.float32)}
+
+    return [
+        ZooModel(
+            name=f"lstm-bidi-int8-per-{kind}",
+            source="onnxruntime",
+            description=f"2-layer bidirectional LSTM tagger (random init), quantize_dynamic int8 per-{kind} (reduce_range)",
+            build=build(kind == "channel"),
+            inputs=inputs,
+            tolerance=Tolerance(atol=None, rtol=None, min_cosine=0.999, same_argmax=True),
+            requires=_TORCH,
+            approx_mb=0.2,
+            always_slow=kind == "channel",
+        )
+        for kind in ("tensor", "channel")
+    ]
+
+
 def _silero_models() -> list[ZooModel]:
     sixteen = _SileroSignature(16000)
     eight = _SileroSignature(8000)
@@ -1056,6 +1086,7 @@ def _all_models() -> list[ZooModel]:
         *_silero_models(),
         *_transformer_models(),
         *_optimized_models(),
+        *_quantized_lstm_models(),
         *_light_models(),
     ]
     names = [m.name for m in models]

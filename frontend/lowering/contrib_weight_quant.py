@@ -350,3 +350,80 @@ def lower_matmul_integer_to_float(ctx: LoweringContext, node: OnnxNode) -> list[
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
     return [_scaled(ctx, product, ctx.input(2), 3, 6)]
+
+
+def _quantized_product(ctx: LoweringContext, weight_index: int, scale_index: int, zero_index: int):
+    """``(a, d) -> a @ W[d]`` as ORT's quantized LSTM GEMM computes it: ``a`` quantized to uint8
+    per tensor (DynamicQuantizeLinear's rule), an exact int32 product with the int8/uint8
+    ``W[d]`` [K, 4H] and its zero point, then ``* (a_scale * w_scale)`` in float.
+    Scale and zero point are per direction [D] or per column [D, 4H]."""
+    weight = ctx.input(weight_index)
+    scales, zeros = ctx.input(scale_index), ctx.input(zero_index)
+    directions = emit.dims_of(weight)[0]
+    for index in (scale_index, zero_index):
+        dims = emit.dims_of(ctx.input(index))
+        if len(dims) not in (1, 2) or dims[0] != directions:
+            raise ctx.error(f"{ctx.node.input_names[index]} must be [D] or [D, 4H], got {list(dims)}", ShapeError)
+
+    def row(value: ir.Value, d: int) -> ir.Value:
+        dims = emit.dims_of(value)
+        return emit.reshape(emit.slice_axis(value, 0, d, d + 1), dims[1:])
+
+    def product(a: ir.Value, d: int) -> ir.Value:
+        a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
+        w_zero = row(zeros, d)
+        lead = emit.dims_of(a)[:-1]
+        flat = emit.reshape(a_q, (_product(lead), emit.dims_of(a)[-1]))
+        result = integer_matmul(flat, row(weight, d), a_zero, w_zero)
+        shape = emit.dims_of(result)
+        w_scale = row(scales, d)
+        multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, emit.dtype_of(w_scale)), w_scale)).result
+        scaled = stablehlo.MulOp(emit.convert(result, emit.dtype_of(w_scale)), emit.broadcast_to(multiplier, shape)).result
+        return emit.reshape(scaled, (*lead, shape[-1]))
+
+    return product
+
+
+def _product(dims):
+    total = 1
+    for d in dims:
+        total = total * d
+    return total
+
+
+@lowering("DynamicQuantizeLSTM", since=1, domain=MS)
+def lower_dynamic_quantize_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers DynamicQuantizeLSTM (``quantize_dynamic`` of an LSTM) with ORT's quantized GEMMs.
+
+    The ai.onnx LSTM lowering (``recurrent.py``, LSTM-7's attribute defaults) runs with its two
+    products replaced: ``X W^T`` quantizes all of X to uint8 per tensor, ``H R^T`` quantizes each
+    step's H the same way (DynamicQuantizeLinear's rule, as ORT's ``GetQuantizationParameter``),
+    each an exact int32 product with the int8/uint8 weights and their zero points, then scaled
+    by ``a_scale * w_scale`` in float.
+
+    Spec: com.microsoft DynamicQuantizeLSTM-1.
+    Shapes: X [S, B, I] (symbolic allowed); W [D, I, 4H] and R [D, H, 4H] int8/uint8; W_scale,
+        W_zero_point, R_scale, R_zero_point [D] or [D, 4H]; the rest as LSTM.
+    Dtypes: X f32; W, R int8 or uint8.
+    Follows ORT: activations quantized per tensor at each GEMM (all of X at once, H per step).
+    Raises: as LSTM; ShapeError for scales or zero points of another shape.
+    """
+    import onnx
+
+    from onnx_stablehlo.frontend.context import LoweredValue
+    from onnx_stablehlo.frontend.lowering import recurrent
+
+    directions, size, gates = emit.dims_of(ctx.input(1))
+    hidden = emit.dims_of(ctx.input(2))[1]
+    inputs = [ctx.lowered(i) if ctx.has_input(i) else None for i in range(min(ctx.num_inputs, 8))]
+    # Shape-only stand-ins for W and R in LSTM's layout (the products above read the real ones).
+    for index, dims in ((1, (directions, gates, size)), (2, (directions, gates, hidden))):
+        placeholder = emit.splat(0.0, DataType.FLOAT, dims)
+        inputs[index] = LoweredValue(node.input_names[index], DataType.FLOAT, dims, value=placeholder)
+    view = OnnxNode(node.ir_node, 0, 7, 7)
+    view.name, view.location_name = node.name, node.location_name
+    view._schema = onnx.defs.get_schema("LSTM", 7)  # LSTM-7's attribute defaults (direction, ...)
+    inner = LoweringContext(view, inputs, ctx.materialize)
+    return recurrent._lower_recurrent(
+        inner, view, "LSTM", _quantized_product(ctx, 1, 8, 9), _quantized_product(ctx, 2, 10, 11)
+    )
