@@ -436,3 +436,32 @@ def test_group_query_attention_variants(attributes, packed, dtype, rng):
     prompt_lengths = [5, 3]  # a padded prompt batch, then a 3-token continuation (ORT: batch 1 only)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 2, 5, 0, prompt_lengths, rotary, packed), prompt_lengths, 5, dtype)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 1, 3, 5, [8], rotary, packed), [8], 3, dtype)
+
+
+# Loading ---------------------------------------------------------------------------------------
+
+
+def test_ort_default_domain_op_loads_from_a_path_with_external_data(tmp_path, rng):
+    """ORT GenAI files put SimplifiedLayerNormalization in ai.onnx and weights in external data."""
+    hidden = 256  # large enough that the scale goes to the data file
+    model = node_model("SimplifiedLayerNormalization", [("x", F32, ["B", hidden]), ("scale", F32, [hidden])],
+                       [("y", F32, ["B", hidden])], {"epsilon": 1e-6}, domain="",
+                       initializers={"scale": _normal(rng, (hidden,))})
+    saved = onnx.ModelProto()
+    saved.CopyFrom(model)  # onnx.save moves the tensors of what it is given to external data
+    onnx.save(saved, tmp_path / "m.onnx", save_as_external_data=True, location="m.onnx.data", size_threshold=16)
+    feeds = {"x": _normal(rng, (3, hidden))}
+    assert_close(onnx_stablehlo.compile(str(tmp_path / "m.onnx")).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
+    (tmp_path / "m.onnx.data").unlink()
+    from onnx_stablehlo.errors import ModelCheckError
+
+    with pytest.raises(ModelCheckError, match="scale.*m.onnx.data"):
+        onnx_stablehlo.compile(str(tmp_path / "m.onnx"))
+
+
+def test_unknown_default_domain_op_is_still_rejected_by_the_checker():
+    from onnx_stablehlo.errors import ModelCheckError
+
+    model = node_model("NoSuchNorm", [("x", F32, [2, 4])], [("y", F32, [2, 4])], domain="")
+    with pytest.raises(ModelCheckError, match="NoSuchNorm"):
+        onnx_stablehlo.lower(model)
