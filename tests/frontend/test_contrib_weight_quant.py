@@ -237,3 +237,26 @@ def test_dynamic_quantize_lstm_from_quantize_dynamic(tmp_path, rng):
             # One step is exact to rounding; later steps see ORT's per-step H quantization round
             # the other way now and then (H differs by ulps), a few 1e-4 at most.
             np.testing.assert_allclose(g, w, rtol=0, atol=1e-6 if steps == 1 else 2e-3)
+
+
+@pytest.mark.parametrize("kind", ["int4", slow("uint4", id="uint4")])
+def test_gather_block_quantized_4bit_types(kind, rng):
+    """ONNX int4/uint4 tables (default zero point 0), gathered while still 4-bit."""
+    from onnx import helper
+
+    rows, columns, block = 10, 64, 32
+    elem, low, high = (onnx.TensorProto.INT4, -8, 8) if kind == "int4" else (onnx.TensorProto.UINT4, 0, 16)
+    data = helper.make_tensor("data", elem, [rows, columns], rng.integers(low, high, rows * columns).tolist())
+    scales = onnx.numpy_helper.from_array((rng.random((rows, 2)) * 0.1).astype(F32), "scales")
+    node = helper.make_node("GatherBlockQuantized", ["data", "ids", "scales"], ["y"], domain="com.microsoft",
+                            block_size=block, quantize_axis=1, gather_axis=0)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("ids", onnx.TensorProto.INT64, ["B", "S"])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["B", "S", columns])], initializer=[data, scales],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("com.microsoft", 1)],
+                              ir_version=10)
+    compiled = onnx_stablehlo.compile(model)
+    for shape in [(2, 3), (1, 5)]:
+        feeds = {"ids": rng.integers(0, rows, shape).astype(I64)}
+        assert_close(compiled.run(feeds), ort_run(model, feeds), 0, 0)
