@@ -54,6 +54,7 @@ def _check(model: onnx.ModelProto, feeds: dict[str, np.ndarray], rng, eps: float
     assert analytic == pytest.approx(numeric, rel=1e-6, abs=1e-8)
 
 
+@pytest.mark.slow  # the norm and GELU rules are covered by the MiniLM gradient test's ops too
 def test_skip_layer_norm_and_bias_gelu_gradients(rng):
     hidden = 8
     model = node_model("SkipLayerNormalization", [("x", F64, [2, 3, hidden]), ("skip", F64, [2, 3, hidden]),
@@ -97,6 +98,7 @@ def test_group_query_attention_gradient_with_rotary_and_cache(rng):
     _check(_with_loss(model, "y", (1, 2, heads * head), rng), feeds, rng)
 
 
+@pytest.mark.slow
 def test_matmul_nbits_gradient_wrt_activations_and_scales(rng):
     n, k, block = 6, 32, 16
     q = rng.integers(0, 16, (n, 2, block)).astype(np.uint8)
