@@ -912,6 +912,74 @@ def _quantized_lstm_models() -> list[ZooModel]:
     ]
 
 
+def _decoder_models() -> list[ZooModel]:
+    """KV-cache decoders run by onnx_stablehlo.generation: a prompt step then greedy decode steps.
+
+    Each call's logits are compared (the presents feed the next call inside the loop); both
+    runtimes pick their own greedy tokens, so a token that differs shows up as a mismatch.
+    The two prompts have equal lengths (no padded rows, whose outputs are don't-care).
+    """
+
+    def build_genai(directory: Path) -> Path:
+        import build_genai
+
+        return build_genai.build(directory)
+
+    def build_gpt2(directory: Path) -> Path:
+        import build_decoder_with_past
+
+        return build_decoder_with_past.build("gpt2-small", directory)
+
+    def sequence(path_of: Callable[[Path], Path]) -> Callable[[Runner, np.random.Generator], list[list[np.ndarray]]]:
+        def run_sequence(run: Runner, rng: np.random.Generator) -> list[list[np.ndarray]]:
+            from onnx_stablehlo.generation import decoder_spec, generate
+
+            spec = decoder_spec(str(path_of(cache_dir())))
+            prompts = rng.integers(3, 500, (2, 7)).tolist()
+            steps: list[list[np.ndarray]] = []
+
+            def recording(feeds: Feeds) -> list[np.ndarray]:
+                outputs = run(dict(feeds))
+                steps.append([np.asarray(outputs[spec.output_names.index("logits")])])
+                return outputs
+
+            generate(recording, spec, prompts, 8)
+            return steps
+
+        return run_sequence
+
+    def no_inputs(_rng: np.random.Generator) -> Feeds:
+        return {}
+
+    int4 = Tolerance(atol=None, rtol=None, min_cosine=0.999, same_argmax=True)
+    return [
+        ZooModel(
+            name="genai-llama-int4",
+            source="onnxruntime-genai",
+            description="small Llama (random init) by onnxruntime-genai's model builder, int4 CPU: MatMulNBits, "
+            "GroupQueryAttention; prompt + 8 greedy decode steps",
+            build=build_genai,
+            inputs=no_inputs,
+            tolerance=int4,
+            run_sequence=sequence(build_genai),
+            requires=(*_TORCH, "onnxruntime_genai", "tokenizers"),
+            approx_mb=0.8,
+            always_slow=True,  # builds with the GenAI builder (a minute), compiles prompt and decode
+        ),
+        ZooModel(
+            name="gpt2-small-with-past",
+            source="transformers",
+            description="2-layer GPT-2 (random init) with past key values, Optimum's interface; prompt + 8 greedy decode steps",
+            build=build_gpt2,
+            inputs=no_inputs,
+            run_sequence=sequence(build_gpt2),
+            requires=_TORCH,
+            approx_mb=2.8,
+            always_slow=True,
+        ),
+    ]
+
+
 def _silero_models() -> list[ZooModel]:
     sixteen = _SileroSignature(16000)
     eight = _SileroSignature(8000)
@@ -1087,6 +1155,7 @@ def _all_models() -> list[ZooModel]:
         *_transformer_models(),
         *_optimized_models(),
         *_quantized_lstm_models(),
+        *_decoder_models(),
         *_light_models(),
     ]
     names = [m.name for m in models]
