@@ -95,12 +95,69 @@ def _parse_bytes(data: bytes, what: str) -> onnx.ModelProto:
     return proto
 
 
+ORT_DEFAULT_DOMAIN_OPS = frozenset({"SimplifiedLayerNormalization"})
+"""Ops onnxruntime registers in the ai.onnx domain though ONNX has no such op (ORT GenAI and
+the transformer optimizer emit them there); the checker is told to treat them as a custom domain."""
+
+_ORT_CHECK_DOMAIN = "onnx_stablehlo.ort_default_domain"
+
+
 def _check(model: onnx.ModelProto | str) -> None:
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as exc:
+        moved = _with_ort_ops_moved(model) if "No Op registered for" in str(exc) else None
+        if moved is not None:
+            _check(moved)
+            return
         message = " ".join(str(exc).strip().split("\n")[:2])
         raise ModelCheckError(f"the onnx checker rejected the model: {message}") from exc
+
+
+def _with_ort_ops_moved(model: onnx.ModelProto | str) -> onnx.ModelProto | None:
+    """A copy of ``model`` (weights not loaded) whose ORT-only default-domain nodes are in a custom
+    domain, so the checker skips them; ``None`` when there are none."""
+    if isinstance(model, str):
+        proto = onnx.load(model, load_external_data=False)
+        _strip_external_data(proto, os.path.dirname(os.path.abspath(model)))
+    else:
+        proto = onnx.ModelProto()
+        proto.CopyFrom(model)
+    moved = 0
+
+    def visit(graph: onnx.GraphProto) -> None:
+        nonlocal moved
+        for node in graph.node:
+            if node.domain in ("", "ai.onnx") and node.op_type in ORT_DEFAULT_DOMAIN_OPS:
+                node.domain = _ORT_CHECK_DOMAIN
+                moved += 1
+            for attribute in node.attribute:
+                for sub in [attribute.g] if attribute.HasField("g") else list(attribute.graphs):
+                    visit(sub)
+
+    visit(proto.graph)
+    if not moved:
+        return None
+    proto.opset_import.append(onnx.helper.make_opsetid(_ORT_CHECK_DOMAIN, 1))
+    return proto
+
+
+def _strip_external_data(proto: onnx.ModelProto, base_dir: str) -> None:
+    """Empties the external initializers of a copy that is checked without its file's directory,
+    after checking (as the checker would) that each data file is a regular file beside the model."""
+    for tensor in proto.graph.initializer:
+        if tensor.data_location != onnx.TensorProto.EXTERNAL:
+            continue
+        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+        if not os.path.isfile(os.path.join(base_dir, location)):
+            raise ModelCheckError(
+                f"the onnx checker rejected the model: data of initializer '{tensor.name}' should be in "
+                f"'{location}' beside the model, which is not a regular file"
+            )
+        tensor.data_location = onnx.TensorProto.DEFAULT
+        del tensor.external_data[:]
+        del tensor.dims[:]
+        tensor.dims.append(0)
 
 
 def opset_imports(model: onnx_ir.Model) -> dict[str, int]:

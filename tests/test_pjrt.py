@@ -49,3 +49,20 @@ def test_to_device_reads_big_endian_arrays_by_value(cpu):
     (back,) = pjrt.to_host([pjrt.to_device(big_endian, cpu)])
     assert back.dtype == np.float32
     np.testing.assert_array_equal(back, [0.0, 1.5, 3.0, 4.5])
+
+
+def test_memory_mapped_array_is_copied_out_block_by_block(tmp_path, monkeypatch):
+    """A memory-mapped weight goes to the CPU device through an owned, aligned copy made in
+    blocks (the file's pages released as it goes); the values are unchanged."""
+    from onnx_stablehlo.runtime import pjrt
+
+    monkeypatch.setattr(pjrt, "_MAPPED_MIN_BYTES", 0)
+    monkeypatch.setattr(pjrt, "_BLOCK_BYTES", 4096 + 8)  # several blocks, not page multiples
+    values = np.random.default_rng(0).standard_normal((300, 37)).astype(np.float32)
+    values.tofile(tmp_path / "w.data")
+    mapped = np.memmap(tmp_path / "w.data", dtype=np.float32, mode="r", shape=values.shape)
+    assert pjrt._file_mapping(np.asarray(mapped)) is not None
+    device = pjrt.get_device("cpu")
+    buffer = pjrt.to_device(np.asarray(mapped), device)
+    del mapped
+    np.testing.assert_array_equal(pjrt.to_host([buffer])[0], values)

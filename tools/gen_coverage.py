@@ -150,6 +150,25 @@ def render() -> str:
             f"{_first_doc_line(rule)} | {_doc_field(rule, 'Dtypes') or '-'} | "
             f"{_doc_field(rule, 'Deviations') or '-'} |"
         )
+    ort_rules = [
+        (domain or "ai.onnx", op_type, rules[-1][1])
+        for (domain, op_type), rules in sorted(by_op.items())
+        if _doc_field(rules[-1][1], "Follows ORT")
+    ]
+    lines += [
+        "",
+        "## onnxruntime contrib ops (com.microsoft)",
+        "",
+        "The com.microsoft ops (and `SimplifiedLayerNormalization`, which onnxruntime registers in",
+        "the ai.onnx domain) have no ONNX specification beyond onnxruntime's ContribOperators.md;",
+        "where that text is silent or leaves a result undefined the rules follow onnxruntime's CPU",
+        "kernels, as listed here (from each rule's `Follows ORT:` paragraph).",
+        "",
+        "| op | domain | choice |",
+        "|---|---|---|",
+    ]
+    for domain, op_type, rule in ort_rules:
+        lines.append(f"| {op_type} | {domain} | {_doc_field(rule, 'Follows ORT')} |")
     lowered_names = {op for (domain, op) in by_op if domain == ""}
     not_lowered = sorted(
         name

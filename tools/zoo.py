@@ -476,11 +476,13 @@ class ZooModel:
     approx_mb: float = 0.0
     """Approximate file size in MB, known without building (decides the ``slow`` mark)."""
     seed: int = 0
+    always_slow: bool = False
+    """Marked ``slow`` whatever its size (a compile that takes many seconds)."""
 
     @property
     def slow(self) -> bool:
-        """Whether the model file is over :data:`SLOW_MB`."""
-        return self.approx_mb > SLOW_MB
+        """Whether the model file is over :data:`SLOW_MB` (or :attr:`always_slow`)."""
+        return self.approx_mb > SLOW_MB or self.always_slow
 
     def missing_requirements(self) -> list[str]:
         """The modules of :attr:`requires` that are not installed."""
@@ -822,6 +824,162 @@ def _transformer_models() -> list[ZooModel]:
     return models
 
 
+F16_MODEL = Tolerance(atol=None, rtol=4e-3)
+"""float16 models (weights and compute): max abs <= 4e-3 x max|expected| (a few f16 ulps at the output's scale)."""
+
+
+def _optimized_build(source: str, variant: str) -> Callable[[Path], Path]:
+    def build(directory: Path) -> Path:
+        import build_optimized
+
+        return build_optimized.build(source, variant, directory)
+
+    return build
+
+
+def _half_inputs(inputs: Callable[[np.random.Generator], Feeds]) -> Callable[[np.random.Generator], Feeds]:
+    """``inputs`` with float32 feeds as float16 (fp16 models without keep_io_types)."""
+
+    def half(rng: np.random.Generator) -> Feeds:
+        return {k: v.astype(np.float16) if v.dtype == np.float32 else v for k, v in inputs(rng).items()}
+
+    return half
+
+
+def _optimized_models() -> list[ZooModel]:
+    """ORT-optimized (transformer optimizer, opt levels 1/2/99) and float16 variants: build_optimized.py."""
+    import build_optimized
+
+    specs = {  # source: (inputs, requires, MB, description)
+        "minilm": (_minilm_tokens, _MINILM, 90, "all-MiniLM-L6-v2 (eager attention: Attention, EmbedLayerNormalization)"),
+        "bert": (_bert_inputs, _MINILM, 438, "BERT-base (random init, SDPA export)"),
+        "distilbert": (_distilbert_inputs, _MINILM, 268, "DistilBERT (random init, SDPA export)"),
+        "gpt2": (_causal_lm_inputs(50257, None), _TORCH, 650, "GPT-2 124M (random init, SDPA export)"),
+        "vit": (_image_classifier_inputs, _TORCH, 346, "ViT-B/16 (random init, SDPA export)"),
+    }
+    models = []
+    for source, (inputs, requires, megabytes, description) in specs.items():
+        for variant in build_optimized.VARIANTS:
+            if (source, variant) in build_optimized.SKIPPED:
+                continue
+            fp16 = "fp16" in variant
+            how = f"optimize_model opt_level={variant.split('-')[0][1:]}"
+            if fp16:
+                how += ", float16" + (" (float32 inputs/outputs)" if variant.endswith("io32") else "")
+            models.append(
+                ZooModel(
+                    name=f"{source}-ort-{variant}",
+                    source="onnxruntime",
+                    description=f"{description}; {how}",
+                    build=_optimized_build(source, variant),
+                    inputs=_half_inputs(inputs) if fp16 and not variant.endswith("io32") else inputs,
+                    tolerance=F16_MODEL if fp16 else F32,
+                    requires=requires,
+                    approx_mb=megabytes / 2 if fp16 else megabytes,
+                    always_slow=True,  # builds the source export and optimizes it: minutes on CPU
+                )
+            )
+    return models
+
+
+def _quantized_lstm_models() -> list[ZooModel]:
+    """quantize_dynamic of a bidirectional LSTM tagger: com.microsoft DynamicQuantizeLSTM (build_quantized_lstm.py)."""
+
+    def build(per_channel: bool) -> Callable[[Path], Path]:
+        def run(directory: Path) -> Path:
+            import build_quantized_lstm
+
+            return build_quantized_lstm.build(per_channel, directory)
+
+        return run
+
+    def inputs(rng: np.random.Generator) -> Feeds:
+        return {"x": rng.standard_normal((12, 3, 32)).astype(np.float32)}
+
+    return [
+        ZooModel(
+            name=f"lstm-bidi-int8-per-{kind}",
+            source="onnxruntime",
+            description=f"2-layer bidirectional LSTM tagger (random init), quantize_dynamic int8 per-{kind} (reduce_range)",
+            build=build(kind == "channel"),
+            inputs=inputs,
+            tolerance=Tolerance(atol=None, rtol=None, min_cosine=0.999, same_argmax=True),
+            requires=_TORCH,
+            approx_mb=0.2,
+            always_slow=kind == "channel",
+        )
+        for kind in ("tensor", "channel")
+    ]
+
+
+def _decoder_models() -> list[ZooModel]:
+    """KV-cache decoders run by onnx_stablehlo.generation: a prompt step then greedy decode steps.
+
+    Each call's logits are compared (the presents feed the next call inside the loop); both
+    runtimes pick their own greedy tokens, so a token that differs shows up as a mismatch.
+    The two prompts have equal lengths (no padded rows, whose outputs are don't-care).
+    """
+
+    def build_genai(directory: Path) -> Path:
+        import build_genai
+
+        return build_genai.build(directory)
+
+    def build_gpt2(directory: Path) -> Path:
+        import build_decoder_with_past
+
+        return build_decoder_with_past.build("gpt2-small", directory)
+
+    def sequence(path_of: Callable[[Path], Path]) -> Callable[[Runner, np.random.Generator], list[list[np.ndarray]]]:
+        def run_sequence(run: Runner, rng: np.random.Generator) -> list[list[np.ndarray]]:
+            from onnx_stablehlo.generation import decoder_spec, generate
+
+            spec = decoder_spec(str(path_of(cache_dir())))
+            prompts = rng.integers(3, 500, (2, 7)).tolist()
+            steps: list[list[np.ndarray]] = []
+
+            def recording(feeds: Feeds) -> list[np.ndarray]:
+                outputs = run(dict(feeds))
+                steps.append([np.asarray(outputs[spec.output_names.index("logits")])])
+                return outputs
+
+            generate(recording, spec, prompts, 8)
+            return steps
+
+        return run_sequence
+
+    def no_inputs(_rng: np.random.Generator) -> Feeds:
+        return {}
+
+    int4 = Tolerance(atol=None, rtol=None, min_cosine=0.999, same_argmax=True)
+    return [
+        ZooModel(
+            name="genai-llama-int4",
+            source="onnxruntime-genai",
+            description="small Llama (random init) by onnxruntime-genai's model builder, int4 CPU: MatMulNBits, "
+            "GroupQueryAttention; prompt + 8 greedy decode steps",
+            build=build_genai,
+            inputs=no_inputs,
+            tolerance=int4,
+            run_sequence=sequence(build_genai),
+            requires=(*_TORCH, "onnxruntime_genai", "tokenizers"),
+            approx_mb=0.8,
+            always_slow=True,  # builds with the GenAI builder (a minute), compiles prompt and decode
+        ),
+        ZooModel(
+            name="gpt2-small-with-past",
+            source="transformers",
+            description="2-layer GPT-2 (random init) with past key values, Optimum's interface; prompt + 8 greedy decode steps",
+            build=build_gpt2,
+            inputs=no_inputs,
+            run_sequence=sequence(build_gpt2),
+            requires=_TORCH,
+            approx_mb=2.8,
+            always_slow=True,
+        ),
+    ]
+
+
 def _silero_models() -> list[ZooModel]:
     sixteen = _SileroSignature(16000)
     eight = _SileroSignature(8000)
@@ -995,6 +1153,9 @@ def _all_models() -> list[ZooModel]:
         ),
         *_silero_models(),
         *_transformer_models(),
+        *_optimized_models(),
+        *_quantized_lstm_models(),
+        *_decoder_models(),
         *_light_models(),
     ]
     names = [m.name for m in models]

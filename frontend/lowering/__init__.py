@@ -32,6 +32,8 @@ RULE_MODULES = (
     "sorting",
     "misc",
     "image",
+    "contrib_transformer",
+    "contrib_weight_quant",
 )
 
 

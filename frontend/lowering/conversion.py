@@ -415,10 +415,17 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     Dtypes: x f32; y and y_zero_point uint8.
     Deviations: for an all-zero x the scale is 1, as onnxruntime gives (onnx.reference: 1/255).
     """
+    return list(dynamic_quantize_uint8(ctx.input(0)))
+
+
+def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``(y, scale, zero_point)`` of DynamicQuantizeLinear (uint8, per tensor) for ``x``.
+
+    Shared with com.microsoft DynamicQuantizeMatMul, which quantizes its A this way.
+    """
     from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
-    x = ctx.input(0)
-    shape = emit.dims_of(ctx.input(0))
+    shape = emit.dims_of(x)
     dtype = emit.dtype_of(x)
     zero = _splat(0, dtype, ())
 
@@ -449,4 +456,4 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
         emit.broadcast_to(zero_point, shape, dims=[]),
         DataType.UINT8,
     )
-    return [y, scale, zero_point_u8]
+    return y, scale, zero_point_u8

@@ -81,6 +81,7 @@ class _Layer:
     peephole: ir.Value | None  # LSTM: [3*H] (i, o, f)
     linear_before_reset: bool = False
     input_forget: bool = False
+    r_product: Callable[[ir.Value], ir.Value] | None = None  # h -> h @ R^T (quantized LSTMs); default _matmul_t
 
 
 # Elementwise helpers -------------------------------------------------------------------------
@@ -259,7 +260,8 @@ def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None
     assert c is not None
     f, g, act_h = layer.acts
     hidden = layer.hidden
-    gates = _add(x_gates, _matmul_t(h, layer.r))
+    product = layer.r_product(h) if layer.r_product is not None else _matmul_t(h, layer.r)
+    gates = _add(x_gates, product)
     pre_i, pre_o, pre_f, pre_c = (_gate(gates, k, hidden) for k in range(4))
     shape = emit.dims_of(c)
     if layer.peephole is not None:
@@ -328,7 +330,19 @@ def _direction_loop(
     return results[-1], results[0], (results[1] if c0 is not None else None)
 
 
-def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir.Value | None]:
+Product = Callable[[ir.Value, int], ir.Value]
+"""``(activations [..., K], direction) -> activations @ weight[direction]^T``."""
+
+
+def _lower_recurrent(
+    ctx: LoweringContext,
+    node: OnnxNode,
+    kind: str,
+    input_product: Product | None = None,
+    recurrent_product: Product | None = None,
+) -> list[ir.Value | None]:
+    """Lowers RNN/GRU/LSTM; ``input_product``/``recurrent_product`` replace ``X W^T``/``H R^T``
+    (com.microsoft DynamicQuantizeLSTM computes them with quantized activations)."""
     dtype = ctx.input_dtype(0)
     if dtype not in _FLOATS:
         raise ctx.unsupported_dtype(dtype, "float16, bfloat16, float, double")
@@ -403,7 +417,7 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
 
     ys, hs, cs = [], [], []
     for d in range(directions):
-        x_gates = _matmul_t(x, _row(w, d))
+        x_gates = input_product(x, d) if input_product is not None else _matmul_t(x, _row(w, d))
         r_d = _row(r, d)
         r_bias_h = None
         if bias is not None:
@@ -431,6 +445,7 @@ def _lower_recurrent(ctx: LoweringContext, node: OnnxNode, kind: str) -> list[ir
             peephole=_row(peepholes, d) if peepholes is not None else None,
             linear_before_reset=linear_before_reset,
             input_forget=input_forget,
+            r_product=None if recurrent_product is None else (lambda h, d=d: recurrent_product(h, d)),
         )
         reverse = direction == "reverse" or d == 1
         y, h, c = _direction_loop(

@@ -62,6 +62,9 @@ def test_zoo_lists_every_model_family_of_the_issue():
     for prefix in ("minilm-int8-per-tensor", "minilm-int8-per-channel", "magika-", "nudenet-", "silero-vad-16k"):
         assert any(n.startswith(prefix) for n in names), prefix
     assert {n.split("-")[1] for n in names if n.startswith("rapidocr-")} >= {"det", "rec", "cls", "onnxruntime"}
+    for source in ("minilm", "bert", "distilbert", "gpt2", "vit"):  # ORT-post-processed files (issue 16)
+        assert {f"{source}-ort-O1", f"{source}-ort-O2", f"{source}-ort-O2-fp16", f"{source}-ort-O2-fp16-io32"} <= names
+    assert {"lstm-bidi-int8-per-tensor", "lstm-bidi-int8-per-channel"} <= names
 
 
 def test_compare_steps_accepts_either_bound_and_rejects_beyond_both():

@@ -1,0 +1,429 @@
+"""Lowering rules: onnxruntime's ``com.microsoft`` weight-quantized and dynamically quantized products.
+
+* ``MatMulNBits``: A @ dequantize(B)^T with B block-quantized along K to 2, 4 or 8 bits
+  (ORT GenAI's int4 LLMs, ``MatMulNBitsQuantizer``);
+* ``GatherBlockQuantized``: an embedding lookup in a block-quantized table (ORT GenAI's
+  tied int4 embeddings);
+* ``DynamicQuantizeMatMul`` and ``MatMulIntegerToFloat``: the int8 products
+  ``onnxruntime.quantization.quantize_dynamic`` writes.
+
+Integer work stays integer on the device: packed 2/4-bit weights are unpacked with shifts and
+masks on ``ui8`` values, zero points are subtracted in int32, and the 8-bit products are one
+int8/uint8 ``dot_general`` accumulating in int32 (``matmul.integer_matmul``); only the
+dequantized weight (an exact ``int * scale`` rounding, as ORT's fp32 path does) and the final
+scaling are float. Static QLinear* ops live in their own module.
+
+Spec: onnxruntime docs/ContribOperators.md; the CPU kernels in onnxruntime/contrib_ops/cpu
+(quantization/) where the text is silent.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.lowering.contrib_transformer import MS
+from onnx_stablehlo.frontend.lowering.conversion import dynamic_quantize_uint8
+from onnx_stablehlo.frontend.lowering.matmul import integer_matmul
+from onnx_stablehlo.frontend.registry import lowering
+
+DEFAULTS: dict[tuple[str, str], object] = {
+    ("MatMulNBits", "bits"): 4,
+    ("MatMulNBits", "accuracy_level"): 0,
+    ("MatMulNBits", "weight_prepacked"): 0,
+    ("GatherBlockQuantized", "bits"): 4,
+    ("GatherBlockQuantized", "block_size"): 128,
+    ("GatherBlockQuantized", "quantize_axis"): 1,
+    ("GatherBlockQuantized", "gather_axis"): 0,
+}
+"""``(op_type, attribute) -> default`` of the com.microsoft schemas (checked by the tests)."""
+
+_HALF = (DataType.FLOAT16, DataType.BFLOAT16)
+
+
+def _attr(node: OnnxNode, name: str):
+    return node.attr(name, DEFAULTS[(node.op_type, name)])
+
+
+def unpack_bits(packed: ir.Value, bits: int) -> ir.Value:
+    """``[..., n]`` uint8 holding ``8 // bits`` values per byte (low bits first) -> ``[..., n * 8 // bits]`` uint8."""
+    if bits == 8:
+        return packed
+    per = 8 // bits
+    shape = emit.dims_of(packed)
+    wide_shape = (*shape, per)
+    wide = emit.broadcast_to(packed, wide_shape, dims=list(range(len(shape))))
+    shifts = emit.broadcast_to(emit.constant(np.arange(per, dtype=np.uint8) * bits), wide_shape, dims=[len(shape)])
+    shifted = stablehlo.ShiftRightLogicalOp(wide, shifts).result
+    values = stablehlo.AndOp(shifted, emit.full_like(shifted, (1 << bits) - 1)).result
+    return emit.reshape(values, (*shape[:-1], shape[-1] * per))
+
+
+def _check_bits(ctx: LoweringContext, bits: int, accepted=(2, 4, 8)) -> None:
+    if bits not in accepted:
+        raise ctx.unsupported_attribute("bits", bits, ", ".join(map(str, accepted)))
+
+
+@lowering("MatMulNBits", since=1, domain=MS)
+def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MatMulNBits: ``A @ ((q - zero_point) * scale)^T + bias`` with q unpacked on the device.
+
+    B [N, k_blocks, blob] uint8 is unpacked (shift and mask) to [N, K] integers, the zero point
+    (packed uint8 per row, or a float one, default ``2^(bits-1)``) subtracted in int32, then
+    one multiply by the block's scale gives the float weight, and a float dot_general the
+    product (ORT's CPU path at accuracy_level 0..3, ``CompFp32``).
+
+    Spec: com.microsoft MatMulNBits-1.
+    Shapes: A [..., K] (symbolic leading dims allowed); B [N, ceil(K / block_size), block_size *
+        bits / 8]; scales [N * k_blocks] or [N, k_blocks]; zero_points uint8 [N * ceil(k_blocks *
+        bits / 8)] or A's dtype [N * k_blocks]; bias [N]. Y [..., N].
+    Dtypes: A, scales f16 (computed in f32, rounded once), f32; B uint8.
+    accuracy_level 4 with a float32 A and integer zero points follows ORT's CPU kernel (MLAS
+        CompInt8): A quantized to int8 per block, int8 x int4 dot products exact in int32 (see
+        :func:`_int8_blockwise_product`); levels 0-3 are the float path above.
+    Deviations: ORT picks CompInt8 only where the CPU has int8 dot instructions (AVX2, NEON...);
+        we always do at level 4. Per-block float sums are in XLA's order (a few ulp).
+    Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx, weight_prepacked;
+        ShapeError when B, scales or zero points do not fit N, K, block_size.
+    Follows ORT: default zero point 2^(bits-1); accuracy_level 4 quantizes A per block to int8
+        (MLAS CompInt8).
+    """
+    bits = int(_attr(node, "bits"))
+    _check_bits(ctx, bits)
+    if int(_attr(node, "weight_prepacked")):
+        raise ctx.unsupported_attribute("weight_prepacked", 1, "0")
+    if ctx.has_input(4):
+        raise ctx.error("g_idx (act-order) is not supported", UnsupportedAttributeError)
+    n, k, block = node.attr_int("N"), node.attr_int("K"), node.attr_int("block_size")
+    if block < 16 or block & (block - 1):
+        raise ctx.unsupported_attribute("block_size", block, "a power of 2 >= 16")
+    blocks = math.ceil(k / block)
+    blob = block * bits // 8
+    a = ctx.input(0)
+    dtype = emit.dtype_of(a)
+    compute = DataType.FLOAT if dtype in _HALF else dtype
+    packed = ctx.input(1)
+    if tuple(emit.dims_of(packed)) != (n, blocks, blob):
+        raise ctx.error(f"B must be [N, k_blocks, blob] = {[n, blocks, blob]}, got {list(emit.dims_of(packed))}", ShapeError)
+    if emit.dims_of(a)[-1] != k and isinstance(emit.dims_of(a)[-1], int):
+        raise ctx.error(f"A's last dim {emit.dims_of(a)[-1]} != K={k}", ShapeError)
+    q = emit.convert(emit.reshape(unpack_bits(packed, bits), (n, blocks, block)), DataType.INT32)
+    scales = ctx.input(2)
+    if emit.dims_of(scales) not in ((n * blocks,), (n, blocks)):
+        raise ctx.error(f"scales must be [N * k_blocks] = [{n * blocks}], got {list(emit.dims_of(scales))}", ShapeError)
+    scales = emit.reshape(emit.convert(scales, compute), (n, blocks, 1))
+    if ctx.has_input(3) and dtypes.is_float(ctx.input_dtype(3)):
+        zero = emit.reshape(emit.convert(ctx.input(3), compute), (n, blocks, 1))
+        centered = stablehlo.SubtractOp(emit.convert(q, compute), emit.broadcast_to(zero, (n, blocks, block))).result
+    else:
+        if ctx.has_input(3):
+            zero_packed = ctx.input(3)
+            per_row = math.ceil(blocks * bits / 8)
+            if emit.dims_of(zero_packed) not in ((n * per_row,), (n, per_row)):
+                raise ctx.error(f"zero_points must be [N * {per_row}], got {list(emit.dims_of(zero_packed))}", ShapeError)
+            zero = unpack_bits(emit.reshape(zero_packed, (n, per_row)), bits)
+            zero = emit.slice_axis(zero, 1, 0, blocks)
+            zero = emit.convert(emit.reshape(zero, (n, blocks, 1)), DataType.INT32)
+            zero = emit.broadcast_to(zero, (n, blocks, block))
+        else:
+            zero = emit.splat(1 << (bits - 1), DataType.INT32, (n, blocks, block))
+        centered_int = stablehlo.SubtractOp(q, zero).result
+        if int(_attr(node, "accuracy_level")) == 4 and dtype == DataType.FLOAT:
+            y = _int8_blockwise_product(a, centered_int, scales, k, block, bits)
+            if ctx.has_input(5):
+                y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(5), emit.dims_of(y))).result
+            return [y]
+        centered = emit.convert(centered_int, compute)
+    weight = stablehlo.MulOp(centered, emit.broadcast_to(scales, (n, blocks, block))).result
+    weight = emit.slice_axis(emit.reshape(weight, (n, blocks * block)), 1, 0, k)
+    a_shape = emit.dims_of(a)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[], rhs_batching_dimensions=[],
+        lhs_contracting_dimensions=[len(a_shape) - 1], rhs_contracting_dimensions=[1],
+    )
+    out_shape = (*a_shape[:-1], n)
+    y = emit.record(
+        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, compute), emit.convert(a, compute), weight, numbers).result,
+        out_shape,
+    )
+    if ctx.has_input(5):
+        y = stablehlo.AddOp(y, emit.broadcast_to(emit.convert(ctx.input(5), compute), out_shape)).result
+    return [emit.convert(y, dtype)]
+
+
+def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: int, block: int, bits: int) -> ir.Value:
+    """``A @ W^T`` the way ORT's CPU kernel runs accuracy_level 4 (MLAS ``CompInt8``).
+
+    Each block of ``block`` values of A's rows is quantized to int8 with its own scale
+    ``max|a| / 127`` (``q = round_half_even(a * 127 / max|a|)``, 0 for an all-zero block); each
+    block's integer dot product with the centered weights ``q_w - zero_point`` is exact in int32
+    (one int8 dot_general batched over the blocks), then scaled by ``scale_a * scale_w`` and the
+    blocks summed in float32.
+
+    ``weight`` [N, blocks, block] int32 (centered), ``scales`` [N, blocks, 1] float32.
+    """
+    a_shape = emit.dims_of(a)
+    lead = list(a_shape[:-1])
+    n, blocks = emit.dims_of(weight)[:2]
+    padded = blocks * block
+    if padded != k:
+        zeros = emit.splat(0.0, DataType.FLOAT, (*lead, padded - k))
+        op = stablehlo.ConcatenateOp([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
+        a = emit.record(op.result, (*lead, padded))
+    a_blocks = emit.reshape(a, (*lead, blocks, block))
+    amax = emit.reduce(stablehlo.AbsOp(a_blocks).result, [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
+    is_zero = emit.compare(amax, emit.full_like(amax, 0.0), "EQ")
+    safe = stablehlo.SelectOp(is_zero, emit.full_like(amax, 1.0), amax).result
+    inverse = stablehlo.SelectOp(is_zero, emit.full_like(amax, 0.0), emit.divide(emit.full_like(amax, 127.0), safe)).result
+    a_scale = emit.divide(amax, emit.full_like(amax, 127.0))  # [..., blocks, 1]
+    block_shape = emit.dims_of(a_blocks)
+    quantized = stablehlo.RoundNearestEvenOp(
+        stablehlo.MulOp(a_blocks, emit.broadcast_to(inverse, block_shape)).result
+    ).result
+    quantized = stablehlo.ClampOp(emit.full_like(quantized, -127.0), quantized, emit.full_like(quantized, 127.0)).result
+    narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
+    lhs, rhs = emit.convert(quantized, narrow), emit.convert(weight, narrow)
+    rank = len(block_shape)
+    numbers = stablehlo.DotDimensionNumbers.get(
+        lhs_batching_dimensions=[rank - 2], rhs_batching_dimensions=[1],
+        lhs_contracting_dimensions=[rank - 1], rhs_contracting_dimensions=[2],
+    )
+    out_shape = (blocks, *lead, n)
+    dots = emit.record(
+        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers).result, out_shape
+    )
+    a_scale = emit.transpose(emit.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
+    w_scale = emit.transpose(emit.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
+    scale = stablehlo.MulOp(
+        emit.broadcast_to(a_scale, out_shape, dims=list(range(len(lead) + 1))),
+        emit.broadcast_to(w_scale, out_shape, dims=[0, len(lead) + 1]),
+    ).result
+    scaled = stablehlo.MulOp(emit.convert(dots, DataType.FLOAT), scale).result
+    return emit.reduce(scaled, [0], stablehlo.AddOp, 0.0)
+
+
+@lowering("GatherBlockQuantized", since=1, domain=MS)
+def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers GatherBlockQuantized: ``(data[indices] - zero_point) * scale``, block-wise along quantize_axis.
+
+    The rows are gathered while still quantized (uint8 or int4), unpacked, then dequantized,
+    so only the gathered rows are ever widened.
+
+    Spec: com.microsoft GatherBlockQuantized-1.
+    Shapes: data [R, C'] (uint8: C' = C * bits / 8 packed along the last axis; int4/uint4: C)
+        with gather_axis 0 and quantize_axis the last axis; indices any shape (symbolic
+        allowed); scales [R, ceil(C / block_size)]; zero_points like scales (uint8: packed).
+        Output [*indices.shape, C].
+    Dtypes: data uint8 (bits 4 or 8), int4, uint4; scales f16 (in f32), f32; indices int32/int64.
+    Deviations: out-of-range indices are clamped (ORT fails the run).
+    Raises: UnsupportedAttributeError for other axes, bits or data dtypes; ShapeError when
+        scales or zero points do not fit.
+    Follows ORT: default zero point 2^(bits-1) for uint8 data, 0 for int4/uint4.
+    """
+    data = ctx.input(0)
+    data_dtype = emit.dtype_of(data)
+    shape = emit.dims_of(data)
+    rank = len(shape)
+    if rank != 2:
+        raise ctx.error(f"data must be a 2-D table, got {list(shape)}", ShapeError)
+    gather_axis = ctx.axis(int(_attr(node, "gather_axis")), rank)
+    quantize_axis = ctx.axis(int(_attr(node, "quantize_axis")), rank)
+    if gather_axis != 0 or quantize_axis != 1:
+        raise ctx.error(
+            f"gather_axis={gather_axis}, quantize_axis={quantize_axis} not supported (accepted: 0 and 1)",
+            UnsupportedAttributeError,
+        )
+    block = int(_attr(node, "block_size"))
+    if block < 16 or block & (block - 1):
+        raise ctx.unsupported_attribute("block_size", block, "a power of 2 >= 16")
+    if data_dtype == DataType.UINT8:
+        bits = int(_attr(node, "bits"))
+        _check_bits(ctx, bits, (4, 8))
+        default_zero = 1 << (bits - 1)
+    elif data_dtype in (DataType.INT4, DataType.UINT4):
+        bits = 4
+        default_zero = 0
+    else:
+        raise ctx.unsupported_dtype(data_dtype, "uint8, int4, uint4")
+    indices = ctx.input(1)
+    index_shape = emit.dims_of(indices)
+    count = 1
+    for d in index_shape:
+        count = count * d
+    flat = emit.reshape(emit.convert(indices, DataType.INT64), [count])
+    rows_max = emit.broadcast_to(
+        stablehlo.SubtractOp(emit.dim_value(shape[0]), emit.constant(np.array(1, np.int64))).result, [count], dims=[]
+    )
+    flat = stablehlo.ClampOp(emit.full_like(flat, 0), flat, rows_max).result
+    rows = emit.take(data, flat, 0)
+    if data_dtype == DataType.UINT8:
+        values = emit.convert(unpack_bits(rows, bits), DataType.INT32)
+    else:
+        values = emit.convert(rows, DataType.INT32)
+    columns = emit.dims_of(values)[1]
+    blocks = math.ceil(columns / block)
+    scales = ctx.input(2)
+    compute = DataType.FLOAT if emit.dtype_of(scales) in _HALF else emit.dtype_of(scales)
+    if tuple(emit.dims_of(scales)) != (shape[0], blocks):
+        raise ctx.error(f"scales must be [{shape[0]}, {blocks}], got {list(emit.dims_of(scales))}", ShapeError)
+
+    def per_column(value: ir.Value) -> ir.Value:
+        """[count, blocks] -> [count, columns] (each block's value repeated over its columns)."""
+        wide = emit.broadcast_to(value, (count, blocks, block), dims=[0, 1])
+        return emit.slice_axis(emit.reshape(wide, (count, blocks * block)), 1, 0, columns)
+
+    if ctx.has_input(3):
+        zero_rows = emit.take(ctx.input(3), flat, 0)
+        if data_dtype == DataType.UINT8:
+            zero_rows = emit.slice_axis(unpack_bits(zero_rows, bits), 1, 0, blocks)
+        zero = per_column(emit.convert(zero_rows, DataType.INT32))
+        values = stablehlo.SubtractOp(values, zero).result
+    elif default_zero:
+        values = stablehlo.SubtractOp(values, emit.full_like(values, default_zero)).result
+    scale = per_column(emit.convert(emit.take(scales, flat, 0), compute))
+    out = stablehlo.MulOp(emit.convert(values, compute), scale).result
+    out = emit.reshape(out, (*index_shape, columns))
+    return [emit.convert(out, emit.dtype_of(scales))]
+
+
+def _scaled(ctx: LoweringContext, product: ir.Value, a_scale: ir.Value, b_scale_index: int, bias_index: int) -> ir.Value:
+    """``float(product) * (a_scale * b_scale) + bias`` (b_scale scalar or per column [N])."""
+    b_scale = ctx.input(b_scale_index)
+    dtype = emit.dtype_of(b_scale)
+    shape = emit.dims_of(product)
+    multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, dtype), b_scale)).result
+    y = stablehlo.MulOp(emit.convert(product, dtype), emit.broadcast_to(multiplier, shape)).result
+    if ctx.has_input(bias_index):
+        y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(bias_index), shape)).result
+    return y
+
+
+def _optional_zero(ctx: LoweringContext, index: int) -> ir.Value | None:
+    if not ctx.has_input(index):
+        return None
+    if ctx.is_constant_input(index) and not np.any(ctx.constant_input(index)):
+        return None
+    return ctx.input(index)
+
+
+@lowering("DynamicQuantizeMatMul", since=1, domain=MS)
+def lower_dynamic_quantize_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers DynamicQuantizeMatMul: A quantized to uint8 per tensor (DynamicQuantizeLinear),
+    an 8-bit integer product with B accumulated in int32, scaled by ``a_scale * b_scale``, plus bias.
+
+    Spec: com.microsoft DynamicQuantizeMatMul-1.
+    Shapes: A [..., K] (symbolic allowed); B [K, N]; b_scale, b_zero_point scalar, [1] or [N];
+        bias [N]. Y [..., N].
+    Dtypes: A f32; B int8 or uint8.
+    Raises: ShapeError when shapes do not fit.
+    Follows ORT: A's scale is 1 when A is all zeros (DynamicQuantizeLinear); products are exact
+        in int32 (ORT's AVX2 u8s8 kernel saturates pairwise int16 sums for full-range int8 B).
+    """
+    a = ctx.input(0)
+    a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
+    try:
+        product = integer_matmul(a_q, ctx.input(1), a_zero, _optional_zero(ctx, 3))
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc
+    return [_scaled(ctx, product, a_scale, 2, 4)]
+
+
+@lowering("MatMulIntegerToFloat", since=1, domain=MS)
+def lower_matmul_integer_to_float(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers MatMulIntegerToFloat: ``(A - a_zero) @ (B - b_zero)`` in int32, times ``a_scale * b_scale``, plus bias.
+
+    Spec: com.microsoft MatMulIntegerToFloat-1.
+    Shapes: A [..., K]; B [K, N]; a_scale, a_zero_point scalar; b_scale, b_zero_point scalar or
+        [N]; bias [N]. Y [..., N].
+    Dtypes: A, B int8/uint8; scales and Y f32 (f16 computed as given).
+    Raises: ShapeError when shapes do not fit.
+    """
+    try:
+        product = integer_matmul(ctx.input(0), ctx.input(1), _optional_zero(ctx, 4), _optional_zero(ctx, 5))
+    except ValueError as exc:
+        raise ctx.error(str(exc), ShapeError) from exc
+    return [_scaled(ctx, product, ctx.input(2), 3, 6)]
+
+
+def _quantized_product(ctx: LoweringContext, weight_index: int, scale_index: int, zero_index: int):
+    """``(a, d) -> a @ W[d]`` as ORT's quantized LSTM GEMM computes it: ``a`` quantized to uint8
+    per tensor (DynamicQuantizeLinear's rule), an exact int32 product with the int8/uint8
+    ``W[d]`` [K, 4H] and its zero point, then ``* (a_scale * w_scale)`` in float.
+    Scale and zero point are per direction [D] or per column [D, 4H]."""
+    weight = ctx.input(weight_index)
+    scales, zeros = ctx.input(scale_index), ctx.input(zero_index)
+    directions = emit.dims_of(weight)[0]
+    for index in (scale_index, zero_index):
+        dims = emit.dims_of(ctx.input(index))
+        if len(dims) not in (1, 2) or dims[0] != directions:
+            raise ctx.error(f"{ctx.node.input_names[index]} must be [D] or [D, 4H], got {list(dims)}", ShapeError)
+
+    def row(value: ir.Value, d: int) -> ir.Value:
+        dims = emit.dims_of(value)
+        return emit.reshape(emit.slice_axis(value, 0, d, d + 1), dims[1:])
+
+    def product(a: ir.Value, d: int) -> ir.Value:
+        a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
+        w_zero = row(zeros, d)
+        lead = emit.dims_of(a)[:-1]
+        flat = emit.reshape(a_q, (_product(lead), emit.dims_of(a)[-1]))
+        result = integer_matmul(flat, row(weight, d), a_zero, w_zero)
+        shape = emit.dims_of(result)
+        w_scale = row(scales, d)
+        multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, emit.dtype_of(w_scale)), w_scale)).result
+        scaled = stablehlo.MulOp(emit.convert(result, emit.dtype_of(w_scale)), emit.broadcast_to(multiplier, shape)).result
+        return emit.reshape(scaled, (*lead, shape[-1]))
+
+    return product
+
+
+def _product(dims):
+    total = 1
+    for d in dims:
+        total = total * d
+    return total
+
+
+@lowering("DynamicQuantizeLSTM", since=1, domain=MS)
+def lower_dynamic_quantize_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers DynamicQuantizeLSTM (``quantize_dynamic`` of an LSTM) with ORT's quantized GEMMs.
+
+    The ai.onnx LSTM lowering (``recurrent.py``, LSTM-7's attribute defaults) runs with its two
+    products replaced: ``X W^T`` quantizes all of X to uint8 per tensor, ``H R^T`` quantizes each
+    step's H the same way (DynamicQuantizeLinear's rule, as ORT's ``GetQuantizationParameter``),
+    each an exact int32 product with the int8/uint8 weights and their zero points, then scaled
+    by ``a_scale * w_scale`` in float.
+
+    Spec: com.microsoft DynamicQuantizeLSTM-1.
+    Shapes: X [S, B, I] (symbolic allowed); W [D, I, 4H] and R [D, H, 4H] int8/uint8; W_scale,
+        W_zero_point, R_scale, R_zero_point [D] or [D, 4H]; the rest as LSTM.
+    Dtypes: X f32; W, R int8 or uint8.
+    Follows ORT: activations quantized per tensor at each GEMM (all of X at once, H per step).
+    Raises: as LSTM; ShapeError for scales or zero points of another shape.
+    """
+    import onnx
+
+    from onnx_stablehlo.frontend.context import LoweredValue
+    from onnx_stablehlo.frontend.lowering import recurrent
+
+    directions, size, gates = emit.dims_of(ctx.input(1))
+    hidden = emit.dims_of(ctx.input(2))[1]
+    inputs = [ctx.lowered(i) if ctx.has_input(i) else None for i in range(min(ctx.num_inputs, 8))]
+    # Shape-only stand-ins for W and R in LSTM's layout (the products above read the real ones).
+    for index, dims in ((1, (directions, gates, size)), (2, (directions, gates, hidden))):
+        placeholder = emit.splat(0.0, DataType.FLOAT, dims)
+        inputs[index] = LoweredValue(node.input_names[index], DataType.FLOAT, dims, value=placeholder)
+    view = OnnxNode(node.ir_node, 0, 7, 7)
+    view.name, view.location_name = node.name, node.location_name
+    view._schema = onnx.defs.get_schema("LSTM", 7)  # LSTM-7's attribute defaults (direction, ...)
+    inner = LoweringContext(view, inputs, ctx.materialize)
+    return recurrent._lower_recurrent(
+        inner, view, "LSTM", _quantized_product(ctx, 1, 8, 9), _quantized_product(ctx, 2, 10, 11)
+    )
