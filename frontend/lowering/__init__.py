@@ -32,6 +32,7 @@ RULE_MODULES = (
     "sorting",
     "misc",
     "image",
+    "ml",
 )
 
 
