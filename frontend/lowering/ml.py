@@ -989,3 +989,274 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
     label = _take_labels(labels, _argmax_rows(scores))
     scores = _post_transform(ctx, post, scores)
     return [label, emit.convert(scores, DataType.FLOAT)]
+
+
+# --------------------------------------------------------------------------------------------
+# Support vector machines
+
+_KERNELS = ("LINEAR", "POLY", "RBF", "SIGMOID")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Kernel:
+    kind: str
+    gamma: float
+    coef0: float
+    degree: float
+
+
+def _kernel_of(ctx: LoweringContext, node: OnnxNode) -> _Kernel:
+    kind = node.attr_str("kernel_type")
+    if kind not in _KERNELS:
+        raise ctx.unsupported_attribute("kernel_type", kind, ", ".join(_KERNELS))
+    params = node.attr_floats("kernel_params") or [0.0, 0.0, 0.0]
+    gamma, coef0, degree = (list(params) + [0.0, 0.0, 0.0])[:3]
+    return _Kernel(kind, gamma, coef0, float(int(degree)))
+
+
+def _kernel_matrix(x: ir.Value, vectors: np.ndarray, kernel: _Kernel) -> ir.Value:
+    """``K[n, v] = kernel(x[n], vectors[v])``: ``[N, V]`` in x's dtype."""
+    dtype = emit.dtype_of(x)
+    numpy_dtype = dtypes.numpy_dtype(dtype)
+    if kernel.kind == "RBF":
+        # sum((x - sv)^2) directly, as onnxruntime does: the expanded form loses precision.
+        n_rows, features = emit.dims_of(x)
+        wide = (n_rows, vectors.shape[0], features)
+        diff = stablehlo.SubtractOp(
+            emit.broadcast_to(x, wide, dims=[0, 2]),
+            emit.broadcast_to(emit.constant(vectors.astype(numpy_dtype)), wide, dims=[1, 2]),
+        ).result
+        distance = emit.reduce(stablehlo.MulOp(diff, diff).result, [2], stablehlo.AddOp, 0.0)
+        scaled = stablehlo.MulOp(emit.full_like(distance, -kernel.gamma), distance).result
+        return stablehlo.ExpOp(scaled).result
+    dot = _matrix_product(x, vectors)
+    if kernel.kind == "LINEAR":
+        return dot
+    affine = stablehlo.AddOp(
+        stablehlo.MulOp(dot, emit.full_like(dot, kernel.gamma)).result, emit.full_like(dot, kernel.coef0)
+    ).result
+    if kernel.kind == "POLY":
+        return stablehlo.PowOp(affine, emit.full_like(affine, kernel.degree)).result
+    return stablehlo.TanhOp(affine).result
+
+
+@lowering("SVMRegressor", since=1, domain=_ML)
+def lower_svm_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers SVMRegressor to ``K(x, support_vectors) @ coefficients + rho``.
+
+    Without support vectors (``n_supports=0``) the model is linear: ``x @ coefficients + rho``.
+    ``one_class=1`` gives ``+1`` where the score is > 0, else ``-1``.
+
+    Spec: ai.onnx.ml SVMRegressor-1.
+    Shapes: X [N, F] or [F]; Y [N, 1] float32.
+    Dtypes: X float32, float64, int64, int32 (computed in float32).
+    Raises:
+        UnsupportedAttributeError: an unknown kernel_type, or a post_transform other than NONE.
+    """
+    x = _as_matrix(ctx, _float_input(ctx, keep_double=False))
+    features = emit.dims_of(x)[1]
+    kernel = _kernel_of(ctx, node)
+    coefficients = np.asarray(node.attr_floats("coefficients") or [], np.float32)
+    rho = np.asarray(node.attr_floats("rho") or [0.0], np.float32)
+    supports = node.attr_int("n_supports")
+    if supports > 0:
+        vectors = np.asarray(node.attr_floats("support_vectors") or [], np.float32).reshape(supports, -1)
+        scores = _matrix_product(_kernel_matrix(x, vectors, kernel), coefficients.reshape(1, supports))
+    else:
+        if coefficients.size != features:
+            raise ctx.error(f"{coefficients.size} coefficients for {features} features", ShapeError)
+        scores = _matrix_product(x, coefficients.reshape(1, -1))
+    scores = stablehlo.AddOp(scores, emit.full_like(scores, float(rho[0]))).result
+    if node.attr_int("one_class"):
+        positive = emit.compare(scores, emit.full_like(scores, 0.0), "GT")
+        scores = stablehlo.SelectOp(positive, emit.full_like(scores, 1.0), emit.full_like(scores, -1.0)).result
+    post = node.attr_str("post_transform")
+    if post != "NONE":
+        raise ctx.unsupported_attribute("post_transform", post, "NONE")
+    return [scores]
+
+
+@lowering("SVMClassifier", since=1, domain=_ML)
+def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers SVMClassifier: kernel matrix, one-versus-one decision values, votes, labels.
+
+    With support vectors, the pair ``(i, j)`` (i < j, in order) scores
+    ``rho[p] + sum_{v in i} coef[j-1, v] K[v] + sum_{v in j} coef[i, v] K[v]``: one
+    dot_general with a ``[V, pairs]`` matrix built at compile time. A pair votes for ``i`` when
+    its score is > 0, else for ``j``; the label is the first class with the most votes. With
+    ``prob_a``/``prob_b`` the scores become probabilities by Platt scaling and pairwise
+    coupling (see :func:`_pairwise_coupling`). Without support vectors (liblinear) the
+    scores are ``x @ coefficients.T + rho[0]`` and the label their argmax.
+
+    Spec: ai.onnx.ml SVMClassifier-1.
+    Shapes: X [N, F] or [F]; Y [N] int64; Z [N, pairs], [N, C] with probabilities or in
+        linear mode, [N, 2] for two classes with one decision value.
+    Dtypes: X float32, float64, int64, int32 (computed in float32).
+    Raises:
+        UnsupportedDtypeError: string class labels.
+        UnsupportedAttributeError: an unknown kernel_type or post_transform.
+    """
+    x = _as_matrix(ctx, _float_input(ctx, keep_double=False))
+    labels = _labels(ctx, node, "classlabels_ints", "classlabels_strings")
+    n_classes = max(0 if labels is None else len(labels), 1)
+    kernel = _kernel_of(ctx, node)
+    coefficients = np.asarray(node.attr_floats("coefficients") or [], np.float32)
+    rho = np.asarray(node.attr_floats("rho") or [0.0], np.float32)
+    per_class = np.asarray(node.attr_ints("vectors_per_class") or [], np.int64)
+    post = node.attr_str("post_transform")
+    prob_a = np.asarray(node.attr_floats("prob_a") or [], np.float32)
+    prob_b = np.asarray(node.attr_floats("prob_b") or [], np.float32)
+    n_vectors = int(per_class.sum())
+    all_positive = bool((coefficients >= 0).all())
+    shape_n = emit.dims_of(x)[:1]
+    if n_vectors == 0:
+        weights = coefficients.reshape(n_classes, -1)
+        scores = _matrix_product(x, weights)
+        scores = stablehlo.AddOp(scores, emit.full_like(scores, float(rho[0]))).result
+        votes = None
+    else:
+        vectors = np.asarray(node.attr_floats("support_vectors") or [], np.float32).reshape(n_vectors, -1)
+        coefs = coefficients.reshape(-1, n_vectors)
+        starts = np.concatenate([[0], np.cumsum(per_class)[:-1]])
+        pairs = [(i, j) for i in range(n_classes) for j in range(i + 1, n_classes)]
+        if len(rho) < len(pairs):
+            raise ctx.error(f"rho has {len(rho)} values for {len(pairs)} class pairs", ShapeError)
+        mix = np.zeros((len(pairs), n_vectors), np.float32)
+        for p, (i, j) in enumerate(pairs):
+            span_i = slice(starts[i], starts[i] + per_class[i])
+            span_j = slice(starts[j], starts[j] + per_class[j])
+            mix[p, span_i] = coefs[j - 1, span_i]
+            mix[p, span_j] = coefs[i, span_j]
+        scores = _matrix_product(_kernel_matrix(x, vectors, kernel), mix)
+        scores = _add_row(scores, rho[: len(pairs)])
+        wins = emit.convert(emit.compare(scores, emit.full_like(scores, 0.0), "GT"), DataType.FLOAT)
+        losses = stablehlo.SubtractOp(emit.full_like(wins, 1.0), wins).result
+        to_i = np.zeros((n_classes, len(pairs)), np.float32)
+        to_j = np.zeros((n_classes, len(pairs)), np.float32)
+        for p, (i, j) in enumerate(pairs):
+            to_i[i, p] = 1.0
+            to_j[j, p] = 1.0
+        votes = stablehlo.AddOp(_matrix_product(wins, to_i), _matrix_product(losses, to_j)).result
+    has_proba = prob_a.size > 0 and n_vectors > 0
+    if has_proba:
+        scores = _pairwise_coupling(scores, prob_a, prob_b, n_classes)
+    winner = _argmax_rows(votes if votes is not None else scores)
+    if len(rho) == 1 and n_classes == 2 and labels is not None:
+        # One decision value for two classes: onnxruntime writes [-s, s] (before post_transform).
+        if not has_proba:
+            column = emit.slice_axis(scores, 1, 0, 1)
+            scores = stablehlo.ConcatenateOp(
+                [stablehlo.NegOp(column).result, column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
+            ).result
+            if votes is None:
+                flat = emit.reshape(column, shape_n)
+                winner = emit.convert(emit.compare(flat, emit.full_like(flat, 0.5 if all_positive else 0.0), "GE" if all_positive else "GT"), DataType.INT64)
+    label = winner if labels is None else _take_labels(labels, winner)
+    scores = _post_transform(ctx, post, scores)
+    return [label, scores]
+
+
+def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray, n_classes: int) -> ir.Value:
+    """Platt-scaled pairwise probabilities coupled into class probabilities (libsvm's method).
+
+    ``r[i, j] = clip(1 - logistic(s_p * a_p + b_p), 1e-7, 1 - 1e-7)``, ``r[j, i] = 1 - r[i, j]``;
+    then libsvm's ``multiclass_probability`` iterations, at most ``max(100, k)``, stopping when
+    every ``|(Qp)_t - p'Qp| < 0.005 / k``: each row runs its own iterations (a row that has
+    converged keeps its value while others go on), as onnxruntime computes row by row.
+    """
+    from onnx_stablehlo.frontend.lowering.control_flow import while_loop
+
+    k = n_classes
+    dtype = emit.dtype_of(scores)
+    n_rows = emit.dims_of(scores)[0]
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+
+    def column(value: ir.Value, index: int) -> ir.Value:
+        return emit.reshape(emit.slice_axis(value, 1, index, index + 1), (n_rows,))
+
+    def scalar(value: float) -> ir.Value:
+        return emit.splat(value, dtype, (n_rows,))
+
+    r: dict[tuple[int, int], ir.Value] = {}
+    for p, (i, j) in enumerate(pairs):
+        platt = stablehlo.AddOp(
+            stablehlo.MulOp(column(scores, p), scalar(float(prob_a[p]))).result, scalar(float(prob_b[p]))
+        ).result
+        value = stablehlo.SubtractOp(scalar(1.0), _logistic(platt)).result
+        value = stablehlo.ClampOp(scalar(1e-7), value, scalar(1 - 1e-7)).result
+        r[i, j] = value
+        r[j, i] = stablehlo.SubtractOp(scalar(1.0), value).result
+    # Q[t, t] = sum_{j != t} r[j, t]^2, Q[t, j] = -r[j, t] r[t, j].
+    q: dict[tuple[int, int], ir.Value] = {}
+    for t in range(k):
+        total = scalar(0.0)
+        for j in range(k):
+            if j != t:
+                total = stablehlo.AddOp(total, stablehlo.MulOp(r[j, t], r[j, t]).result).result
+                q[t, j] = stablehlo.NegOp(stablehlo.MulOp(r[j, t], r[t, j]).result).result
+        q[t, t] = total
+    eps = 0.005 / k
+    max_iter = max(100, k)
+
+    def q_times(p: list[ir.Value]) -> list[ir.Value]:
+        result = []
+        for t in range(k):
+            acc = scalar(0.0)
+            for j in range(k):
+                acc = stablehlo.AddOp(acc, stablehlo.MulOp(q[t, j], p[j]).result).result
+            result.append(acc)
+        return result
+
+    def dot(a: list[ir.Value], b: list[ir.Value]) -> ir.Value:
+        acc = scalar(0.0)
+        for u, v in zip(a, b):
+            acc = stablehlo.AddOp(acc, stablehlo.MulOp(u, v).result).result
+        return acc
+
+    def converged(p: list[ir.Value]) -> ir.Value:
+        qp = q_times(p)
+        pqp = dot(p, qp)
+        done = emit.splat(True, DataType.BOOL, (n_rows,))
+        for t in range(k):
+            error = stablehlo.AbsOp(stablehlo.SubtractOp(qp[t], pqp).result).result
+            done = stablehlo.AndOp(done, emit.compare(error, scalar(eps), "LT")).result
+        return done
+
+    def cond(carried: list[ir.Value]) -> ir.Value:
+        counter, p = carried[0], carried[1:]
+        more = emit.compare(counter, emit.splat(max_iter, DataType.INT32), "LT")
+        active = emit.reduce(stablehlo.NotOp(converged(p)).result, [0], stablehlo.OrOp, False)
+        return stablehlo.AndOp(more, active).result
+
+    def body(carried: list[ir.Value]) -> list[ir.Value]:
+        counter, p = carried[0], list(carried[1:])
+        frozen = converged(p)
+        start = list(p)
+        qp = q_times(p)
+        pqp = dot(p, qp)
+        for t in range(k):
+            diff = emit.divide(stablehlo.SubtractOp(pqp, qp[t]).result, q[t, t])
+            p[t] = stablehlo.AddOp(p[t], diff).result
+            one_plus = stablehlo.AddOp(scalar(1.0), diff).result
+            pqp = emit.divide(
+                stablehlo.AddOp(
+                    pqp,
+                    stablehlo.MulOp(
+                        diff,
+                        stablehlo.AddOp(
+                            stablehlo.MulOp(diff, q[t, t]).result, stablehlo.MulOp(scalar(2.0), qp[t]).result
+                        ).result,
+                    ).result,
+                ).result,
+                stablehlo.MulOp(one_plus, one_plus).result,
+            )
+            p = [emit.divide(v, one_plus) for v in p]
+            qp = [emit.divide(stablehlo.AddOp(qp[u], stablehlo.MulOp(diff, q[t, u]).result).result, one_plus) for u in range(k)]
+        p = [stablehlo.SelectOp(frozen, old, new).result for old, new in zip(start, p)]
+        next_counter = stablehlo.AddOp(counter, emit.splat(1, DataType.INT32)).result
+        return [next_counter, *p]
+
+    init = [emit.splat(0, DataType.INT32), *[scalar(1.0 / k) for _ in range(k)]]
+    final = while_loop(init, cond, body)[1:]
+    columns = [emit.reshape(v, (n_rows, 1)) for v in final]
+    return stablehlo.ConcatenateOp(columns, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)).result
