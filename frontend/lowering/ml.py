@@ -89,6 +89,18 @@ def _labels(ctx: LoweringContext, node: OnnxNode, ints: str, strings: str) -> np
     return None if values is None else np.asarray(values, np.int64)
 
 
+def _rounded_once(function, x: ir.Value) -> ir.Value:
+    """``function(x)`` for float32 ``x`` computed in float64 and rounded once.
+
+    XLA's float32 pow, exp and tanh are a few ulp off where onnxruntime's (the C library's)
+    are within one; SVM probabilities amplify that. Without float64 on the device
+    (``emit.float64_allowed()``) it is computed in float32.
+    """
+    if emit.dtype_of(x) != DataType.FLOAT or not emit.float64_allowed():
+        return function(x)
+    return emit.convert(function(emit.convert(x, DataType.DOUBLE)), DataType.FLOAT)
+
+
 def _scalar_op(op: type, x: ir.Value, value: float) -> ir.Value:
     return op(x, emit.splat(value, emit.dtype_of(x), emit.dims_of(x))).result
 
@@ -1036,8 +1048,21 @@ def _kernel_matrix(x: ir.Value, vectors: np.ndarray, kernel: _Kernel) -> ir.Valu
         stablehlo.MulOp(dot, emit.full_like(dot, kernel.gamma)).result, emit.full_like(dot, kernel.coef0)
     ).result
     if kernel.kind == "POLY":
-        return stablehlo.PowOp(affine, emit.full_like(affine, kernel.degree)).result
-    return stablehlo.TanhOp(affine).result
+        return _rounded_once(lambda v: stablehlo.PowOp(v, emit.full_like(v, kernel.degree)).result, affine)
+    return _rounded_once(lambda v: stablehlo.TanhOp(v).result, affine)
+
+
+def _decision_values(x: ir.Value, vectors: np.ndarray, kernel: _Kernel, mix: np.ndarray, rho: np.ndarray) -> ir.Value:
+    """``K(x, vectors) @ mix.T + rho``, in float64 and rounded once when float64 is allowed.
+
+    onnxruntime sums the products of a pair's kernel values and coefficients in float32 in its
+    own order; summing in float64 keeps our result within onnxruntime's own rounding error of
+    the exact value instead of adding a second, different one.
+    """
+    wide = emit.float64_allowed() and emit.dtype_of(x) == DataType.FLOAT
+    source = emit.convert(x, DataType.DOUBLE) if wide else x
+    scores = _add_row(_matrix_product(_kernel_matrix(source, vectors, kernel), mix), rho)
+    return emit.convert(scores, DataType.FLOAT) if wide else scores
 
 
 @lowering("SVMRegressor", since=1, domain=_ML)
@@ -1127,8 +1152,7 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             span_j = slice(starts[j], starts[j] + per_class[j])
             mix[p, span_i] = coefs[j - 1, span_i]
             mix[p, span_j] = coefs[i, span_j]
-        scores = _matrix_product(_kernel_matrix(x, vectors, kernel), mix)
-        scores = _add_row(scores, rho[: len(pairs)])
+        scores = _decision_values(x, vectors, kernel, mix, rho[: len(pairs)])
         wins = emit.convert(emit.compare(scores, emit.full_like(scores, 0.0), "GT"), DataType.FLOAT)
         losses = stablehlo.SubtractOp(emit.full_like(wins, 1.0), wins).result
         to_i = np.zeros((n_classes, len(pairs)), np.float32)
