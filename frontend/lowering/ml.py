@@ -115,28 +115,31 @@ def _logistic(x: ir.Value) -> ir.Value:
 
 
 def _probit(x: ir.Value) -> ir.Value:
-    """onnxruntime's ``ComputeProbit``: ``sqrt(2) * erfinv(2x - 1)`` with its erfinv approximation.
+    """onnxruntime's ``ComputeProbit``: ``1.41421356 * erfinv(2x - 1)`` with its erfinv approximation.
 
     ``erfinv(y) = sgn(y) sqrt(sqrt(v^2 - ln(1 - y^2) / a) - v)``, ``v = 2 / (pi a) + ln(1 - y^2) / 2``,
-    ``a = 0.147`` (Winitzki's formula, as onnxruntime's ``ErfInv``).
+    ``a = 0.147`` (Winitzki's formula), with onnxruntime's float32 constants (``pi = 3.14159f``).
+    Near ``x = 0.5`` the formula subtracts nearly equal terms, so an ulp of difference in
+    ``log`` or ``sqrt`` becomes up to about 1e-4 there (absolute; the approximation itself is
+    only good to about 2e-3).
     """
     dtype, shape = emit.dtype_of(x), emit.dims_of(x)
+    f32 = np.float32
 
     def c(value: float) -> ir.Value:
-        return emit.splat(value, dtype, shape)
+        return emit.splat(float(value), dtype, shape)
 
     y = stablehlo.SubtractOp(stablehlo.MulOp(x, c(2.0)).result, c(1.0)).result
     sign = stablehlo.SelectOp(emit.compare(y, c(0.0), "LT"), c(-1.0), c(1.0)).result
     w = stablehlo.MulOp(stablehlo.SubtractOp(c(1.0), y).result, stablehlo.AddOp(c(1.0), y).result).result
-    log = stablehlo.LogOp(w).result
-    v = stablehlo.AddOp(c(2.0 / (math.pi * 0.147)), stablehlo.MulOp(c(0.5), log).result).result
-    v2 = stablehlo.MulOp(c(1.0 / 0.147), log).result
-    v3 = stablehlo.SubtractOp(
-        stablehlo.SqrtOp(stablehlo.SubtractOp(stablehlo.MulOp(v, v).result, v2).result).result, v
+    log = _rounded_once(lambda v: stablehlo.LogOp(v).result, w)
+    v = stablehlo.AddOp(c(f32(2) / (f32(3.14159) * f32(0.147))), stablehlo.MulOp(c(0.5), log).result).result
+    v2 = stablehlo.MulOp(c(f32(1) / f32(0.147)), log).result
+    v3 = stablehlo.AddOp(
+        stablehlo.NegOp(v).result, stablehlo.SqrtOp(stablehlo.SubtractOp(stablehlo.MulOp(v, v).result, v2).result).result
     ).result
     erfinv = stablehlo.MulOp(sign, stablehlo.SqrtOp(v3).result).result
-    erfinv = stablehlo.SelectOp(emit.compare(w, c(0.0), "EQ"), c(0.0), erfinv).result
-    return stablehlo.MulOp(c(1.41421356), erfinv).result
+    return stablehlo.MulOp(c(f32(1.41421356)), erfinv).result
 
 
 def _row_max(x: ir.Value) -> ir.Value:
@@ -225,9 +228,11 @@ def _add_row(x: ir.Value, row: np.ndarray) -> ir.Value:
 def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers LinearClassifier to a dot_general with the coefficients, post_transform and argmax.
 
-    With one coefficient row and two class labels (binary), the scores are ``[-s, s]`` before
-    the post_transform, as onnxruntime writes them; with one row and one label the label is
-    ``labels[0]`` where the score passes 0 (NONE) or 0.5, else 0.
+    With one coefficient row and two class labels (binary), the scores are ``[1 - v, v]``,
+    ``v`` the score after a LOGISTIC post_transform (SOFTMAX and SOFTMAX_ZERO are not applied;
+    PROBIT is rejected: what onnxruntime computes there is not established), and the label is ``labels[1]`` where the score is > 0, as onnxruntime writes them;
+    with one row and one label the label is ``labels[0]`` where the score passes 0 (NONE) or
+    0.5, else 0. The label is the argmax of the scores before the post_transform.
 
     Spec: ai.onnx.ml LinearClassifier-1.
     Shapes: X [N, F] or [F] (one row; N symbolic allowed); Y [N] int64; Z [N, C].
@@ -236,6 +241,7 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     Deviations: ``multi_class`` is ignored, as in onnxruntime.
     Raises:
         UnsupportedDtypeError: string class labels.
+        UnsupportedAttributeError: PROBIT with one coefficient row and two labels.
     """
     x = _as_matrix(ctx, _float_input(ctx))
     features = emit.dims_of(x)[1]
@@ -249,13 +255,30 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     if intercepts:
         scores = _add_row(scores, np.asarray(intercepts))
     post = node.attr_str("post_transform")
+    if post not in _POST_TRANSFORMS:
+        raise ctx.unsupported_attribute("post_transform", post, ", ".join(_POST_TRANSFORMS))
     n_labels = 0 if labels is None else len(labels)
     if weights.shape[0] == 1 and n_labels == 2:
-        scores = stablehlo.ConcatenateOp(
-            [stablehlo.NegOp(scores).result, scores], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
+        # onnxruntime: v = LOGISTIC or PROBIT of the score (SOFTMAX of one value is not
+        # applied), written as [1 - v, v]; the label is the positive one where the score > 0.
+        column = emit.reshape(scores, emit.dims_of(scores)[:1])
+        positive = emit.compare(column, emit.full_like(column, 0.0), "GT")
+        shape = emit.dims_of(column)
+        label = stablehlo.SelectOp(
+            positive, emit.splat(int(labels[1]), DataType.INT64, shape), emit.splat(int(labels[0]), DataType.INT64, shape)
         ).result
+        if post == "PROBIT":
+            raise ctx.unsupported_attribute("post_transform", post, "NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO for one coefficient row")
+        if post == "LOGISTIC":
+            scores = _post_transform(ctx, post, scores)
+        scores = stablehlo.ConcatenateOp(
+            [stablehlo.SubtractOp(emit.full_like(scores, 1.0), scores).result, scores],
+            ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1),
+        ).result
+        return [label, scores]
+    index = _argmax_rows(scores)  # onnxruntime picks the label before the post_transform
     scores = _post_transform(ctx, post, scores)
-    if weights.shape[0] == 1 and n_labels != 2:
+    if weights.shape[0] == 1:
         threshold = 0.0 if post == "NONE" else 0.5
         column = emit.reshape(scores, emit.dims_of(scores)[:1])
         passed = emit.compare(column, emit.full_like(column, threshold), "GE")
@@ -263,7 +286,6 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         shape = emit.dims_of(column)
         label = stablehlo.SelectOp(passed, emit.splat(positive, DataType.INT64, shape), emit.splat(0, DataType.INT64, shape)).result
         return [label, scores]
-    index = _argmax_rows(scores)
     label = index if labels is None else _take_labels(labels, index)
     return [label, scores]
 
@@ -515,8 +537,8 @@ def _key_value_pairs(ctx: LoweringContext, node: OnnxNode) -> tuple[np.ndarray, 
 def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers LabelEncoder over numeric keys to a sum of one-hot matches times the values.
 
-    Keys are matched by equality (float keys: NaN matches NaN, as onnxruntime's map does), the
-    default fills values without a key.
+    Keys are matched by equality (a NaN input or key matches nothing and gets the default, as
+    in onnxruntime), the default fills values without a key.
 
     Spec: ai.onnx.ml LabelEncoder-2, 4.
     Shapes: X any (symbolic dims allowed); Y X's shape.
@@ -534,10 +556,7 @@ def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     (size,) = emit.dims_of(flat)
     wide = emit.broadcast_to(flat, (size, len(keys)), dims=[0])
     table = emit.broadcast_to(emit.constant(keys), (size, len(keys)), dims=[1])
-    match = emit.compare(wide, table, "EQ")
-    if keys.dtype.kind == "f" and np.isnan(keys).any():
-        both_nan = stablehlo.AndOp(emit.compare(wide, wide, "NE"), emit.compare(table, table, "NE")).result
-        match = stablehlo.OrOp(match, both_nan).result
+    match = emit.compare(wide, table, "EQ")  # a NaN key matches nothing, as in onnxruntime
     hits = emit.convert(match, DataType.FLOAT)
     index = _argmax_rows(hits)  # the first matching key
     found = emit.compare(emit.reduce(hits, [1], stablehlo.MaxOp, 0.0), emit.splat(0.0, DataType.FLOAT, (size,)), "GT")
@@ -954,12 +973,15 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
 
     With two labels and weights for one class only (gradient boosting's binary case) the score
     ``s`` of that class becomes two columns as onnxruntime writes them: ``[1 - s, s]`` for NONE
-    and PROBIT, else ``[-s, s]`` before the post_transform; the label is the positive one when
+    with weights all >= 0 and for PROBIT, else ``[-s, s]``, before the post_transform; the label is the positive one when
     ``s`` passes 0.5 (all weights >= 0) or 0 (some weights negative).
 
     Spec: ai.onnx.ml TreeEnsembleClassifier-1, 3, 5.
     Shapes: X [N, F] or [F]; Y [N] int64; Z [N, C] float32.
     Dtypes: X float32, float64, int64, int32 (compared as in the regressor).
+    Deviations: with two labels and weights for both classes, onnxruntime's label is a literal
+        1 where class 1's score is > 0, else 0 (the labels and class 0's score do not count);
+        ours is the label of the larger score, as the spec says (and onnx.reference does).
     Raises:
         UnsupportedDtypeError: string class labels.
         UnsupportedAttributeError: an unknown mode or post_transform.
@@ -983,7 +1005,7 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
         weights = np.asarray(_tensor_or_list(node, "class_weights", np.float32))
         all_positive = bool((weights >= 0).all())
         threshold = 0.5 if all_positive else 0.0
-        if post in ("NONE", "PROBIT"):
+        if (post == "NONE" and all_positive) or post == "PROBIT":
             other = stablehlo.SubtractOp(emit.full_like(column, 1.0), column).result
         else:
             other = stablehlo.NegOp(column).result
