@@ -78,8 +78,10 @@ def _tree_inputs(rng: np.random.Generator, rows: int, features: int, thresholds:
 # Tree ensembles --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("aggregate", ["SUM", "AVERAGE", "MIN", "MAX"])
-@pytest.mark.parametrize("post", ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO"])
+@pytest.mark.parametrize(
+    ("aggregate", "post"),
+    [("SUM", "NONE"), ("AVERAGE", "LOGISTIC"), ("MIN", "SOFTMAX"), ("MAX", "SOFTMAX_ZERO")],
+)
 def test_tree_ensemble_regressor_every_mode_missing_values(aggregate, post, rng):
     thresholds = np.array([-1.0, 0.0, 0.5, 2.0])
     nodes, leaves = _random_trees(rng, n_trees=5, depth=3, features=4, modes=MODES, thresholds=thresholds)
@@ -106,8 +108,11 @@ def test_tree_ensemble_regressor_every_mode_missing_values(aggregate, post, rng)
     assert_allclose_for_dtype(actual, expected)
 
 
-@pytest.mark.parametrize("post", POST_TRANSFORMS)
-@pytest.mark.parametrize("classes", [2, 3], ids=["binary-both-columns", "3-classes"])
+@pytest.mark.parametrize(
+    ("classes", "post"),
+    [(3, post) for post in POST_TRANSFORMS] + [(2, "NONE"), (2, "LOGISTIC")],
+    ids=[f"3-classes-{p}" for p in POST_TRANSFORMS] + ["binary-both-columns-NONE", "binary-both-columns-LOGISTIC"],
+)
 def test_tree_ensemble_classifier_post_transforms(classes, post, rng):
     thresholds = np.array([-0.5, 0.0, 1.0])
     nodes, leaves = _random_trees(rng, n_trees=4, depth=2, features=3, modes=["BRANCH_LEQ", "BRANCH_GT"], thresholds=thresholds)
@@ -237,8 +242,7 @@ def test_linear_classifier_post_transforms(rows, post, rng):
     _assert_scores_close(actual, expected, post)
 
 
-@pytest.mark.parametrize("kernel", ["LINEAR", "POLY", "RBF", "SIGMOID"])
-@pytest.mark.parametrize("one_class", [0, 1])
+@pytest.mark.parametrize(("kernel", "one_class"), [("LINEAR", 0), ("POLY", 1), ("RBF", 0), ("SIGMOID", 1)])
 def test_svm_regressor_every_kernel(kernel, one_class, rng):
     node = helper.make_node(
         "SVMRegressor", ["X"], ["Y"], domain=ML,
