@@ -147,8 +147,19 @@ def _row_max(x: ir.Value) -> ir.Value:
     return emit.broadcast_to(emit.reduce(x, [1], stablehlo.MaxOp, -np.inf), shape, dims=[0])
 
 
-def _row_sum(x: ir.Value) -> ir.Value:
+def _row_sum(x: ir.Value, in_order: bool = False) -> ir.Value:
+    """Each row's sum, broadcast back to ``x``'s shape.
+
+    ``in_order`` adds the columns left to right (onnxruntime's loop order) for up to 256
+    static columns; a ``stablehlo.reduce`` may add them in any order.
+    """
     shape = emit.dims_of(x)
+    columns = shape[1]
+    if in_order and isinstance(columns, int) and columns <= 256:
+        total = emit.reshape(emit.slice_axis(x, 1, 0, 1), shape[:1])
+        for column in range(1, columns):
+            total = stablehlo.AddOp(total, emit.reshape(emit.slice_axis(x, 1, column, column + 1), shape[:1])).result
+        return emit.broadcast_to(total, shape, dims=[0])
     return emit.broadcast_to(emit.reduce(x, [1], stablehlo.AddOp, 0.0), shape, dims=[0])
 
 
@@ -325,28 +336,37 @@ def lower_linear_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
 def lower_normalizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Normalizer to a division of each row by its MAX, L1 or L2 norm.
 
+    L2 is computed as onnxruntime does, ``sign(x) * sqrt(x^2 / sum(x^2))`` (``x / sqrt(...)``
+    differs from it by an ulp on a third of the values).
+
     Spec: ai.onnx.ml Normalizer-1.
     Shapes: X [N, C] or [C]; Y [N, C] float32.
     Dtypes: X float32, float64, int64, int32; Y float32.
-    Deviations: a row of zeros gives zeros under L1/L2 (onnxruntime divides 0 by 0 in MAX mode
-        only when the max is 0; we follow it there).
+    Deviations: a row whose norm is 0 gives zeros, as onnxruntime (the spec divides by 0).
     Raises:
         UnsupportedAttributeError: a norm other than MAX, L1, L2.
     """
     x = _as_matrix(ctx, _float_input(ctx, keep_double=False))
     norm = node.attr_str("norm")
+    if norm not in ("MAX", "L1", "L2"):
+        raise ctx.unsupported_attribute("norm", norm, "MAX, L1, L2")
     if norm == "MAX":
         divisor = _row_max(x)
-        return [stablehlo.DivOp(x, divisor).result]
-    if norm == "L1":
-        divisor = _row_sum(stablehlo.AbsOp(x).result)
-    elif norm == "L2":
-        divisor = stablehlo.SqrtOp(_row_sum(stablehlo.MulOp(x, x).result)).result
+    elif norm == "L1":
+        divisor = _row_sum(stablehlo.AbsOp(x).result, in_order=True)
     else:
-        raise ctx.unsupported_attribute("norm", norm, "MAX, L1, L2")
+        # onnxruntime's form: sign(x) * sqrt(x^2 / sum(x^2)), not x / sqrt(sum(x^2)).
+        square = stablehlo.MulOp(x, x).result
+        total = _row_sum(square, in_order=True)
+        zero = emit.compare(total, emit.full_like(total, 0.0), "EQ")
+        safe = stablehlo.SelectOp(zero, emit.full_like(total, 1.0), total).result
+        root = stablehlo.SqrtOp(stablehlo.DivOp(square, safe).result).result
+        signed = stablehlo.MulOp(stablehlo.SignOp(x).result, root).result
+        return [stablehlo.SelectOp(zero, emit.full_like(x, 0.0), signed).result]
     zero = emit.compare(divisor, emit.full_like(divisor, 0.0), "EQ")
     safe = stablehlo.SelectOp(zero, emit.full_like(divisor, 1.0), divisor).result
-    return [stablehlo.DivOp(x, safe).result]
+    y = stablehlo.SelectOp(zero, emit.full_like(x, 0.0), stablehlo.DivOp(x, safe).result).result
+    return [emit.convert(y, DataType.FLOAT)]
 
 
 def _per_feature(ctx: LoweringContext, name: str, values: Sequence[float], width: int) -> np.ndarray:
@@ -535,7 +555,7 @@ def _key_value_pairs(ctx: LoweringContext, node: OnnxNode) -> tuple[np.ndarray, 
 @lowering("LabelEncoder", since=2, domain=_ML)
 @lowering("LabelEncoder", since=4, domain=_ML)  # 4 added the *_tensor attributes (any key/value type)
 def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers LabelEncoder over numeric keys to a sum of one-hot matches times the values.
+    """Lowers LabelEncoder over numeric keys to a comparison with every key and a gather of the values.
 
     Keys are matched by equality (a NaN input or key matches nothing and gets the default, as
     in onnxruntime), the default fills values without a key.
