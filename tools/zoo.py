@@ -835,6 +835,50 @@ def _sklearn_models() -> list[ZooModel]:
     ]
 
 
+# statically quantized CNNs (onnxruntime.quantization.quantize_static) ---------------------------
+
+
+def _quantized_build(name: str) -> Callable[[Path], Path]:
+    def build(directory: Path) -> Path:
+        import build_quantized
+
+        return build_quantized.build(name, directory)
+
+    return build
+
+
+INT8_STATIC = Tolerance(atol=None, rtol=None, min_cosine=0.999, same_argmax=True)
+"""Statically quantized classifiers: same argmax and row cosine >= 0.999 vs onnxruntime's int8."""
+INT8_STATIC_DETECTOR = Tolerance(atol=None, rtol=None, min_cosine=0.999)
+"""Statically quantized detectors: row cosine >= 0.999 (boxes and scores; no class argmax)."""
+
+
+def _quantized_models_from(sources: dict[str, ZooModel]) -> list[ZooModel]:
+    import build_quantized
+
+    models = []
+    for spec in build_quantized.MODELS.values():
+        source = sources[spec.source]
+        detector = spec.source.startswith("nudenet")
+        granularity = "per-channel" if spec.per_channel else "per-tensor"
+        granularity += " 7-bit weights (reduce_range)"
+        fmt = "QDQ" if spec.quant_format == "qdq" else "QOperator (com.microsoft QLinear*)"
+        models.append(
+            ZooModel(
+                name=f"int8-{spec.name}",
+                source=source.source,
+                description=f"{source.description}, quantize_static {fmt}, {granularity}, uint8 activations",
+                build=_quantized_build(spec.name),
+                inputs=source.inputs,
+                tolerance=INT8_STATIC_DETECTOR if detector else INT8_STATIC,
+                requires=(*source.requires, "onnxruntime"),
+                # ResNet-50's fp32 source is built first (100 MB); YOLO compiles slowly: both slow.
+                approx_mb=source.approx_mb if not spec.source.startswith("mobilenet") else 4.0,
+            )
+        )
+    return models
+
+
 # the onnx wheel's light models ---------------------------------------------------------------------
 
 
@@ -1075,6 +1119,8 @@ def _all_models() -> list[ZooModel]:
         *_light_models(),
         *_sklearn_models(),
     ]
+    by_name = {m.name: m for m in models}
+    models += _quantized_models_from(by_name)
     names = [m.name for m in models]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     assert not duplicates, f"duplicate zoo names: {duplicates}"

@@ -33,6 +33,7 @@ RULE_MODULES = (
     "misc",
     "image",
     "ml",
+    "quantized",
 )
 
 
