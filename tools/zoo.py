@@ -505,11 +505,13 @@ class ZooModel:
     approx_mb: float = 0.0
     """Approximate file size in MB, known without building (decides the ``slow`` mark)."""
     seed: int = 0
+    compiles_slowly: bool = False
+    """Marked ``slow`` whatever its size (a long XLA compile on CPU)."""
 
     @property
     def slow(self) -> bool:
-        """Whether the model file is over :data:`SLOW_MB`."""
-        return self.approx_mb > SLOW_MB
+        """Whether the model file is over :data:`SLOW_MB` or it compiles slowly."""
+        return self.compiles_slowly or self.approx_mb > SLOW_MB
 
     def missing_requirements(self) -> list[str]:
         """The modules of :attr:`requires` that are not installed."""
@@ -872,8 +874,10 @@ def _quantized_models_from(sources: dict[str, ZooModel]) -> list[ZooModel]:
                 inputs=source.inputs,
                 tolerance=INT8_STATIC_DETECTOR if detector else INT8_STATIC,
                 requires=(*source.requires, "onnxruntime"),
-                # ResNet-50's fp32 source is built first (100 MB); YOLO compiles slowly: both slow.
+                # ResNet-50's fp32 source is built first (100 MB); YOLO's 350 quantized nodes
+                # take about a minute each to run on a loaded 2-core machine: both slow.
                 approx_mb=source.approx_mb if not spec.source.startswith("mobilenet") else 4.0,
+                compiles_slowly=detector,
             )
         )
     return models
