@@ -24,6 +24,7 @@ import onnx_ir
 from onnx_ir.passes.common import InlinePass
 
 from onnx_stablehlo.errors import ModelCheckError, ModelLoadError, UnsupportedValueTypeError
+from onnx_stablehlo.frontend.qdq import fuse_qdq
 
 __all__ = ["ModelSource", "load", "opset_imports", "zipmap_outputs"]
 
@@ -42,7 +43,9 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
         check: run ``onnx.checker.check_model`` first.
 
     Returns:
-        The model as ``onnx_ir.Model`` with model-local functions inlined.
+        The model as ``onnx_ir.Model`` with model-local functions inlined and QDQ groups
+        (DequantizeLinear -> Conv/Add -> QuantizeLinear) fused into QLinearConv/QLinearAdd, as
+        onnxruntime runs them (``frontend/qdq.py``).
 
     Raises:
         ModelLoadError: the file is missing or unreadable, or the bytes are not an ONNX model.
@@ -75,6 +78,7 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
             onnx_ir.external_data.set_base_dir(ir_model.graph, base_dir)
     if ir_model.functions:
         InlinePass()(ir_model)
+    fuse_qdq(ir_model)
     return ir_model
 
 

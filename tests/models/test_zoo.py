@@ -21,19 +21,7 @@ import zoo  # tools/ is put on sys.path by conftest.py
 
 
 # Known mismatches, each with its cause (see the issue notes); none is a missing lowering.
-_QDQ_FLOAT = pytest.mark.xfail(
-    reason="QDQ runs as float DequantizeLinear -> Conv -> QuantizeLinear; onnxruntime fuses each "
-    "such group into int8 kernels (exact integer sums), so roundings differ: row cosine 0.997-0.998 "
-    "and one argmax flip on random-init MobileNetV2 logits. Needs a DQ->op->Q fusion to QLinear* "
-    "before lowering (QOperator models of the same networks are bit-identical).",
-    strict=False,
-)
-KNOWN_ISSUES: dict[str, pytest.MarkDecorator] = {
-    "int8-mobilenetv2-qdq-per-tensor": _QDQ_FLOAT,
-    "int8-mobilenetv2-qdq-per-channel": _QDQ_FLOAT,
-    "int8-resnet50-qdq-per-tensor": _QDQ_FLOAT,
-    "int8-resnet50-qdq-per-channel": _QDQ_FLOAT,
-}
+KNOWN_ISSUES: dict[str, pytest.MarkDecorator] = {}
 
 
 def _zoo_params():
