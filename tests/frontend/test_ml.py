@@ -394,3 +394,13 @@ def test_string_class_labels_are_a_typed_error(rng):
     )
     with pytest.raises(UnsupportedDtypeError, match="classlabels_strings"):
         onnx_stablehlo.compile(model, input_shapes={"X": [2, 2]})
+
+
+def test_cli_check_compares_zipmap_outputs(tmp_path, capsys):
+    from onnx_stablehlo.cli import main
+
+    path = tmp_path / "zipmap.onnx"
+    onnx.save(_zipmap_model(), path)
+    assert main(["check", str(path), "--dim", "N=3"]) == 0
+    out = capsys.readouterr().out
+    assert "output probabilities: float32 [3, 3]" in out and "OK" in out
