@@ -874,10 +874,10 @@ def _quantized_models_from(sources: dict[str, ZooModel]) -> list[ZooModel]:
                 inputs=source.inputs,
                 tolerance=INT8_STATIC_DETECTOR if detector else INT8_STATIC,
                 requires=(*source.requires, "onnxruntime"),
-                # ResNet-50's fp32 source is built first (100 MB); YOLO's 350 quantized nodes
-                # take about a minute each to run on a loaded 2-core machine: both slow.
                 approx_mb=source.approx_mb if not spec.source.startswith("mobilenet") else 4.0,
-                compiles_slowly=detector,
+                # Building (export, calibration) and compiling take 20 s to minutes each on a
+                # 2-core machine: all run in the slow step.
+                compiles_slowly=True,
             )
         )
     return models
