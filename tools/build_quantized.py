@@ -28,6 +28,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -104,12 +105,30 @@ def _write_atomic(target: Path, write: Callable[[Path], None]) -> Path:
     return target
 
 
+@contextlib.contextmanager
+def _scratch_cwd():
+    """onnxruntime.quantization writes temporary files (``sym_shape_infer_temp.onnx``, external
+    ``*.data``) into the working directory: run it in a scratch directory instead."""
+    previous = os.getcwd()
+    with tempfile.TemporaryDirectory(prefix="onnx-stablehlo-quantize-") as scratch:
+        os.chdir(scratch)
+        try:
+            yield
+        finally:
+            os.chdir(previous)
+
+
 def build(name: str, cache_dir: Path | None = None, force: bool = False) -> Path:
     """Returns the path of quantized model ``name``, building it (and its source) if missing."""
+    with _scratch_cwd():
+        return _build(name, cache_dir, force)
+
+
+def _build(name: str, cache_dir: Path | None, force: bool) -> Path:
     import zoo
 
     spec = MODELS[name]
-    directory = cache_dir or default_cache_dir()
+    directory = (cache_dir or default_cache_dir()).resolve()
     target = directory / "quantized" / f"{name}.onnx"
     if target.exists() and not force:
         return target
