@@ -60,6 +60,11 @@ def float64_math(allowed: bool) -> contextlib.AbstractContextManager[None]:
     return _bound(_FLOAT64_MATH, allowed)
 
 
+def float64_allowed() -> bool:
+    """Whether rules may compute in float64 for accuracy here (see :func:`float64_math`)."""
+    return _FLOAT64_MATH.get()
+
+
 def _resolver() -> DimResolver:
     resolver = _RESOLVER.get()
     if resolver is None:

@@ -313,6 +313,13 @@ def generated_inputs(
     return feeds
 
 
+def _as_array(value) -> np.ndarray:
+    """An output as an array; a ZipMap output (list of ``{label: p}`` dicts) as ``[N, C]`` float32."""
+    if isinstance(value, list) and all(isinstance(row, dict) for row in value):
+        return np.asarray([list(row.values()) for row in value], np.float32).reshape(len(value), -1)
+    return np.asarray(value)
+
+
 def _summary(array: np.ndarray) -> str:
     if array.size == 0:
         return "empty"
@@ -336,6 +343,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except OnnxStableHLOError as exc:
         _note_generated(exc, generated)
         raise
+    outputs = [_as_array(value) for value in outputs]
     for name, array in zip(compiled.output_names, outputs):
         print(f"output {name}: {array.dtype} {list(array.shape)}  {_summary(array)}")
     if args.output:
@@ -388,10 +396,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
                 return 2
     worst = 0.0
     for index, (name, array) in enumerate(zip(compiled.output_names, outputs)):
-        got = np.asarray(array)
+        got = _as_array(array)
         line = f"output {name}: {got.dtype} {list(got.shape)}"
         if expected is not None:
-            want = np.asarray(expected[index])
+            want = _as_array(expected[index])
             if got.shape != want.shape or got.dtype != want.dtype:
                 line += f"  MISMATCH: onnxruntime gives {want.dtype} {list(want.shape)}"
                 worst = float("inf")

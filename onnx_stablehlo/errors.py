@@ -10,6 +10,7 @@ Hierarchy::
 
     OnnxStableHLOError
     ├── ModelLoadError            the file is missing, unreadable or not an ONNX protobuf
+    │   └── UnsupportedValueTypeError a graph value of a type we cannot represent (a map)
     ├── ModelCheckError           the onnx checker rejects the model
     ├── FrontendError             lowering ONNX to StableHLO failed
     │   ├── UnsupportedOpError        one or more (domain, op_type, opset) have no lowering
@@ -38,6 +39,7 @@ from collections.abc import Sequence
 __all__ = [
     "OnnxStableHLOError",
     "ModelLoadError",
+    "UnsupportedValueTypeError",
     "ModelCheckError",
     "FrontendError",
     "UnsupportedOpError",
@@ -64,6 +66,23 @@ class OnnxStableHLOError(Exception):
 
 class ModelLoadError(OnnxStableHLOError):
     """The model could not be read: missing file, unreadable bytes, corrupt protobuf."""
+
+
+class UnsupportedValueTypeError(ModelLoadError):
+    """A graph input, output or intermediate value has a type we cannot represent.
+
+    ONNX maps (``map(int64, tensor(float))``, ``seq(map(...))``) have no tensor form; only
+    ZipMap outputs are supported, as host-side values (see ``frontend/loader.py``).
+
+    Attributes:
+        value_name: the ONNX value's name.
+        value_type: its type, in ONNX text syntax (``seq(map(int64,tensor(float)))``).
+    """
+
+    def __init__(self, message: str, value_name: str = "", value_type: str = "") -> None:
+        super().__init__(message)
+        self.value_name = value_name
+        self.value_type = value_type
 
 
 class ModelCheckError(OnnxStableHLOError):

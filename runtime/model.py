@@ -33,6 +33,7 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import LoweredModule, check_supported, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
+from onnx_stablehlo.frontend.loader import zipmap_outputs
 from onnx_stablehlo.frontend.shapes import SymbolicDim, symbols_of
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.frontend.registry import LoweringRegistry
@@ -127,6 +128,7 @@ class CompiledModel:
                 )
         self.input_names = [v.name for v in inputs]
         self.output_names = [v.name for v in model.graph.outputs]
+        self._zipmaps = zipmap_outputs(model)
         self._input_types = {v.name: v.type for v in inputs}
         self._input_dtypes = {v.name: v.dtype for v in inputs}
         self._declared = {
@@ -439,7 +441,9 @@ class CompiledModel:
 
         Returns:
             One value per graph output, in graph-output order: a numpy array for a tensor, a
-            list of arrays for a sequence, ``None`` for an empty optional.
+            list of arrays for a sequence, ``None`` for an empty optional, and for the output
+            of an ai.onnx.ml ZipMap a list of one ``{label: probability}`` dict per row, as
+            onnxruntime returns it.
 
         Raises:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
@@ -451,6 +455,9 @@ class CompiledModel:
             if arguments is not None:  # same names, dtypes and shapes as the last run: checked then
                 return pjrt.to_host(pjrt.execute(plan.executable, arguments))
         arrays = self._check_feeds(feeds)
+        return self._host_values(self._run_arrays(arrays))
+
+    def _run_arrays(self, arrays: dict[str, Any]) -> list[Any]:
         if self._split is None:
             try:
                 if self.bucketing is not None and self._artifact is not None:
@@ -459,6 +466,18 @@ class CompiledModel:
             except DataDependentShapeError as exc:  # split hook (value specialization failed)
                 self._use_split(_split_for(self, exc))
         return self._run_split(arrays)
+
+    def _host_values(self, outputs: list[Any]) -> list[Any]:
+        """Turns ZipMap outputs (``float[N, C]`` on the device) into onnxruntime's list of dicts."""
+        if not self._zipmaps:
+            return outputs
+        result = list(outputs)
+        for index, name in enumerate(self.output_names):
+            labels = self._zipmaps.get(name)
+            if labels is not None:
+                rows = np.asarray(result[index]).reshape(-1, len(labels))
+                result[index] = [dict(zip(labels, (float(p) for p in row))) for row in rows]
+        return result
 
     # --- split hook: delegation to runtime/split.py's SplitModel -----------------------------
 

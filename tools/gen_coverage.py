@@ -24,7 +24,6 @@ NOT_LOWERED = {
     "RegexFullMatch": "strings have no StableHLO element type",
     "TfIdfVectorizer": "string/int n-gram tables; no StableHLO equivalent planned",
     "ImageDecoder": "decodes compressed image bytes; outside a tensor compiler",
-    "LabelEncoder": "ai.onnx.ml string maps",
 }
 
 

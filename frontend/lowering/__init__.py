@@ -34,6 +34,8 @@ RULE_MODULES = (
     "image",
     "contrib_transformer",
     "contrib_weight_quant",
+    "ml",
+    "quantized",
 )
 
 

@@ -610,7 +610,9 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         accepted = f"a scalar or {shape[1]} values" if per_channel else "a scalar"
         raise ctx.error(f"scale '{node.input_names[index]}' must be {accepted}", ShapeError)
 
-    multiplier = stablehlo.DivOp(stablehlo.MulOp(scale(1, False), scale(4, True)).result, scale(6, False)).result
+    # emit.divide: XLA would turn the division by a constant y_scale into a multiplication by
+    # its rounded reciprocal, an ulp off onnxruntime's multiplier (flips some roundings).
+    multiplier = emit.divide(stablehlo.MulOp(scale(1, False), scale(4, True)).result, scale(6, False))
     y = stablehlo.MulOp(emit.convert(acc, f32), multiplier).result
     y = stablehlo.RoundNearestEvenOp(y).result
     out_dtype = ctx.input_dtype(7) if ctx.has_input(7) else DataType.UINT8

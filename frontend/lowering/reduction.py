@@ -129,11 +129,15 @@ def _square(x: ir.Value) -> ir.Value:
 
 
 def _divide_by_count(total: ir.Value, count: Dim) -> ir.Value:
+    """``total / count``; an empty reduction (count 0, total 0) gives 0, as onnxruntime and
+    torch do (an EmbeddingBag with an empty bag), where the spec's formula gives NaN."""
     shape = emit.dims_of(total)
     if isinstance(count, int):
-        scalar = _scalar(count, emit.dtype_of(total))
-    else:  # a symbolic count: its size at run time
-        scalar = emit.convert(emit.dim_value(count), emit.dtype_of(total))
+        scalar = _scalar(max(count, 1), emit.dtype_of(total))
+    else:  # a symbolic count: its size at run time, at least 1
+        size = emit.dim_value(count)
+        size = stablehlo.MaxOp(size, emit.constant(np.array(1, np.int64))).result
+        scalar = emit.convert(size, emit.dtype_of(total))
     divisor = emit.broadcast_to(scalar, shape, dims=[])
     return emit.divide(total, divisor)
 
@@ -269,7 +273,13 @@ def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[i
         f"revision {first_input}, an optional input from it on.\n"
         "Shapes: data [d0, ..., dn] (symbolic dims allowed); axes (input) [k] int64, must be constant.\n"
         f"Dtypes: {dtypes_doc}.\n"
-        "Raises: NonConstantInputError if `axes` is computed at run time; ShapeError for an axis out of range."
+        + (
+            "Deviations: the mean over an empty set is 0, as in onnxruntime and torch (the spec's "
+            "sum / count is NaN).\n"
+            if op_type == "ReduceMean"
+            else ""
+        )
+        + "Raises: NonConstantInputError if `axes` is computed at run time; ShapeError for an axis out of range."
     )
     for version in attr_since + input_since:
         rule = lowering(op_type, since=version)(rule)

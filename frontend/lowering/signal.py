@@ -301,14 +301,21 @@ def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         computed at run time. Result ``[batch, frames, bins, 2]`` with
         ``frames = (length - frame_length) // frame_step + 1``.
     Dtypes: float16, bfloat16, float32, float64.
+    Deviations: a rank-2 signal ``[batch, length]`` (the spec asks for rank 3; the legacy
+        torch exporter writes rank 2) is read as a real ``[batch, length, 1]``, as onnxruntime
+        does.
     Raises: NonConstantInputError if frame_step or frame_length is computed at run time;
         ShapeError for a window whose length differs from frame_length, a frame longer than
         the signal, or a non-positive step.
     """
     dtype = _check_signal_dtype(ctx, 0)
     shape = ctx.input_static_shape(0)
+    signal = ctx.input(0)
+    if len(shape) == 2:  # a real signal without its trailing 1, as onnxruntime accepts
+        shape = (*shape, 1)
+        signal = emit.reshape(signal, shape)
     if len(shape) != 3:
-        raise ctx.error(f"signal must have rank 3 [batch, length, c], got shape {list(shape)}", ShapeError)
+        raise ctx.error(f"signal must have rank 3 [batch, length, c] (or 2, real), got shape {list(shape)}", ShapeError)
     _check_complex_dim(ctx, shape, "signal")
     onesided = _check_flag(ctx, node, "onesided")
     step = ctx.constant_int(1, "frame_step")
@@ -327,7 +334,7 @@ def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if not 1 <= length <= shape[1]:
         raise ctx.error(f"frame_length {length} must be in [1, {shape[1]}] (the signal length)", ShapeError)
     count = (shape[1] - length) // step + 1
-    frames = _frames(ctx.input(0), count, length, step)
+    frames = _frames(signal, count, length, step)
     if window is not None:
         window = emit.broadcast_to(emit.convert(window, dtype), emit.static_shape_of(frames), dims=[2])
         frames = stablehlo.MulOp(frames, window).result

@@ -210,6 +210,18 @@ g ({', '.join(inputs)}) => ({ty}[{shape[0]}, {frames}, {bins}, 2] y) {{
     assert "stablehlo.gather" in emitted_text(model)
 
 
+def test_stft_rank2_signal_is_real_like_onnxruntime(rng):
+    """The legacy torch exporter writes a [batch, length] signal; onnxruntime reads it as real."""
+    model = parse("""<ir_version: 9, opset_import: ["" : 17]>
+g (float[2, 64] x, float[16] w) => (float[2, 7, 9, 2] y) {
+  s = Constant <value = int64 {8}> ()
+  l = Constant <value = int64 {16}> ()
+  y = STFT <onesided = 1> (x, s, w, l)
+}""")
+    feeds = {"x": rng.standard_normal((2, 64)).astype(np.float32), "w": rng.random(16).astype(np.float32)}
+    assert_spectrum_close(compile_and_run(model, feeds), oracle_run(model, feeds), np.float32)
+
+
 def test_stft_rejects_a_window_of_the_wrong_length():
     model = parse("""<ir_version: 9, opset_import: ["" : 17]>
 g (float[1, 32, 1] x, float[8] w) => (float[1, 4, 6, 2] y) {
