@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import onnx_ir
@@ -17,17 +18,20 @@ from onnx_stablehlo.runtime.model import CompiledModel
 __all__ = ["load", "lower", "compile"]
 
 
-def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
+def load(model: ModelSource, *, check: bool = True, base_dir: str | os.PathLike | None = None) -> onnx_ir.Model:
     """Reads an ONNX model (path, bytes or ``onnx.ModelProto``) into onnx-ir.
 
     Runs the onnx checker (``check=False`` skips it), inlines model-local functions and maps
-    external data lazily.
+    external data lazily, after checking it like onnxruntime does: locations relative to the
+    model's folder (``base_dir`` for bytes or a proto; without it their external data is
+    refused), no ``..``, absolute paths or symlinks out of the folder, regular files only,
+    offset and length within the file and equal to the tensor's size.
 
     Raises:
-        ModelLoadError: missing file, unreadable or corrupt protobuf.
+        ModelLoadError: missing file, unreadable or corrupt protobuf, unsafe external data.
         ModelCheckError: the onnx checker rejects the model.
     """
-    return _load(model, check=check)
+    return _load(model, check=check, base_dir=base_dir)
 
 
 def lower(
