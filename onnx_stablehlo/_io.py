@@ -1,6 +1,9 @@
 """Atomic file writes: write to a temporary file in the same folder, then rename over the target.
 
 A crash or an error half-way leaves the old file (or none) in place, never a truncated one.
+The temporary file is named ``.<target>.<pid>.<random>.tmp``; a writer killed before it could
+remove it leaves it behind, and the next write to the same target removes every such file
+whose process is gone (:func:`sweep_stale`), so debris never outlives the next save.
 """
 
 from __future__ import annotations
@@ -8,13 +11,55 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import re
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import numpy as np
 
-__all__ = ["atomic_writer", "atomic_write_bytes", "atomic_write_text", "atomic_write_npz"]
+__all__ = [
+    "atomic_writer",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "atomic_write_npz",
+    "pid_alive",
+    "sweep_stale",
+]
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists on this machine (ours counts as alive)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return pid > 0  # exists but belongs to someone else (or a bogus pid we leave alone)
+    return True
+
+
+def sweep_stale(path: Path) -> list[Path]:
+    """Removes temporary files ``.<path name>.<pid>.<random>.tmp`` of writers that are gone.
+
+    Returns the removed paths. Files of live processes (a concurrent writer) are kept.
+    """
+    path = Path(path)
+    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        match = pattern.match(entry.name)
+        if match and not pid_alive(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+    return removed
 
 
 @contextlib.contextmanager
@@ -22,7 +67,8 @@ def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
     """Yields a binary file that replaces ``path`` only if the block finishes without error."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    sweep_stale(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
