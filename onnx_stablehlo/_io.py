@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from onnx_stablehlo.errors import WriteError
+
 __all__ = [
     "atomic_writer",
     "atomic_write_bytes",
@@ -64,11 +66,20 @@ def sweep_stale(path: Path) -> list[Path]:
 
 @contextlib.contextmanager
 def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
-    """Yields a binary file that replaces ``path`` only if the block finishes without error."""
+    """Yields a binary file that replaces ``path`` only if the block finishes without error.
+
+    Raises:
+        WriteError: ``path`` is a folder, or its folder cannot be created or written.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    if path.is_dir():
+        raise WriteError(f"cannot write {path}: it is a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        sweep_stale(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
@@ -78,9 +89,11 @@ def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
         raise
 
 

@@ -20,6 +20,9 @@ Hierarchy::
     │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
     │   └── LoweringError             the emitted StableHLO failed to build or verify
     ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
+    ├── ResourceLimitError        a model or feed that implies absurd work or memory (a window
+    │                             of 2^62, a 4 TiB input): refused before any allocation
+    ├── WriteError                an output file cannot be written (a folder, no permission)
     ├── RuntimeErrorBase
     │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
@@ -45,6 +48,8 @@ __all__ = [
     "ShapeError",
     "LoweringError",
     "InvalidOptionError",
+    "ResourceLimitError",
+    "WriteError",
     "RuntimeErrorBase",
     "DeviceNotFoundError",
     "FeedError",
@@ -166,6 +171,15 @@ class LoweringError(FrontendError):
 
 class InvalidOptionError(OnnxStableHLOError, ValueError):
     """An option passed to the API or CLI that cannot be used (a bucketing policy, a dim name)."""
+
+
+class ResourceLimitError(FrontendError):
+    """An attribute, shape or feed that implies work or memory over a limit (a pooling window
+    of 2^62 elements, a generated input of terabytes); refused before anything is allocated."""
+
+
+class WriteError(OnnxStableHLOError):
+    """An output file cannot be written: the target is a folder, or the folder is not writable."""
 
 
 class RuntimeErrorBase(OnnxStableHLOError):
