@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 import onnx
 import onnx_ir
 
+from onnx_stablehlo.errors import LoweringError
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry, normalize_domain
 
@@ -218,8 +219,16 @@ def expand_function_ops(
         proto.graph.node.extend(new_nodes)
     if not changed:
         return None
-    expanded = onnx_ir.serde.deserialize_model(proto)
-    return expanded
+    try:
+        return onnx_ir.serde.deserialize_model(proto)
+    except Exception as exc:  # onnx_ir.serde.SerdeError: a body built from bad attributes
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise LoweringError(
+            f"expanding function bodies gave a malformed graph: {type(cause).__name__}: "
+            f"{(str(cause).strip().splitlines() or [''])[0]}"
+        ) from exc
 
 
 def _node_opset(node: onnx.NodeProto, model_opsets: dict[str, int]) -> int:

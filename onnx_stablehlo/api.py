@@ -83,6 +83,7 @@ def compile(  # noqa: A001 - the field's verb
     dynamic: bool = True,
     bucketing: Bucketing | None = None,
     hoist_weights: bool = True,
+    runtime_checks: bool = True,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -112,6 +113,10 @@ def compile(  # noqa: A001 - the field's verb
             kernel's transpose to the layout XLA CPU wants, an int8 weight's dequantization)
             move into ``@hoisted_weights``, which runs once per set of weights; its results
             stay on the device. ``False`` keeps ``@main`` as lowered.
+        runtime_checks: check run-time values like onnxruntime (Gather-family and ScatterND /
+            ScatterElements indices in range, Resize's run-time sizes against the declared
+            output shape) and raise ``RuntimeCheckError``; ``False`` skips the checks
+            (out-of-range indices are then clamped, as StableHLO does).
 
     Returns:
         A :class:`~onnx_stablehlo.runtime.model.CompiledModel`.
@@ -137,4 +142,5 @@ def compile(  # noqa: A001 - the field's verb
         dynamic=dynamic,
         bucketing=bucketing,
         hoist_weights=hoist_weights,
+        runtime_checks=runtime_checks,
     )

@@ -26,6 +26,7 @@ from onnx_stablehlo.errors import (
     FrontendError,
     InvalidOptionError,
     NonConstantInputError,
+    RuntimeCheckError,
     ShapeError,
     UnsupportedDtypeError,
 )
@@ -86,6 +87,10 @@ class CompiledModel:
         cache_size: how many shape specializations stay compiled (least recently used go).
         hoist_weights: with ``weights="args"``, move computations on weights alone into
             ``@hoisted_weights``, run once per set of weights (see ``_hoist_weights``).
+        runtime_checks: check run-time values as onnxruntime does (Gather, GatherElements,
+            GatherND, ScatterND and ScatterElements indices in range; Resize's run-time scales
+            or sizes against the declared output shape) and raise ``RuntimeCheckError``;
+            ``False`` skips them (out-of-range indices are clamped, as StableHLO does).
     """
 
     def __init__(
@@ -102,8 +107,10 @@ class CompiledModel:
         dynamic: bool = True,
         bucketing: Bucketing | None = None,
         hoist_weights: bool = True,
+        runtime_checks: bool = True,
     ) -> None:
         self.model = model
+        self.runtime_checks = runtime_checks
         self.pipeline = pipeline
         self.hoist_weights = hoist_weights
         if pipeline not in ("default", "none"):
@@ -301,7 +308,11 @@ class CompiledModel:
         Single-element float initializers become constants (nothing swaps weights on a
         ``CompiledModel``), and float64 is left out on TPU, which emulates it (``emit.erf``).
         """
-        return {"inline_scalar_weights": True, "float64_math": self.device.platform != "tpu"}
+        return {
+            "inline_scalar_weights": True,
+            "float64_math": self.device.platform != "tpu",
+            "runtime_checks": self.runtime_checks,
+        }
 
     def _lower_artifact(self) -> None:
         """Lowers the model once with its symbolic dims kept as ``?`` (see ``artifact``)."""
@@ -482,7 +493,8 @@ class CompiledModel:
         padded, actual, padded_sizes = self.bucketing.pad_feeds(arrays, input_dims)
         others = self._bindings({n: np.shape(a) for n, a in padded.items()})
         outputs = self._run_checked(padded)
-        output_dims = [[rename(d) for d in dims] for _, dims in self._artifact.output_types]
+        result_types = self._artifact.output_types[: len(self._artifact.output_types) - bool(self._artifact.check_messages)]
+        output_dims = [[rename(d) for d in dims] for _, dims in result_types]
         return self.bucketing.slice_outputs(outputs, output_dims, actual, padded_sizes, others)
 
     def _bucket_names(self):
@@ -528,7 +540,13 @@ class CompiledModel:
         if spec.hoisted_key is not None:
             arguments += self._hoisted[spec.hoisted_key]
         results = iter(pjrt.to_host(pjrt.execute(spec.executable, arguments)))
-        return [layout.unflatten(results) for layout in lowered.output_layouts]
+        outputs = [layout.unflatten(results) for layout in lowered.output_layouts]
+        if lowered.check_messages:
+            flags = np.asarray(next(results)).reshape(-1)
+            failed = [m for m, ok in zip(lowered.check_messages, flags) if not ok]
+            if failed:
+                raise RuntimeCheckError(failed)
+        return outputs
 
     def __call__(self, **feeds: Any) -> list[np.ndarray]:
         return self.run(feeds)
