@@ -52,7 +52,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import dtypes, emit, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -151,6 +151,9 @@ def _window(
     auto_pad = node.attr_str("auto_pad", "NOTSET")
     window = _Window(tuple(kernel), strides, dilations, ((0, 0),) * rank)
     effective = window.effective_kernel
+    limits.check_window(ctx, "the window (kernel_shape with dilations)", effective)
+    limits.check_window(ctx, "strides", strides)
+    limits.check_window(ctx, "pads", node.attr_ints("pads") or [])
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         pads, out = [], []
         for size, s, k in zip(spatial_shape, strides, effective):

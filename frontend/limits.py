@@ -1,0 +1,37 @@
+"""Resource limits: attributes that imply absurd work are refused before anything is emitted.
+
+A fuzzed or hostile model can ask for a pooling window of 2^62 elements, padding of 2^62 or an
+LRN over 2^62 channels; XLA then compiles or runs for ever. Rules compare such attributes with
+the limits below and raise :class:`~onnx_stablehlo.errors.ResourceLimitError` naming the
+attribute. The limits are module attributes, so a caller with a real need can raise them::
+
+    from onnx_stablehlo.frontend import limits
+    limits.MAX_WINDOW = 1 << 24
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_WINDOW", "check_window"]
+
+MAX_WINDOW = 1 << 20
+"""Largest effective window extent ``(k - 1) * dilation + 1`` or padding along one axis of a
+pooling or convolution window (a million: far beyond any real model)."""
+
+
+def check_window(ctx, what: str, values) -> None:
+    """Raises ResourceLimitError when any of ``values`` exceeds :data:`MAX_WINDOW`.
+
+    Args:
+        ctx: the node's LoweringContext (for the error's location).
+        what: the attribute, e.g. ``"kernel_shape"`` (named in the message).
+        values: the integers to check.
+    """
+    from onnx_stablehlo.errors import ResourceLimitError
+
+    values = [int(v) for v in values if isinstance(v, int)]
+    if any(abs(v) > MAX_WINDOW for v in values):
+        raise ctx.error(
+            f"{what} {values} exceeds the limit of {MAX_WINDOW} per axis "
+            "(onnx_stablehlo.frontend.limits.MAX_WINDOW)",
+            ResourceLimitError,
+        )
