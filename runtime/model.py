@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -146,6 +147,11 @@ class CompiledModel:
                 f"not have; its inputs are {', '.join(repr(n) for n in self.input_names)}"
             )
         self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
+        # Concurrent run() calls: _lock guards the cache and the per-key lock table; a key's
+        # own lock makes one thread compile that shape while the others wait for its result.
+        self._lock = threading.RLock()
+        self._key_locks: dict[Any, threading.RLock] = {}
+        self._hoist_lock = threading.Lock()
         self._device_weights: dict[str, Any] = {}
         # @hoisted_weights module text -> its results on the device (see _hoist_weights)
         self._hoisted: dict[str, list[Any]] = {}
@@ -204,11 +210,36 @@ class CompiledModel:
         key = tuple(_hashable(shapes[n]) for n in self.input_names) + tuple(
             (n, values[n].tobytes()) for n in sorted(values)
         )
-        found = self._cache.get(key)
+        found = self._cached(key)
         if found is not None:
-            self._cache.move_to_end(key)
-            self._last = found
             return found
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.RLock())
+        with key_lock:  # one compile per shape: later threads find the first one's result
+            found = self._cached(key)
+            if found is not None:
+                return found
+            try:
+                return self._compile_specialization(key, shapes, values, feeds)
+            finally:
+                with self._lock:
+                    self._key_locks.pop(key, None)
+
+    def _cached(self, key: Any) -> Specialization | None:
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self._last = found
+            return found
+
+    def _compile_specialization(
+        self,
+        key: Any,
+        shapes: Mapping[str, tuple[int, ...]],
+        values: Mapping[str, np.ndarray],
+        feeds: Mapping[str, np.ndarray] | None,
+    ) -> Specialization:
         refine_error: str | None = None
         try:
             lowered = None
@@ -256,16 +287,17 @@ class CompiledModel:
         compile_seconds = time.perf_counter() - start
         spec = Specialization(lowered, executable, compile_seconds)
         spec.hoisted_key = hoisted_key
-        self.compile_count += 1
-        self.timings = {
-            "lower_seconds": lowered.seconds,
-            "pass_seconds": pass_seconds,
-            "compile_seconds": compile_seconds,
-        }
-        self._cache[key] = spec
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        self._last = spec
+        with self._lock:
+            self.compile_count += 1
+            self.timings = {
+                "lower_seconds": lowered.seconds,
+                "pass_seconds": pass_seconds,
+                "compile_seconds": compile_seconds,
+            }
+            self._cache[key] = spec
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            self._last = spec
         return spec
 
     def _hoist_weights(self, lowered: LoweredModule) -> tuple[str, str | None]:
@@ -295,10 +327,11 @@ class CompiledModel:
         main_text, hoisted_text, _ = split_hoisted(lowered.text, lowered.context)
         if hoisted_text is None:
             return main_text, None
-        if hoisted_text not in self._hoisted:
-            executable = pjrt.compile_module(hoisted_text, self.device)
-            weights = [self._weight(name, lowered) for name in lowered.parameter_names]
-            self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
+        with self._hoist_lock:
+            if hoisted_text not in self._hoisted:
+                executable = pjrt.compile_module(hoisted_text, self.device)
+                weights = [self._weight(name, lowered) for name in lowered.parameter_names]
+                self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
         return main_text, hoisted_text
 
     @property
@@ -590,7 +623,7 @@ class CompiledModel:
         buffer = self._device_weights.get(name)
         if buffer is None:
             buffer = pjrt.to_device(lowered.parameters[name](), self.device)
-            self._device_weights[name] = buffer
+            buffer = self._device_weights.setdefault(name, buffer)  # one copy when threads race
         return buffer
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
