@@ -69,6 +69,10 @@ _NOT_FOLDABLE = frozenset(
         "Multinomial",
         "Bernoulli",
         "Dropout",
+        # Its rule computes constant ranges with the spec's element count (an infinite delta
+        # gives none, as in onnxruntime; onnx.reference's np.arange gives one) and checks it
+        # against the resource limits before allocating.
+        "Range",
     }
 )
 

@@ -11,11 +11,29 @@ attribute. The limits are module attributes, so a caller with a real need can ra
 
 from __future__ import annotations
 
-__all__ = ["MAX_WINDOW", "check_window"]
+__all__ = ["MAX_WINDOW", "MAX_CONSTANT_ELEMENTS", "check_window", "check_elements"]
 
 MAX_WINDOW = 1 << 20
 """Largest effective window extent ``(k - 1) * dilation + 1`` or padding along one axis of a
 pooling or convolution window (a million: far beyond any real model)."""
+
+
+MAX_CONSTANT_ELEMENTS = 1 << 28
+"""Largest tensor a rule computes at compile time with numpy (a Range of constants): 2^28
+elements, 1 GiB of float32."""
+
+
+def check_elements(ctx, what: str, count: int) -> None:
+    """Raises ResourceLimitError when a compile-time tensor would have more than
+    :data:`MAX_CONSTANT_ELEMENTS` elements (checked before numpy allocates it)."""
+    from onnx_stablehlo.errors import ResourceLimitError
+
+    if count > MAX_CONSTANT_ELEMENTS:
+        raise ctx.error(
+            f"{what} would have {count} elements, over the limit of {MAX_CONSTANT_ELEMENTS} "
+            "(onnx_stablehlo.frontend.limits.MAX_CONSTANT_ELEMENTS)",
+            ResourceLimitError,
+        )
 
 
 def check_window(ctx, what: str, values) -> None:
