@@ -363,7 +363,7 @@ class SplitModel:
         self._host_inputs = [v.name for v in _unique(host_inputs) if v.name not in constant_names]
         self._host_opset = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx"))
         self._host_input_positions = {
-            position: value.name for position, value in enumerate(host.inputs) if value is not None and value.name
+            slot: value.name for slot, value in enumerate(host.inputs) if value is not None and value.name
         }
         self._host_outputs = [o.name for o in host.outputs if o is not None and o.name]
         node_protos = [onnx_ir.serde.serialize_node(nodes[j]) for j in sorted(set(constant_indices))]
@@ -373,15 +373,15 @@ class SplitModel:
             # defaults explicitly: max_output_boxes_per_class 0 (selects no box, as onnxruntime
             # does), iou_threshold 0, no score threshold.
             defaults = (np.zeros(1, np.int64), np.zeros(1, np.float32), np.full(1, -np.inf, np.float32))
-            for position, default in zip((2, 3, 4), defaults):
-                while len(host_proto.input) <= position:
+            for slot, default in zip((2, 3, 4), defaults):
+                while len(host_proto.input) <= slot:
                     host_proto.input.append("")
-                if not host_proto.input[position]:
-                    name = f"{host_proto.output[0]}__default_input_{position}"
+                if not host_proto.input[slot]:
+                    name = f"{host_proto.output[0]}__default_input_{slot}"
                     node_protos.append(onnx.helper.make_node(
                         "Constant", [], [name], value=onnx.numpy_helper.from_array(default)
                     ))
-                    host_proto.input[position] = name
+                    host_proto.input[slot] = name
         node_protos.append(host_proto)
         host_graph = onnx.helper.make_graph(
             node_protos,
