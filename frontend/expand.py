@@ -205,6 +205,7 @@ def expand_function_ops(
             if registry.resolve(domain, node.op_type, opset) is not None:
                 new_nodes.append(node)
                 continue
+            node = _as_onnxruntime_reads(node, domain)
             body = function_body(node, opset, [types.get(name) if name else None for name in node.input])
             if body is None:
                 new_nodes.append(node)
@@ -229,6 +230,22 @@ def expand_function_ops(
             f"expanding function bodies gave a malformed graph: {type(cause).__name__}: "
             f"{(str(cause).strip().splitlines() or [''])[0]}"
         ) from exc
+
+
+def _as_onnxruntime_reads(node: onnx.NodeProto, domain: str) -> onnx.NodeProto:
+    """``node`` with attribute values that its schema's function body reads differently from
+    onnxruntime (and onnx.reference) rewritten to the value with onnxruntime's meaning.
+
+    - Attention ``softcap``: onnxruntime and onnx.reference cap only when ``softcap > 0``; the
+      function body caps for any non-zero value (a negative or NaN softcap changed the scores).
+    """
+    if domain == "" and node.op_type == "Attention":
+        kept = [a for a in node.attribute if not (a.name == "softcap" and not a.f > 0)]
+        if len(kept) != len(node.attribute):
+            node = copy.deepcopy(node)
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return node
 
 
 def _node_opset(node: onnx.NodeProto, model_opsets: dict[str, int]) -> int:

@@ -110,3 +110,38 @@ def test_non_max_suppression_with_mismatched_shapes_is_a_shape_error():
     feeds = {"b": rng.random((1, 3, 4)).astype(np.float32), "s": rng.random((1, 1, 2)).astype(np.float32)}
     with pytest.raises(errors.ShapeError, match=r"NonMaxSuppression \(opset 18\).*scores must have shape"):
         onnx_stablehlo.compile(model).run(feeds)
+
+
+@pytest.mark.parametrize("softcap", [-1.0, float("nan"), 0.0, 2.0])
+def test_attention_softcap_applies_only_when_positive(softcap):
+    model = onnx.parser.parse_model(
+        '<ir_version: 10, opset_import: ["" : 23]>\n'
+        "g (float[2, 3, 4, 8] q, float[2, 3, 6, 8] k, float[2, 3, 6, 8] v) => (float[2, 3, 4, 8] y) "
+        "{ y = Attention <softcap = 1.0> (q, k, v) }"
+    )
+    model.graph.node[0].attribute[0].f = softcap
+    rng = np.random.default_rng(0)
+    feeds = {n: rng.standard_normal(s).astype(np.float32) for n, s in
+             (("q", (2, 3, 4, 8)), ("k", (2, 3, 6, 8)), ("v", (2, 3, 6, 8)))}
+    _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("indices", [False, True])
+def test_max_pool_ignores_nan_like_onnxruntime(indices):
+    outputs = "float[1, 1, 3, 3, 3] y" + (", int64[1, 1, 3, 3, 3] i" if indices else "")
+    model = _model(
+        f"g (float[1, 1, 4, 4, 4] x) => ({outputs}) "
+        f"{{ y{', i' if indices else ''} = MaxPool <kernel_shape = [2, 2, 2]> (x) }}"
+    )
+    x = np.random.default_rng(0).standard_normal((1, 1, 4, 4, 4)).astype(np.float32)
+    # onnxruntime's kernels let a NaN win when it is the first (Indices) or the last (no
+    # Indices) element of a window in loop order, and ignore it elsewhere; onnx.reference always
+    # ignores it, as we do. These NaNs are neither first nor last of any window.
+    x[0, 0, 0, 2, 3] = np.nan
+    x[0, 0, 2, 3, 3] = np.inf
+    x[0, 0, 3, 0, 2] = np.nan
+    expected = ort_run(model, {"x": x})
+    got = onnx_stablehlo.compile(model).run({"x": x})
+    np.testing.assert_array_equal(got[0], expected[0])
+    if indices:
+        np.testing.assert_array_equal(got[1], expected[1])
