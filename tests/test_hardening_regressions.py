@@ -145,3 +145,36 @@ def test_max_pool_ignores_nan_like_onnxruntime(indices):
     np.testing.assert_array_equal(got[0], expected[0])
     if indices:
         np.testing.assert_array_equal(got[1], expected[1])
+
+
+def test_an_untyped_exception_outside_a_rule_becomes_a_lowering_error(monkeypatch):
+    """Folding and binding a node's outputs run outside the rule: a TypeError there (as the
+    fuzzer found in ``lower_node``) is a LoweringError naming the node."""
+    from onnx_stablehlo.frontend import importer
+
+    def broken(self, node, onnx_node, results):
+        raise TypeError("unhashable type: 'list'")
+
+    monkeypatch.setattr(importer._Importer, "bind_outputs", broken)
+    model = _model("g (float[2] x) => (float[2] y) { [neg] y = Neg(x) }")
+    with pytest.raises(errors.LoweringError, match=r"Neg \(opset 18\) at 'neg': lowering failed \(TypeError"):
+        onnx_stablehlo.lower(model)
+
+
+def test_a_malformed_expansion_becomes_a_lowering_error(monkeypatch):
+    """onnx-ir's SerdeError from re-reading an expanded graph is a LoweringError."""
+    import onnx_ir
+
+    from onnx_stablehlo.frontend import expand
+
+    def refuse(proto):
+        raise onnx_ir.serde.SerdeError("Error calling deserialize_model") from ValueError("bad attribute")
+
+    model = onnx_stablehlo.load(onnx.parser.parse_model(
+        '<ir_version: 10, opset_import: ["" : 23]>\n'
+        "g (float[1, 2, 4, 8] q, float[1, 2, 6, 8] k, float[1, 2, 6, 8] v) => (float[1, 2, 4, 8] y) "
+        "{ y = Attention (q, k, v) }"
+    ))
+    monkeypatch.setattr(expand.onnx_ir.serde, "deserialize_model", refuse)
+    with pytest.raises(errors.LoweringError, match="ValueError: bad attribute"):
+        onnx_stablehlo.lower(model)
