@@ -178,3 +178,14 @@ def test_a_malformed_expansion_becomes_a_lowering_error(monkeypatch):
     monkeypatch.setattr(expand.onnx_ir.serde, "deserialize_model", refuse)
     with pytest.raises(errors.LoweringError, match="ValueError: bad attribute"):
         onnx_stablehlo.lower(model)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[-1, -2.1, -1.3, -np.inf, -3.34, -4], [1, np.inf, 2, -1, 0, 3], [1, np.nan, 2, -1, 0, 3],
+     [np.inf, -np.inf, 2, -1, 0, 3], [np.nan] * 6],
+    ids=["-inf", "inf", "nan", "both-inf", "all-nan"],
+)
+def test_dynamic_quantize_linear_with_non_finite_inputs(values):
+    model = _model("g (float[6] x) => (uint8[6] y, float s, uint8 z) { y, s, z = DynamicQuantizeLinear(x) }")
+    _assert_matches_onnxruntime(model, {"x": np.array(values, np.float32)})
