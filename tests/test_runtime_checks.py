@@ -131,3 +131,11 @@ def test_opsets_newer_than_onnx_are_refused(opset):
     with pytest.raises(errors.UnsupportedOpsetError, match=f"opset {opset} of domain 'ai.onnx'.*up to 28"):
         onnx_stablehlo.compile(model, check=False)
     assert onnx.defs.onnx_opset_version() == 28  # update the message's expectation with onnx
+
+
+def test_resize_with_run_time_sizes_and_a_declared_zero_dim_is_checked_too():
+    model = parse(f"""{HEADER}
+g (float[1, 1, 2, 4] x, int64[4] sizes) => (float[0, 1, 1, 3] y) {{ y = Resize <mode = "nearest"> (x, , , sizes) }}""")
+    feeds = {"x": np.arange(8, dtype=np.float32).reshape(1, 1, 2, 4), "sizes": np.array([1, 1, 1, 3], np.int64)}
+    with pytest.raises(errors.RuntimeCheckError, match=r"declared \[0, 1, 1, 3\]"):
+        onnx_stablehlo.compile(model).run(feeds)

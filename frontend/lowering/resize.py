@@ -593,11 +593,6 @@ def _resize(
             out_shape = list(declared)
             if use_sizes and policy == "stretch":
                 axis_scales = {a: out_shape[a] / shape[a] for a in axes}
-    if any(out_shape[a] < 0 for a in axes):
-        raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
-    if any(out_shape[a] == 0 for a in axes):
-        return np.zeros(out_shape, dtype=dtypes.numpy_dtype(dtype))
-
     vec = _Vec()
     runtime_scales: dict[int, ir.Value] = {}
 
@@ -643,6 +638,11 @@ def _resize(
             f"the run-time {what} '{node.input_names[scales_index if use_scales else sizes_index]}' give another "
             f"output shape than the declared {out_shape} of '{node.output_names[0]}'",
         )
+
+    if any(out_shape[a] < 0 for a in axes):
+        raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
+    if any(out_shape[a] == 0 for a in axes):
+        return emit.splat(0, dtype, out_shape)  # after the run-time check above
 
     plans = []
     for i, a in enumerate(axes):
