@@ -13,6 +13,7 @@ import io
 import os
 import re
 import tempfile
+import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -43,6 +44,9 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
+_LEGACY_AGE_S = 3600.0
+
+
 def sweep_stale(path: Path) -> list[Path]:
     """Removes temporary files ``.<path name>.<pid>.<random>.tmp`` of writers that are gone.
 
@@ -50,6 +54,8 @@ def sweep_stale(path: Path) -> list[Path]:
     """
     path = Path(path)
     pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
+    # Before the pid was part of the name: ".<name>.<8 random>.tmp", removed once an hour old.
+    legacy = re.compile(rf"^\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp$")
     removed = []
     try:
         entries = list(os.scandir(path.parent))
@@ -57,7 +63,11 @@ def sweep_stale(path: Path) -> list[Path]:
         return removed
     for entry in entries:
         match = pattern.match(entry.name)
-        if match and not pid_alive(int(match.group(1))):
+        stale = match is not None and not pid_alive(int(match.group(1)))
+        if not stale and legacy.match(entry.name):
+            with contextlib.suppress(OSError):
+                stale = time.time() - entry.stat().st_mtime > _LEGACY_AGE_S
+        if stale:
             with contextlib.suppress(OSError):
                 os.unlink(entry.path)
                 removed.append(Path(entry.path))

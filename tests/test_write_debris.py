@@ -115,3 +115,18 @@ def test_a_failed_save_removes_its_side_file(tmp_path, monkeypatch):
     with pytest.raises(ExportError, match="No space left"):
         save_onnx({"w": W}, tmp_path / "m.onnx", original=_model(), external_data=True)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_temporary_files_of_the_old_naming_are_swept_once_an_hour_old(tmp_path):
+    import os
+    import time
+
+    target = tmp_path / "out.bin"
+    old = tmp_path / ".out.bin.ab12cd34.tmp"
+    fresh = tmp_path / ".out.bin.ef56gh78.tmp"
+    old.write_bytes(b"x")
+    fresh.write_bytes(b"y")
+    an_hour_ago = time.time() - 3700
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    _io.atomic_write_bytes(target, b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.bin.ef56gh78.tmp", "out.bin"]
