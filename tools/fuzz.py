@@ -263,7 +263,9 @@ def m_extreme_inputs(seed, rng):
     name = list(feeds)[rng.integers(len(feeds))]
     array = feeds[name]
     if array.dtype.kind == "f":
-        feeds[name] = (array * np.asarray(1e30 if array.dtype.itemsize >= 4 else 6e4, dtype=array.dtype)).astype(array.dtype)
+        with np.errstate(over="ignore"):
+            factor = np.asarray(1e30 if array.dtype.itemsize >= 4 else 6e4, dtype=array.dtype)
+            feeds[name] = (array * factor).astype(array.dtype)
     elif array.dtype.kind in "iu" and array.size:
         info = np.iinfo(array.dtype)
         extreme = np.array([info.min, info.max, -1 if info.min < 0 else 0], dtype=array.dtype)
