@@ -188,8 +188,10 @@ class ResourceLimitError(FrontendError):
     of 2^62 elements, a generated input of terabytes); refused before anything is allocated."""
 
 
-class WriteError(OnnxStableHLOError):
-    """An output file cannot be written: the target is a folder, or the folder is not writable."""
+class WriteError(OnnxStableHLOError, OSError):
+    """An output file cannot be written: the target is a folder, or the folder is not writable.
+
+    Also an ``OSError``, so code that caught the raw error keeps working."""
 
 
 class RuntimeErrorBase(OnnxStableHLOError):
