@@ -200,7 +200,7 @@ def save_onnx(
         if data_path is not None:
             with contextlib.suppress(OSError):
                 data_path.unlink()
-        if isinstance(exc, (onnx.checker.ValidationError, ValueError, OSError)):
+        if not isinstance(exc, OnnxStableHLOError) and isinstance(exc, (onnx.checker.ValidationError, ValueError, OSError)):
             raise ExportError(f"cannot write {target}: {_first_line(exc)}") from exc
         raise
     os.chmod(target, _FILE_MODE)
