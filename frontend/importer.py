@@ -37,6 +37,7 @@ from onnx_stablehlo.errors import (
     InvalidOptionError,
     LoweringError,
     OnnxStableHLOError,
+    ResourceLimitError,
     ShapeError,
     UnsupportedDtypeError,
     UnsupportedOpError,
@@ -779,6 +780,7 @@ class _Importer:
                 self.values[out.name] = self._lowered_result(out.name, result)
             elif isinstance(result, ir.Value):
                 shape = self.resolver.dims_of(result)
+                _check_size(onnx_node, out.name, shape)
                 self.values[out.name] = LoweredValue(out.name, emit.dtype_of(result), shape, value=result)
             else:
                 array = np.asarray(result)
@@ -809,6 +811,23 @@ def _lazy(tensor: onnx_ir.TensorProtocol) -> Callable[[], np.ndarray]:
 
 def _constant_getter(array: np.ndarray) -> Callable[[], np.ndarray]:
     return lambda: array
+
+
+def _check_size(onnx_node: OnnxNode, name: str, shape: Sequence[Any]) -> None:
+    """Refuses a result whose static element count is over ``limits.MAX_ELEMENTS`` (XLA aborts
+    the process on a shape whose element count overflows int64)."""
+    from onnx_stablehlo.frontend import limits
+
+    count = 1
+    for dim in shape:
+        if isinstance(dim, (int, np.integer)):
+            count *= max(int(dim), 0)
+    if count > limits.MAX_ELEMENTS:
+        raise ResourceLimitError(
+            f"output '{name}' of shape {[str(d) for d in shape]} would have {count} elements, over the limit "
+            f"of {limits.MAX_ELEMENTS} (onnx_stablehlo.frontend.limits.MAX_ELEMENTS)",
+            op_type=onnx_node.op_type, domain=onnx_node.domain, opset=onnx_node.opset, node_name=onnx_node.name,
+        )
 
 
 def check_opsets(model: onnx_ir.Model) -> None:

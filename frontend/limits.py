@@ -11,7 +11,12 @@ attribute. The limits are module attributes, so a caller with a real need can ra
 
 from __future__ import annotations
 
-__all__ = ["MAX_WINDOW", "MAX_CONSTANT_ELEMENTS", "check_window", "check_elements"]
+__all__ = ["MAX_WINDOW", "MAX_CONSTANT_ELEMENTS", "MAX_ELEMENTS", "check_window", "check_elements"]
+
+MAX_ELEMENTS = 1 << 40
+"""Largest static element count of any value in a lowered module (2^40: terabytes). XLA aborts
+the whole process on a shape whose element count overflows int64 (a fuzzed Pad or
+CenterCropPad to 2^63 - 1), so larger results are refused while lowering."""
 
 MAX_WINDOW = 1 << 20
 """Largest effective window extent ``(k - 1) * dilation + 1`` or padding along one axis of a

@@ -64,3 +64,13 @@ def _with_size(model: onnx.ModelProto, size: int) -> onnx.ModelProto:
         if attribute.name == "size":
             attribute.i = size
     return copy
+
+
+def test_a_padded_size_of_2_to_the_63_is_refused_not_an_xla_abort():
+    """Found by tools/fuzz.py (seed 5, case 1710): XLA aborted the process on this shape."""
+    model = onnx.parser.parse_model(
+        f"{HEADER}\ng (float[10, 7, 3] x, int64[3] shape) => (float[20, 10, 3] y) {{ [ccp] y = CenterCropPad(x, shape) }}"
+    )
+    feeds = {"x": np.ones((10, 7, 3), np.float32), "shape": np.array([20, 10, 2**63 - 1], np.int64)}
+    with pytest.raises(errors.ResourceLimitError, match="over the limit of 1099511627776"):
+        onnx_stablehlo.compile(model, check=False).run(feeds)
