@@ -11,7 +11,13 @@ attribute. The limits are module attributes, so a caller with a real need can ra
 
 from __future__ import annotations
 
-__all__ = ["MAX_WINDOW", "MAX_CONSTANT_ELEMENTS", "MAX_ELEMENTS", "check_window", "check_elements"]
+__all__ = [
+    "MAX_WINDOW", "MAX_CONSTANT_ELEMENTS", "MAX_ELEMENTS", "MAX_SAMPLES_PER_BIN", "check_window", "check_elements",
+]
+
+MAX_SAMPLES_PER_BIN = 1 << 20
+"""Largest ``sampling_ratio ** 2`` of RoiAlign (its run-time loop runs that many steps; a fuzzed
+ratio of 2^31 ran for ever)."""
 
 MAX_ELEMENTS = 1 << 40
 """Largest static element count of any value in a lowered module (2^40: terabytes). XLA aborts

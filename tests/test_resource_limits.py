@@ -74,3 +74,13 @@ def test_a_padded_size_of_2_to_the_63_is_refused_not_an_xla_abort():
     feeds = {"x": np.ones((10, 7, 3), np.float32), "shape": np.array([20, 10, 2**63 - 1], np.int64)}
     with pytest.raises(errors.ResourceLimitError, match="over the limit of 1099511627776"):
         onnx_stablehlo.compile(model, check=False).run(feeds)
+
+
+def test_a_huge_roi_align_sampling_ratio_is_refused():
+    """Found by tools/fuzz.py (seed 6, case 173): a run-time loop of 2^62 steps."""
+    model = onnx.parser.parse_model(
+        f"{HEADER}\ng (float[1, 1, 10, 10] x, float[3, 4] rois, int64[3] b) => (float[3, 1, 5, 5] y) "
+        f"{{ [roi] y = RoiAlign <output_height = 5, output_width = 5, sampling_ratio = {2**31}> (x, rois, b) }}"
+    )
+    with pytest.raises(errors.ResourceLimitError, match="sampling_ratio=2147483648"):
+        onnx_stablehlo.compile(model, check=False)
