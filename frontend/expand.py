@@ -189,7 +189,12 @@ def expand_function_ops(
     changed = False
     for round_index in range(_MAX_ROUNDS):
         try:
-            typed = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+            # onnx's shape inference segfaults on a node that omits a required input (a fuzzed
+            # ai.onnx.ml TreeEnsemble): such a graph is not inferred.
+            if _omits_required_input(proto, model_opsets):
+                typed = proto
+            else:
+                typed = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
         except Exception:  # shape inference is only needed for context-dependent bodies
             typed = proto
         types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.input)
@@ -230,6 +235,21 @@ def expand_function_ops(
             f"expanding function bodies gave a malformed graph: {type(cause).__name__}: "
             f"{(str(cause).strip().splitlines() or [''])[0]}"
         ) from exc
+
+
+def _omits_required_input(proto: onnx.ModelProto, model_opsets: dict[str, int]) -> bool:
+    """Whether a node of the main graph leaves a required (single) input empty or absent."""
+    for node in proto.graph.node:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, _node_opset(node, model_opsets), normalize_domain(node.domain))
+        except onnx.defs.SchemaError:
+            continue
+        for index, formal in enumerate(schema.inputs):
+            if formal.option == onnx.defs.OpSchema.FormalParameterOption.Single and (
+                index >= len(node.input) or not node.input[index]
+            ):
+                return True
+    return False
 
 
 def _as_onnxruntime_reads(node: onnx.NodeProto, domain: str) -> onnx.NodeProto:

@@ -199,3 +199,36 @@ def test_pow_of_an_integer_base_with_non_finite_float_exponents(dtype):
     feeds = {"x": np.array([1, 2, 3, -2, 10, -10], dtype),
              "y": np.array([np.nan, np.inf, -np.inf, 0.5, 40, 41], np.float32)}
     _assert_matches_onnxruntime(model, feeds)
+
+
+def test_a_node_omitting_a_required_input_is_not_shape_inferred_by_onnx():
+    """Found by tools/fuzz.py (seed 6, case 1206): onnx's shape inference segfaulted on a
+    TreeEnsemble whose input was rewired to ''; run in a subprocess so a regression cannot take
+    the test process down."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import numpy as np, onnx, onnx.helper as oh
+        import onnx_stablehlo
+        from onnx_stablehlo import errors
+        node = oh.make_node("TreeEnsemble", [""], ["Y"], domain="ai.onnx.ml", n_targets=1,
+                            leaf_targetids=[0, 0], leaf_weights=onnx.numpy_helper.from_array(np.array([1.0, 2.0])),
+                            nodes_falseleafs=[1], nodes_falsenodeids=[1], nodes_featureids=[0],
+                            nodes_modes=onnx.numpy_helper.from_array(np.array([0], np.uint8)),
+                            nodes_splits=onnx.numpy_helper.from_array(np.array([0.5])),
+                            nodes_trueleafs=[1], nodes_truenodeids=[0], tree_roots=[0])
+        graph = oh.make_graph([node], "g", [oh.make_tensor_value_info("X", onnx.TensorProto.DOUBLE, [3, 2])],
+                              [oh.make_tensor_value_info("Y", onnx.TensorProto.DOUBLE, [3, 1])])
+        model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 21), oh.make_opsetid("ai.onnx.ml", 5)])
+        try:
+            onnx_stablehlo.compile(model, check=False)
+        except errors.OnnxStableHLOError as exc:
+            print("typed", type(exc).__name__)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("typed"), done.stdout
