@@ -225,11 +225,28 @@ class LoweringContext:
         inputs: Sequence[LoweredValue | None],
         materialize: Callable[[LoweredValue], ir.Value],
         lower_subgraph: Callable[[onnx_ir.Graph, Sequence[ir.Value]], list[ir.Value]] | None = None,
+        add_check: Callable[[ir.Value, str], bool] | None = None,
     ) -> None:
         self.node = node
         self._inputs = list(inputs)
         self._materialize = materialize
         self._lower_subgraph = lower_subgraph
+        self._add_check = add_check
+
+    # Run-time checks -------------------------------------------------------------------------
+
+    def runtime_check(self, ok: ir.Value, message: str) -> bool:
+        """Asks the runtime to raise ``RuntimeCheckError`` with ``message`` (prefixed with the
+        node) when the i1 tensor ``ok`` is not all true after a run.
+
+        Returns whether the check was recorded (``import_model(runtime_checks=True)``, top-level
+        graph only); otherwise the rule's clamping semantics apply unchecked.
+        """
+        if self._add_check is None:
+            return False
+        node = self.node
+        where = f"{node.domain or 'ai.onnx'}::{node.op_type} (opset {node.opset}) at {node.name}"
+        return self._add_check(ok, f"{where}: {message}")
 
     # Inputs --------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 import onnx
 import onnx_ir
 
+from onnx_stablehlo.errors import LoweringError
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry, normalize_domain
 
@@ -199,7 +200,12 @@ def expand_function_ops(
     changed = False
     for round_index in range(_MAX_ROUNDS):
         try:
-            typed = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
+            # onnx's shape inference segfaults on a node that omits a required input (a fuzzed
+            # ai.onnx.ml TreeEnsemble): such a graph is not inferred.
+            if _omits_required_input(proto, model_opsets):
+                typed = proto
+            else:
+                typed = onnx.shape_inference.infer_shapes(proto, strict_mode=False)
         except Exception:  # shape inference is only needed for context-dependent bodies
             typed = proto
         types = {v.name: v.type for v in list(typed.graph.value_info) + list(typed.graph.input)
@@ -215,6 +221,7 @@ def expand_function_ops(
             if registry.resolve(domain, node.op_type, opset) is not None:
                 new_nodes.append(node)
                 continue
+            node = _as_onnxruntime_reads(node, domain)
             body = function_body(node, opset, [types.get(name) if name else None for name in node.input])
             if body is None:
                 new_nodes.append(node)
@@ -229,8 +236,47 @@ def expand_function_ops(
         proto.graph.node.extend(new_nodes)
     if not changed:
         return None
-    expanded = onnx_ir.serde.deserialize_model(proto)
-    return expanded
+    try:
+        return onnx_ir.serde.deserialize_model(proto)
+    except Exception as exc:  # onnx_ir.serde.SerdeError: a body built from bad attributes
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        raise LoweringError(
+            f"expanding function bodies gave a malformed graph: {type(cause).__name__}: "
+            f"{(str(cause).strip().splitlines() or [''])[0]}"
+        ) from exc
+
+
+def _omits_required_input(proto: onnx.ModelProto, model_opsets: dict[str, int]) -> bool:
+    """Whether a node of the main graph leaves a required (single) input empty or absent."""
+    for node in proto.graph.node:
+        try:
+            schema = onnx.defs.get_schema(node.op_type, _node_opset(node, model_opsets), normalize_domain(node.domain))
+        except onnx.defs.SchemaError:
+            continue
+        for index, formal in enumerate(schema.inputs):
+            if formal.option == onnx.defs.OpSchema.FormalParameterOption.Single and (
+                index >= len(node.input) or not node.input[index]
+            ):
+                return True
+    return False
+
+
+def _as_onnxruntime_reads(node: onnx.NodeProto, domain: str) -> onnx.NodeProto:
+    """``node`` with attribute values that its schema's function body reads differently from
+    onnxruntime (and onnx.reference) rewritten to the value with onnxruntime's meaning.
+
+    - Attention ``softcap``: onnxruntime and onnx.reference cap only when ``softcap > 0``; the
+      function body caps for any non-zero value (a negative or NaN softcap changed the scores).
+    """
+    if domain == "" and node.op_type == "Attention":
+        kept = [a for a in node.attribute if not (a.name == "softcap" and not a.f > 0)]
+        if len(kept) != len(node.attribute):
+            node = copy.deepcopy(node)
+            del node.attribute[:]
+            node.attribute.extend(kept)
+    return node
 
 
 def _node_opset(node: onnx.NodeProto, model_opsets: dict[str, int]) -> int:

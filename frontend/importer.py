@@ -36,9 +36,12 @@ from onnx_stablehlo.errors import (
     FrontendError,
     InvalidOptionError,
     LoweringError,
+    OnnxStableHLOError,
+    ResourceLimitError,
     ShapeError,
     UnsupportedDtypeError,
     UnsupportedOpError,
+    UnsupportedOpsetError,
 )
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
@@ -67,6 +70,10 @@ _NOT_FOLDABLE = frozenset(
         "Multinomial",
         "Bernoulli",
         "Dropout",
+        # Its rule computes constant ranges with the spec's element count (an infinite delta
+        # gives none, as in onnxruntime; onnx.reference's np.arange gives one) and checks it
+        # against the resource limits before allocating.
+        "Range",
     }
 )
 
@@ -110,6 +117,10 @@ class LoweredModule:
     value_shapes: dict[str, tuple[DataType, Shape]] = dataclasses.field(default_factory=dict)
     dim_equalities: list[DimEquality] = dataclasses.field(default_factory=list)
     """Every ONNX value of the main graph -> (dtype, dims), dims symbolic where unknown."""
+    check_messages: list[str] = dataclasses.field(default_factory=list)
+    """Run-time checks (``import_model(runtime_checks=True)``): when non-empty, ``@main`` has
+    one more result after the graph outputs, a ``tensor<N x i1>`` whose entry ``i`` is false
+    when check ``i`` failed (an out-of-range Gather index, say); this is its message."""
 
     @property
     def text(self) -> str:
@@ -507,8 +518,11 @@ class _Importer:
         weights: WeightsMode,
         fold_max_elements: int,
         inline_scalar_weights: bool = False,
+        runtime_checks: bool = False,
     ) -> None:
         self.model = model
+        self.runtime_checks = runtime_checks
+        self.checks: list[tuple[ir.Value, str]] = []
         self.registry = registry
         self.weights = weights
         self.inline_scalar_weights = inline_scalar_weights
@@ -519,6 +533,17 @@ class _Importer:
         self.parameters: dict[str, Callable[[], np.ndarray]] = {}
         self.entry_block: ir.Block | None = None
         self.resolver = _DimResolver()
+
+    def add_check(self, ok: ir.Value, message: str) -> bool:
+        """Records a run-time check: ``ok`` (i1, any shape) must be all true. Returns whether it
+        was recorded: checks are off, or inside a subgraph (a region's value cannot reach
+        ``@main``'s results), otherwise."""
+        if not self.runtime_checks or self.values.depth != 0:
+            return False
+        if emit.rank_of(ok):
+            ok = emit.reduce(ok, list(range(emit.rank_of(ok))), stablehlo.AndOp, True)
+        self.checks.append((emit.reshape(ok, [1]), message))
+        return True
 
     # Values --------------------------------------------------------------------------------
 
@@ -602,24 +627,26 @@ class _Importer:
                 raise LoweringError(f"input '{ir_value.name}' is not defined before use", op_type=node.op_type,
                                     domain=domain, opset=opset, node_name=onnx_node.name)
         self.resolver.node_name = onnx_node.name
-        results = self.try_fold(node, onnx_node, inputs)
-        if results is None:
-            ctx = LoweringContext(onnx_node, inputs, self.materialize, self.lower_subgraph)
-            with ir.Location.name(onnx_node.location_name):
-                try:
+        try:
+            results = self.try_fold(node, onnx_node, inputs)
+            if results is None:
+                ctx = LoweringContext(
+                    onnx_node, inputs, self.materialize, self.lower_subgraph, add_check=self.add_check
+                )
+                with ir.Location.name(onnx_node.location_name):
                     results = list(rule(ctx, onnx_node))
-                except FrontendError:
-                    raise
-                except Exception as exc:  # a rule's bug or an MLIR builder's type error
-                    detail = _first_line(exc)
-                    raise LoweringError(
-                        f"lowering failed ({type(exc).__name__}: {detail})",
-                        op_type=node.op_type,
-                        domain=domain,
-                        opset=opset,
-                        node_name=onnx_node.name,
-                    ) from exc
-        self.bind_outputs(node, onnx_node, results)
+            self.bind_outputs(node, onnx_node, results)
+        except OnnxStableHLOError:
+            raise
+        except Exception as exc:  # a rule's bug or an MLIR builder's type error
+            detail = _first_line(exc)
+            raise LoweringError(
+                f"lowering failed ({type(exc).__name__}: {detail})",
+                op_type=node.op_type,
+                domain=domain,
+                opset=opset,
+                node_name=onnx_node.name,
+            ) from exc
 
     def try_fold_symbolic(
         self, node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
@@ -773,6 +800,7 @@ class _Importer:
                 self.values[out.name] = self._lowered_result(out.name, result)
             elif isinstance(result, ir.Value):
                 shape = self.resolver.dims_of(result)
+                _check_size(onnx_node, out.name, shape)
                 self.values[out.name] = LoweredValue(out.name, emit.dtype_of(result), shape, value=result)
             else:
                 array = np.asarray(result)
@@ -803,6 +831,42 @@ def _lazy(tensor: onnx_ir.TensorProtocol) -> Callable[[], np.ndarray]:
 
 def _constant_getter(array: np.ndarray) -> Callable[[], np.ndarray]:
     return lambda: array
+
+
+def _check_size(onnx_node: OnnxNode, name: str, shape: Sequence[Any]) -> None:
+    """Refuses a result whose static element count is over ``limits.MAX_ELEMENTS`` (XLA aborts
+    the process on a shape whose element count overflows int64)."""
+    from onnx_stablehlo.frontend import limits
+
+    count = 1
+    for dim in shape:
+        if isinstance(dim, (int, np.integer)):
+            count *= max(int(dim), 0)
+    if count > limits.MAX_ELEMENTS:
+        raise ResourceLimitError(
+            f"output '{name}' of shape {[str(d) for d in shape]} would have {count} elements, over the limit "
+            f"of {limits.MAX_ELEMENTS} (onnx_stablehlo.frontend.limits.MAX_ELEMENTS)",
+            op_type=onnx_node.op_type, domain=onnx_node.domain, opset=onnx_node.opset, node_name=onnx_node.name,
+        )
+
+
+def check_opsets(model: onnx_ir.Model) -> None:
+    """Refuses opsets of ONNX's own domains newer than the installed onnx knows.
+
+    Raises:
+        UnsupportedOpsetError: naming the domain, the model's opset and the newest known one.
+    """
+    known = onnx.defs.C.schema_version_map()  # {domain: (first, last)} of the installed onnx
+    for domain, version in model.opset_imports.items():
+        key = "" if domain in ("", "ai.onnx") else domain
+        if key in known and int(version) > known[key][1]:
+            raise UnsupportedOpsetError(
+                f"the model imports opset {version} of domain '{domain or 'ai.onnx'}', but the installed onnx "
+                f"{onnx.__version__} knows opsets up to {known[key][1]}; export the model at opset "
+                f"{known[key][1]} or lower"
+            )
+        if key in known and int(version) < 1:
+            raise UnsupportedOpsetError(f"the model imports opset {version} of domain '{domain or 'ai.onnx'}'")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -846,6 +910,7 @@ def import_model(
     dims: Mapping[str, int] | None = None,
     inline_scalar_weights: bool = False,
     float64_math: bool = True,
+    runtime_checks: bool = False,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
 
@@ -872,6 +937,10 @@ def import_model(
             ``CompiledModel`` sets it; the trainer does not, so such a scalar stays trainable.
         float64_math: whether rules may compute in float64 for accuracy (``emit.erf``);
             ``CompiledModel`` turns it off for TPU, which emulates float64.
+        runtime_checks: rules may add checks of run-time values (Gather-family indices in
+            range, Resize's run-time sizes against the declared shape); they become one extra
+            result of ``@main`` (see ``LoweredModule.check_messages``) that ``CompiledModel``
+            reads after each run. Off: such values are clamped as StableHLO does.
 
     Returns:
         The :class:`LoweredModule`.
@@ -889,12 +958,21 @@ def import_model(
 
         registry = default_registry()
     start = time.perf_counter()
-    missing = find_unsupported(model, registry)
+    check_opsets(model)
+    try:
+        missing = find_unsupported(model, registry)
+    except ValueError as exc:  # a node's opset metadata that is not an integer
+        raise LoweringError(f"cannot resolve the nodes' opsets: {_first_line(exc)}") from exc
     if missing:
         # Ops without a rule whose schema defines a function body are expanded into it.
         known_shapes = {n: tuple(s) for n, s in (input_shapes or {}).items() if s is not None}
         known_shapes.update({n: np.shape(a) for n, a in (constant_inputs or {}).items()})
-        expanded = expand_function_ops(model, registry, known_shapes)
+        try:
+            expanded = expand_function_ops(model, registry, known_shapes)
+        except OnnxStableHLOError:
+            raise
+        except Exception as exc:  # onnx-ir refused to serialize the model, or a body is malformed
+            raise LoweringError(f"expanding function bodies failed: {type(exc).__name__}: {_first_line(exc)}") from exc
         if expanded is not None:
             model = expanded
             missing = find_unsupported(model, registry)
@@ -908,7 +986,7 @@ def import_model(
         shapes[name] = np.shape(array)
     all_inputs = graph_input_values(graph)
     all_layouts = _input_layouts(graph, shapes, dynamic, dims)
-    importer = _Importer(model, registry, weights, fold_max_elements, inline_scalar_weights)
+    importer = _Importer(model, registry, weights, fold_max_elements, inline_scalar_weights, runtime_checks)
     importer.add_initializers(graph)
     inputs: list[onnx_ir.Value] = []
     input_layouts: list[Layout] = []
@@ -964,6 +1042,12 @@ def import_model(
                     for tensor in tensors:
                         output_values.append(importer.materialize(tensor))
                         output_types.append((tensor.dtype, importer.canonical_shape(tensor.shape)))
+            if importer.checks:
+                with ir.Location.name("onnx_stablehlo.runtime_checks"):
+                    flags = [value for value, _ in importer.checks]
+                    packed = flags[0] if len(flags) == 1 else stablehlo.ConcatenateOp(flags, 0).result
+                output_values.append(packed)
+                output_types.append((DataType.BOOL, (len(flags),)))
             func.ReturnOp(output_values)
         func_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get([a.type for a in entry.arguments], [v.type for v in output_values])
@@ -995,6 +1079,7 @@ def import_model(
             if value.kind == "tensor" and not value.parameter
         },
         dim_equalities=list(importer.resolver.equalities),
+        check_messages=[message for _, message in importer.checks],
     )
 
 

@@ -23,7 +23,8 @@ import onnx
 import onnx_ir
 from onnx_ir.passes.common import InlinePass
 
-from onnx_stablehlo.errors import ModelCheckError, ModelLoadError, UnsupportedValueTypeError
+from onnx_stablehlo.errors import ModelCheckError, ModelLoadError, OnnxStableHLOError, UnsupportedValueTypeError
+from onnx_stablehlo.frontend.external_data import check_external_data
 from onnx_stablehlo.frontend.qdq import fuse_qdq
 
 __all__ = ["ModelSource", "load", "opset_imports", "zipmap_outputs"]
@@ -33,7 +34,9 @@ _ML_DOMAIN = "ai.onnx.ml"
 ModelSource = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
 
 
-def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
+def load(
+    model: ModelSource, *, check: bool = True, base_dir: str | os.PathLike | None = None
+) -> onnx_ir.Model:
     """Reads an ONNX model into onnx-ir.
 
     Args:
@@ -41,6 +44,9 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
             bytes of a ModelProto, a ``onnx.ModelProto``, or an ``onnx_ir.Model`` (returned
             with its functions inlined).
         check: run ``onnx.checker.check_model`` first.
+        base_dir: the folder external data is read from when ``model`` is bytes or a proto
+            (a path's own folder is always used for a path). Without it, a model given as bytes
+            or a proto that stores tensors externally is refused.
 
     Returns:
         The model as ``onnx_ir.Model`` with model-local functions inlined and QDQ groups
@@ -48,12 +54,14 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
         onnxruntime runs them (``frontend/qdq.py``).
 
     Raises:
-        ModelLoadError: the file is missing or unreadable, or the bytes are not an ONNX model.
+        ModelLoadError: the file is missing or unreadable, the bytes are not an ONNX model, or
+            its external data is unsafe (see :mod:`onnx_stablehlo.frontend.external_data`;
+            checked with ``check=False`` too).
         ModelCheckError: the onnx checker rejects the model.
     """
-    base_dir: str | None = None
     if isinstance(model, onnx_ir.Model):
         ir_model = model
+        check_external_data(ir_model, base_dir)
     else:
         if isinstance(model, (str, os.PathLike)):
             proto, base_dir = _read_file(Path(model))
@@ -66,20 +74,76 @@ def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
                 f"cannot load a model from {type(model).__name__}: expected a path, bytes, "
                 "onnx.ModelProto or onnx_ir.Model"
             )
+        ir_model = _deserialize(_retype_zipmap_outputs(proto))
+        # Before the checker: it would open (and block on) a FIFO named as a location.
+        check_external_data(ir_model, base_dir)
         if check:
-            # Checking by path lets the checker find external data next to the model.
-            _check(str(model) if base_dir is not None and not str(model).endswith((".onnxtxt", ".txt")) else proto)
-        proto = _retype_zipmap_outputs(proto)
-        try:
-            ir_model = onnx_ir.serde.deserialize_model(proto)
-        except onnx_ir.serde.SerdeError as exc:
-            raise ModelLoadError(f"onnx-ir cannot read the model: {_innermost(exc)}") from exc
-        if base_dir is not None:
-            onnx_ir.external_data.set_base_dir(ir_model.graph, base_dir)
+            # External data was checked above, against the model's folder; the checker sees a
+            # copy without it (given the proto alone it would resolve locations against the
+            # current folder).
+            _check(_without_external_data(proto))
     if ir_model.functions:
-        InlinePass()(ir_model)
+        try:
+            InlinePass()(ir_model)
+        except OnnxStableHLOError:
+            raise
+        except Exception as exc:  # onnx-ir refuses a malformed function (bad signature, recursion)
+            raise ModelLoadError(f"cannot inline the model's local functions: {_first_line(exc)}") from exc
     fuse_qdq(ir_model)
     return ir_model
+
+
+def _without_external_data(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto``, or a copy whose external tensors are one-element placeholders of their dtype.
+
+    The checker (without ``full_check``) does not infer shapes, so a placeholder's shape does
+    not matter; its name and dtype stay.
+    """
+    stubs = [t for t in _proto_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not stubs:
+        return proto
+    copy = onnx.ModelProto()
+    copy.CopyFrom(proto)
+    for tensor in _proto_tensors(copy.graph):
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            placeholder = onnx.TensorProto(name=tensor.name, data_type=tensor.data_type)
+            try:
+                width = onnx_ir.DataType(tensor.data_type).bitwidth
+            except ValueError:
+                width = 8
+            placeholder.raw_data = b"\0" * max(1, (width + 7) // 8)
+            tensor.CopyFrom(placeholder)
+    return copy
+
+
+def _proto_tensors(graph: onnx.GraphProto):
+    yield from graph.initializer
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.HasField("t"):
+                yield attr.t
+            yield from attr.tensors
+            if attr.HasField("g"):
+                yield from _proto_tensors(attr.g)
+            for subgraph in attr.graphs:
+                yield from _proto_tensors(subgraph)
+
+
+def _deserialize(proto: onnx.ModelProto) -> onnx_ir.Model:
+    try:
+        return onnx_ir.serde.deserialize_model(proto)
+    except Exception as exc:  # onnx_ir.serde.SerdeError and the ValueError/TypeError it wraps
+        raise ModelLoadError(f"the model is malformed and cannot be read: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    """The innermost cause's first line (onnx-ir's SerdeError wraps the real reason), with the
+    outermost context ("Error calling _deserialize_graph with: g")."""
+    chain = [exc]
+    while (cause := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 16:
+        chain.append(cause)
+    texts = [str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__ for e in chain]
+    return texts[-1] if len(texts) == 1 else f"{texts[-1]} ({texts[0]})"
 
 
 def _read_file(path: Path) -> tuple[onnx.ModelProto, str]:
@@ -184,12 +248,6 @@ def opset_imports(model: onnx_ir.Model) -> dict[str, int]:
     for domain, version in model.opset_imports.items():
         result["" if domain in ("", "ai.onnx") else domain] = int(version)
     return result
-
-
-def _innermost(exc: BaseException) -> str:
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
 def _elem_name(elem_type: int) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 
 import onnx_ir
@@ -17,17 +18,20 @@ from onnx_stablehlo.runtime.model import CompiledModel
 __all__ = ["load", "lower", "compile"]
 
 
-def load(model: ModelSource, *, check: bool = True) -> onnx_ir.Model:
+def load(model: ModelSource, *, check: bool = True, base_dir: str | os.PathLike | None = None) -> onnx_ir.Model:
     """Reads an ONNX model (path, bytes or ``onnx.ModelProto``) into onnx-ir.
 
     Runs the onnx checker (``check=False`` skips it), inlines model-local functions and maps
-    external data lazily.
+    external data lazily, after checking it like onnxruntime does: locations relative to the
+    model's folder (``base_dir`` for bytes or a proto; without it their external data is
+    refused), no ``..``, absolute paths or symlinks out of the folder, regular files only,
+    offset and length within the file and equal to the tensor's size.
 
     Raises:
-        ModelLoadError: missing file, unreadable or corrupt protobuf.
+        ModelLoadError: missing file, unreadable or corrupt protobuf, unsafe external data.
         ModelCheckError: the onnx checker rejects the model.
     """
-    return _load(model, check=check)
+    return _load(model, check=check, base_dir=base_dir)
 
 
 def lower(
@@ -80,6 +84,7 @@ def compile(  # noqa: A001 - the field's verb
     bucketing: Bucketing | None = None,
     hoist_weights: bool = True,
     devices: int | Sequence[str] | None = None,
+    runtime_checks: bool = True,
 ) -> CompiledModel:
     """Lowers an ONNX model to StableHLO and compiles it with PJRT.
 
@@ -115,6 +120,10 @@ def compile(  # noqa: A001 - the field's verb
             (same ``run``); ``device``, ``weights``, ``bucketing``, ``cache_size`` and
             ``hoist_weights`` do not apply. The model needs a batch dim (a symbol named like
             ``batch`` first in its inputs and outputs).
+        runtime_checks: check run-time values like onnxruntime (Gather-family and ScatterND /
+            ScatterElements indices in range, Resize's run-time sizes against the declared
+            output shape) and raise ``RuntimeCheckError``; ``False`` skips the checks
+            (out-of-range indices are then clamped, as StableHLO does).
 
     Returns:
         A :class:`~onnx_stablehlo.runtime.model.CompiledModel` (a ``ShardedModel`` with
@@ -146,4 +155,5 @@ def compile(  # noqa: A001 - the field's verb
         dynamic=dynamic,
         bucketing=bucketing,
         hoist_weights=hoist_weights,
+        runtime_checks=runtime_checks,
     )

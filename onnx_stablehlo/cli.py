@@ -22,6 +22,7 @@ traceback too).
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from collections.abc import Sequence
@@ -33,6 +34,10 @@ from onnx_stablehlo import _io
 from onnx_stablehlo.errors import OnnxStableHLOError
 
 __all__ = ["main"]
+
+
+MAX_GENERATED_BYTES = 2**31
+"""Largest input ``run``/``check`` generate (2 GiB); a model declaring a larger one needs --input."""
 
 
 class UsageError(OnnxStableHLOError):
@@ -47,6 +52,8 @@ def _parse_shape_arg(text: str) -> tuple[str, tuple[int, ...]]:
         shape = tuple(int(d) for d in dims.split(",") if d.strip() != "")
     except ValueError:
         raise UsageError(f"--input-shape {text!r}: dims must be integers") from None
+    if any(d < 0 for d in shape):
+        raise UsageError(f"--input-shape {text!r}: dims must be non-negative")
     return name, shape
 
 
@@ -256,17 +263,19 @@ def generated_inputs(
     seed: int = 0,
     dims: dict[str, int] | None = None,
     given: dict[str, np.ndarray] | None = None,
+    max_bytes: int = MAX_GENERATED_BYTES,
 ) -> dict[str, np.ndarray]:
     """Seeded random feeds of the right dtypes and shapes for a model's inputs.
 
     Floats are standard normal; integers and bools uniform in {0, 1} (valid as token ids, type
     ids, masks and small-table indices). Symbolic dims need a shape in ``shapes`` or a size in
-    ``dims``.
+    ``dims``. Each input's size is checked against ``max_bytes`` before it is allocated.
 
     Raises:
         ShapeError: an input has a symbolic dim and no shape was given.
+        ResourceLimitError: an input would take more than ``max_bytes``.
     """
-    from onnx_stablehlo.errors import ShapeError
+    from onnx_stablehlo.errors import ResourceLimitError, ShapeError
     from onnx_stablehlo.frontend import dtypes
     from onnx_stablehlo.frontend.importer import graph_input_values
 
@@ -302,7 +311,16 @@ def generated_inputs(
                     f"--input {value.name}=FILE.npy"
                 )
             shape = tuple(sizes)  # type: ignore[arg-type]
+        if any(int(d) < 0 for d in shape):
+            raise ShapeError(f"input '{value.name}' has a negative dim in {list(shape)}")
         np_dtype = dtypes.numpy_dtype(value.dtype)
+        nbytes = math.prod(int(d) for d in shape) * np.dtype(np_dtype).itemsize
+        if nbytes > max_bytes:
+            raise ResourceLimitError(
+                f"input '{value.name}' of shape {list(shape)} ({np.dtype(np_dtype).name}) would take {nbytes} bytes, "
+                f"over the {max_bytes}-byte limit for a generated input; give it with --input {value.name}=FILE.npy "
+                "or a smaller --input-shape/--dim"
+            )
         if dtypes.is_float(value.dtype):
             array = rng.standard_normal(shape).astype(np_dtype)
         elif value.dtype == dtypes.DataType.BOOL:
@@ -517,6 +535,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `onnx-stablehlo shapes MODEL | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug of ours: one line, not a traceback (--traceback shows it)
+        if args.traceback:
+            raise
+        first = (str(exc).strip().splitlines() or [""])[0]
+        print(
+            f"error: internal error ({type(exc).__name__}: {first}); this is a bug in onnx-stablehlo, "
+            "please report it with the output of --traceback",
+            file=sys.stderr,
+        )
+        return 3
 
 
 if __name__ == "__main__":

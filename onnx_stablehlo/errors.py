@@ -14,6 +14,7 @@ Hierarchy::
     ├── ModelCheckError           the onnx checker rejects the model
     ├── FrontendError             lowering ONNX to StableHLO failed
     │   ├── UnsupportedOpError        one or more (domain, op_type, opset) have no lowering
+    │   ├── UnsupportedOpsetError     an opset newer than the installed onnx knows
     │   ├── UnsupportedAttributeError an attribute value the lowering does not handle
     │   ├── UnsupportedDtypeError     an element type the op or StableHLO does not handle
     │   ├── NonConstantInputError     an input must be known at compile time but is not
@@ -22,9 +23,14 @@ Hierarchy::
     │   └── LoweringError             the emitted StableHLO failed to build or verify
     ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
     ├── UnsupportedTransformError a JAX transformation the bridge does not support (jvp)
+    ├── ResourceLimitError        a model or feed that implies absurd work or memory (a window
+    │                             of 2^62, a 4 TiB input): refused before any allocation
+    ├── WriteError                an output file cannot be written (a folder, no permission)
     ├── RuntimeErrorBase
     │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
+    │   ├── RuntimeCheckError         a run-time check failed (an out-of-range Gather index,
+    │   │                             run-time Resize sizes that contradict the declared shape)
     │   ├── CompileError              PJRT (XLA) refused the module
     │   └── ExecutionError            PJRT failed while running the executable
     ├── OracleError               onnxruntime (the oracle of check --bisect, report) rejects
@@ -43,6 +49,7 @@ __all__ = [
     "ModelCheckError",
     "FrontendError",
     "UnsupportedOpError",
+    "UnsupportedOpsetError",
     "UnsupportedAttributeError",
     "UnsupportedDtypeError",
     "NonConstantInputError",
@@ -51,9 +58,12 @@ __all__ = [
     "LoweringError",
     "InvalidOptionError",
     "UnsupportedTransformError",
+    "ResourceLimitError",
+    "WriteError",
     "RuntimeErrorBase",
     "DeviceNotFoundError",
     "FeedError",
+    "RuntimeCheckError",
     "CompileError",
     "ExecutionError",
     "OracleError",
@@ -156,6 +166,11 @@ class UnsupportedOpError(FrontendError):
         self.node_name = missing[first][0]
 
 
+class UnsupportedOpsetError(FrontendError):
+    """The model imports an opset of an ONNX domain newer than the installed onnx package knows
+    (its ops' semantics at that opset are unknown, so nothing may be assumed about them)."""
+
+
 class UnsupportedAttributeError(FrontendError):
     """A node carries an attribute value its lowering does not handle."""
 
@@ -200,6 +215,17 @@ class UnsupportedTransformError(OnnxStableHLOError):
     """
 
 
+class ResourceLimitError(FrontendError):
+    """An attribute, shape or feed that implies work or memory over a limit (a pooling window
+    of 2^62 elements, a generated input of terabytes); refused before anything is allocated."""
+
+
+class WriteError(OnnxStableHLOError, OSError):
+    """An output file cannot be written: the target is a folder, or the folder is not writable.
+
+    Also an ``OSError``, so code that caught the raw error keeps working."""
+
+
 class RuntimeErrorBase(OnnxStableHLOError):
     """Base of errors raised by the PJRT runtime."""
 
@@ -218,6 +244,22 @@ class FeedError(RuntimeErrorBase):
     def __init__(self, message: str, input_name: str | None = None) -> None:
         self.input_name = input_name
         super().__init__(message)
+
+
+class RuntimeCheckError(RuntimeErrorBase):
+    """A value computed at run time is invalid for its op, as onnxruntime's INVALID_ARGUMENT:
+    a Gather-family index out of range, Resize sizes that contradict the declared output shape.
+
+    ``compile(..., runtime_checks=False)`` skips these checks (indices are then clamped).
+
+    Attributes:
+        failed: the message of every failed check (op, node, what).
+    """
+
+    def __init__(self, failed: Sequence[str]) -> None:
+        self.failed = list(failed)
+        more = f" (and {len(self.failed) - 1} more failed checks)" if len(self.failed) > 1 else ""
+        super().__init__(f"{self.failed[0]}{more}")
 
 
 class CompileError(RuntimeErrorBase):

@@ -31,6 +31,7 @@ import dataclasses
 import functools
 import inspect
 import textwrap
+import threading
 import typing
 from collections.abc import Mapping
 from typing import Any, ClassVar
@@ -193,8 +194,19 @@ def _convert(text: str, hint: Any, option: str) -> Any:
     raise TypeError(f"option '{option}': unsupported option type {hint!r}")
 
 
-@functools.cache
+_OPTIONS_LOCK = threading.Lock()
+"""Serializes the first (uncached) reads of options: CPython 3.11's ``ast.parse`` from several
+threads at once raises ``SystemError: AST constructor recursion depth mismatch``, and
+CompiledModel runs pipelines from concurrent ``run`` calls."""
+
+
 def _options_of(cls: type) -> tuple[PassOption, ...]:
+    with _OPTIONS_LOCK:
+        return _options_of_locked(cls)
+
+
+@functools.cache
+def _options_of_locked(cls: type) -> tuple[PassOption, ...]:
     if not dataclasses.is_dataclass(cls):
         return ()
     docs = _field_docstrings(cls)

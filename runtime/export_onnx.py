@@ -10,15 +10,18 @@ in the target folder, then a rename), and the original file is never written to 
 
 External data: models whose tensors total 2 GB or more (protobuf's limit for one message) are
 written with their tensors in a side file (``external_data=None`` decides by size; ``True`` or
-``False`` force it). The side file is named ``<file>.<random>.data`` and written before the
+``False`` force it). The side file is named ``<file>.<pid>-<random>.data`` and written before the
 ``.onnx`` is renamed into place, so the ``.onnx`` on disk always points at a complete data file;
-the data file of the replaced ``.onnx`` (if it was one of ours) is removed afterwards.
+the data file of the replaced ``.onnx`` (if it was one of ours) is removed afterwards, and so is
+any side file of that name pattern that the new ``.onnx`` does not reference and whose writer
+process is gone (a killed save's debris). A failed save removes its own side file.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
@@ -165,26 +168,43 @@ def save_onnx(
         raise ExportError(
             f"the model's tensors take {tensor_bytes} bytes, too many for one protobuf; use external_data=True"
         )
+    for tensor in proto.graph.initializer:
+        if tensor.data_location == onnx.TensorProto.EXTERNAL:
+            location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+            raise ExportError(
+                f"initializer {tensor.name!r} of the original keeps its data in an external file "
+                f"({location!r}) that was not read: pass the original as a path (its external data is read "
+                "from its folder) or as an onnx_ir.Model loaded from one"
+            )
     previous_data = _our_data_files(target)
-    if external:
-        for tensor in proto.graph.initializer:  # only raw_data moves to a side file
-            if not tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
-                tensor.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(tensor), tensor.name))
-        location = f"{target.name}.{secrets.token_hex(4)}.data"
-        onnx.external_data_helper.convert_model_to_external_data(
-            proto, all_tensors_to_one_file=True, location=location, size_threshold=_SMALL_TENSOR
-        )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        onnx.external_data_helper.write_external_data_tensors(proto, str(target.parent))
-        data_path = target.parent / location
-        if data_path.exists():  # absent when every tensor is under _SMALL_TENSOR bytes
-            with open(data_path, "rb+") as handle:
-                os.fsync(handle.fileno())
-            os.chmod(data_path, _FILE_MODE)
-            previous_data.discard(data_path)
-    _io.atomic_write_bytes(target, proto.SerializeToString())
+    data_path: Path | None = None
+    try:
+        if external:
+            for tensor in proto.graph.initializer:  # only raw_data moves to a side file
+                if not tensor.HasField("raw_data") and tensor.data_location != onnx.TensorProto.EXTERNAL:
+                    tensor.CopyFrom(onnx.numpy_helper.from_array(onnx.numpy_helper.to_array(tensor), tensor.name))
+            location = f"{target.name}.{os.getpid()}-{secrets.token_hex(4)}.data"
+            data_path = target.parent / location
+            onnx.external_data_helper.convert_model_to_external_data(
+                proto, all_tensors_to_one_file=True, location=location, size_threshold=_SMALL_TENSOR
+            )
+            target.parent.mkdir(parents=True, exist_ok=True)
+            onnx.external_data_helper.write_external_data_tensors(proto, str(target.parent))
+            if data_path.exists():  # absent when every tensor is under _SMALL_TENSOR bytes
+                with open(data_path, "rb+") as handle:
+                    os.fsync(handle.fileno())
+                os.chmod(data_path, _FILE_MODE)
+                previous_data.discard(data_path)
+        _io.atomic_write_bytes(target, proto.SerializeToString())
+    except BaseException as exc:
+        if data_path is not None:
+            with contextlib.suppress(OSError):
+                data_path.unlink()
+        if not isinstance(exc, OnnxStableHLOError) and isinstance(exc, (onnx.checker.ValidationError, ValueError, OSError)):
+            raise ExportError(f"cannot write {target}: {_first_line(exc)}") from exc
+        raise
     os.chmod(target, _FILE_MODE)
-    for stale in previous_data:
+    for stale in previous_data | _orphan_data_files(target):
         with contextlib.suppress(OSError):
             stale.unlink()
     return target
@@ -194,6 +214,33 @@ def _tensor_bytes(tensor: onnx.TensorProto) -> int:
     if tensor.HasField("raw_data"):
         return len(tensor.raw_data)
     return tensor.ByteSize()
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+_DATA_NAME = r"\.(?:(\d+)-)?[0-9a-f]{8}\.data"
+"""How our side files are named after the target's name: ``.<pid>-<hex>.data`` (``.<hex>.data``
+before the writer's pid was part of it)."""
+
+
+def _orphan_data_files(target: Path) -> set[Path]:
+    """Our side files of ``target`` that the ``target`` on disk does not reference and whose
+    writer is gone (a killed save's data file)."""
+    referenced = _our_data_files(target)
+    pattern = re.compile(rf"^{re.escape(target.name)}{_DATA_NAME}$")
+    found = set()
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            match = pattern.match(entry.name)
+            if not match or Path(entry.path) in referenced:
+                continue
+            pid = match.group(1)
+            if pid is None or not _io.pid_alive(int(pid)) or int(pid) == os.getpid():
+                found.add(Path(entry.path))
+    return found
 
 
 def _our_data_files(target: Path) -> set[Path]:
@@ -209,7 +256,7 @@ def _our_data_files(target: Path) -> set[Path]:
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             info = {entry.key: entry.value for entry in tensor.external_data}
             location = info.get("location", "")
-            if location.startswith(f"{target.name}.") and location.endswith(".data") and "/" not in location:
+            if re.fullmatch(rf"{re.escape(target.name)}{_DATA_NAME}", location):
                 found.add(target.parent / location)
     return found
 

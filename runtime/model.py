@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -26,6 +27,7 @@ from onnx_stablehlo.errors import (
     FrontendError,
     InvalidOptionError,
     NonConstantInputError,
+    RuntimeCheckError,
     ShapeError,
     UnsupportedDtypeError,
 )
@@ -88,6 +90,10 @@ class CompiledModel:
         cache_size: how many shape specializations stay compiled (least recently used go).
         hoist_weights: with ``weights="args"``, move computations on weights alone into
             ``@hoisted_weights``, run once per set of weights (see ``_hoist_weights``).
+        runtime_checks: check run-time values as onnxruntime does (Gather, GatherElements,
+            GatherND, ScatterND and ScatterElements indices in range; Resize's run-time scales
+            or sizes against the declared output shape) and raise ``RuntimeCheckError``;
+            ``False`` skips them (out-of-range indices are clamped, as StableHLO does).
     """
 
     def __init__(
@@ -104,8 +110,10 @@ class CompiledModel:
         dynamic: bool = True,
         bucketing: Bucketing | None = None,
         hoist_weights: bool = True,
+        runtime_checks: bool = True,
     ) -> None:
         self.model = model
+        self.runtime_checks = runtime_checks
         self.pipeline = pipeline
         self.hoist_weights = hoist_weights
         if pipeline not in ("default", "none"):
@@ -145,6 +153,11 @@ class CompiledModel:
                 f"not have; its inputs are {', '.join(repr(n) for n in self.input_names)}"
             )
         self._cache: collections.OrderedDict[ShapeKey, Specialization] = collections.OrderedDict()
+        # Concurrent run() calls: _lock guards the cache and the per-key lock table; a key's
+        # own lock makes one thread compile that shape while the others wait for its result.
+        self._lock = threading.RLock()
+        self._key_locks: dict[Any, threading.RLock] = {}
+        self._hoist_lock = threading.Lock()
         self._device_weights: dict[str, Any] = {}
         # @hoisted_weights module text -> its results on the device (see _hoist_weights)
         self._hoisted: dict[str, list[Any]] = {}
@@ -204,11 +217,36 @@ class CompiledModel:
         key = tuple(_hashable(shapes[n]) for n in self.input_names) + tuple(
             (n, values[n].tobytes()) for n in sorted(values)
         )
-        found = self._cache.get(key)
+        found = self._cached(key)
         if found is not None:
-            self._cache.move_to_end(key)
-            self._last = found
             return found
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.RLock())
+        with key_lock:  # one compile per shape: later threads find the first one's result
+            found = self._cached(key)
+            if found is not None:
+                return found
+            try:
+                return self._compile_specialization(key, shapes, values, feeds)
+            finally:
+                with self._lock:
+                    self._key_locks.pop(key, None)
+
+    def _cached(self, key: Any) -> Specialization | None:
+        with self._lock:
+            found = self._cache.get(key)
+            if found is not None:
+                self._cache.move_to_end(key)
+                self._last = found
+            return found
+
+    def _compile_specialization(
+        self,
+        key: Any,
+        shapes: Mapping[str, tuple[int, ...]],
+        values: Mapping[str, np.ndarray],
+        feeds: Mapping[str, np.ndarray] | None,
+    ) -> Specialization:
         refine_error: str | None = None
         try:
             lowered = None
@@ -256,16 +294,17 @@ class CompiledModel:
         compile_seconds = time.perf_counter() - start
         spec = Specialization(lowered, executable, compile_seconds)
         spec.hoisted_key = hoisted_key
-        self.compile_count += 1
-        self.timings = {
-            "lower_seconds": lowered.seconds,
-            "pass_seconds": pass_seconds,
-            "compile_seconds": compile_seconds,
-        }
-        self._cache[key] = spec
-        while len(self._cache) > self.cache_size:
-            self._cache.popitem(last=False)
-        self._last = spec
+        with self._lock:
+            self.compile_count += 1
+            self.timings = {
+                "lower_seconds": lowered.seconds,
+                "pass_seconds": pass_seconds,
+                "compile_seconds": compile_seconds,
+            }
+            self._cache[key] = spec
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+            self._last = spec
         return spec
 
     def _hoist_weights(self, lowered: LoweredModule) -> tuple[str, str | None]:
@@ -295,10 +334,11 @@ class CompiledModel:
         main_text, hoisted_text, _ = split_hoisted(lowered.text, lowered.context)
         if hoisted_text is None:
             return main_text, None
-        if hoisted_text not in self._hoisted:
-            executable = pjrt.compile_module(hoisted_text, self.device)
-            weights = [self._weight(name, lowered) for name in lowered.parameter_names]
-            self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
+        with self._hoist_lock:
+            if hoisted_text not in self._hoisted:
+                executable = pjrt.compile_module(hoisted_text, self.device)
+                weights = [self._weight(name, lowered) for name in lowered.parameter_names]
+                self._hoisted[hoisted_text] = pjrt.execute(executable, weights)
         return main_text, hoisted_text
 
     @property
@@ -308,7 +348,11 @@ class CompiledModel:
         Single-element float initializers become constants (nothing swaps weights on a
         ``CompiledModel``), and float64 is left out on TPU, which emulates it (``emit.erf``).
         """
-        return {"inline_scalar_weights": True, "float64_math": self.device.platform != "tpu"}
+        return {
+            "inline_scalar_weights": True,
+            "float64_math": self.device.platform != "tpu",
+            "runtime_checks": self.runtime_checks,
+        }
 
     def _lower_artifact(self) -> None:
         """Lowers the model once with its symbolic dims kept as ``?`` (see ``artifact``)."""
@@ -453,7 +497,10 @@ class CompiledModel:
         if plan is not None:
             arguments = plan.arguments(feeds, self.device)
             if arguments is not None:  # same names, dtypes and shapes as the last run: checked then
-                return pjrt.to_host(pjrt.execute(plan.executable, arguments))
+                results = pjrt.to_host(pjrt.execute(plan.executable, arguments))
+                if plan.check_messages:
+                    _raise_failed_checks(plan.check_messages, results.pop())
+                return self._host_values(results)
         arrays = self._check_feeds(feeds)
         return self._host_values(self._run_arrays(arrays))
 
@@ -511,7 +558,8 @@ class CompiledModel:
         padded, actual, padded_sizes = self.bucketing.pad_feeds(arrays, input_dims)
         others = self._bindings({n: np.shape(a) for n, a in padded.items()})
         outputs = self._run_checked(padded)
-        output_dims = [[rename(d) for d in dims] for _, dims in self._artifact.output_types]
+        result_types = self._artifact.output_types[: len(self._artifact.output_types) - bool(self._artifact.check_messages)]
+        output_dims = [[rename(d) for d in dims] for _, dims in result_types]
         return self.bucketing.slice_outputs(outputs, output_dims, actual, padded_sizes, others)
 
     def _bucket_names(self):
@@ -556,9 +604,12 @@ class CompiledModel:
         constants = [self._weight(name, lowered) for name in lowered.parameter_names]
         if spec.hoisted_key is not None:
             constants += self._hoisted[spec.hoisted_key]
-        results = iter(pjrt.to_host(pjrt.execute(spec.executable, arguments + constants)))
+        results = pjrt.to_host(pjrt.execute(spec.executable, arguments + constants))
+        if lowered.check_messages:  # the run-time checks' flags are @main's last result
+            _raise_failed_checks(lowered.check_messages, results.pop())
         self._plan = _CallPlan.build(self, spec, arrays, constants)
-        return [layout.unflatten(results) for layout in lowered.output_layouts]
+        values = iter(results)
+        return [layout.unflatten(values) for layout in lowered.output_layouts]
 
     def run_device(self, feeds: Mapping[str, Any]) -> list[Any]:
         """Runs the model and leaves the outputs on the device (onnxruntime's IOBinding, in effect).
@@ -578,13 +629,13 @@ class CompiledModel:
         if plan is not None:
             arguments = plan.arguments(feeds, self.device, device_arrays=True)
             if arguments is not None:
-                return pjrt.execute(plan.executable, arguments)
+                return plan.device_results(pjrt.execute(plan.executable, arguments))
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}
         outputs = self.run(host)  # checks the feeds, compiles if needed, builds the plan
         plan = self._plan
         arguments = plan.arguments(feeds, self.device, device_arrays=True) if plan is not None else None
         if arguments is not None:
-            return pjrt.execute(plan.executable, arguments)
+            return plan.device_results(pjrt.execute(plan.executable, arguments))
         return [_to_device_value(o, self.device) for o in outputs]  # split, bucketed or non-tensor values
 
     def to_device(self, array: Any) -> Any:
@@ -638,7 +689,7 @@ class CompiledModel:
         buffer = self._device_weights.get(name)
         if buffer is None:
             buffer = pjrt.to_device(lowered.parameters[name](), self.device)
-            self._device_weights[name] = buffer
+            buffer = self._device_weights.setdefault(name, buffer)  # one copy when threads race
         return buffer
 
     def _check_feeds(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
@@ -701,13 +752,14 @@ class _CallPlan:
     the transfers and PJRT (about 60 us less per call than the checked path on a tiny model).
     """
 
-    __slots__ = ("inputs", "order", "constants", "executable")
+    __slots__ = ("inputs", "order", "constants", "executable", "check_messages")
 
-    def __init__(self, inputs, order, constants, executable) -> None:
+    def __init__(self, inputs, order, constants, executable, check_messages) -> None:
         self.inputs = inputs  # name -> (numpy dtype, shape), every graph input
         self.order = order  # the names @main takes, in order
         self.constants = constants  # weights and hoisted weights on the device
         self.executable = executable
+        self.check_messages = check_messages  # run-time checks: their flags are the last result
 
     @staticmethod
     def build(model: CompiledModel, spec: Specialization, arrays: Mapping[str, Any], constants: list[Any]) -> _CallPlan | None:
@@ -720,7 +772,14 @@ class _CallPlan:
         ):
             return None
         inputs = {n: (arrays[n].dtype, arrays[n].shape) for n in model.input_names}
-        return _CallPlan(inputs, tuple(lowered.input_names), list(constants), spec.executable)
+        return _CallPlan(inputs, tuple(lowered.input_names), list(constants), spec.executable, lowered.check_messages)
+
+    def device_results(self, results: list[Any]) -> list[Any]:
+        """The outputs of a device-resident call, after its run-time checks (copied to the host)."""
+        if self.check_messages:
+            results = list(results)
+            _raise_failed_checks(self.check_messages, pjrt.to_host([results.pop()])[0])
+        return results
 
     def arguments(self, feeds: Mapping[str, Any], device: pjrt.Device, device_arrays: bool = False) -> list[Any] | None:
         """The executable's arguments for ``feeds``, or None when they differ from the plan's."""
@@ -737,6 +796,13 @@ class _CallPlan:
         return [
             put(a, device) if (a := feeds[name]).__class__ is np.ndarray else a for name in self.order
         ] + self.constants
+
+
+def _raise_failed_checks(messages: Sequence[str], flags: Any) -> None:
+    """Raises ``RuntimeCheckError`` naming every run-time check whose flag is false."""
+    failed = [m for m, ok in zip(messages, np.asarray(flags).reshape(-1)) if not ok]
+    if failed:
+        raise RuntimeCheckError(failed)
 
 
 def _to_device_value(value: Any, device: pjrt.Device) -> Any:

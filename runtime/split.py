@@ -70,6 +70,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnx.numpy_helper
 import onnx_ir
 
 from onnx_stablehlo.errors import DataDependentShapeError, ExecutionError, FeedError, NonConstantInputError, ShapeError
@@ -360,9 +361,28 @@ class SplitModel:
         ]
         constant_names = {o.name for j in constant_indices for o in nodes[j].outputs}
         self._host_inputs = [v.name for v in _unique(host_inputs) if v.name not in constant_names]
+        self._host_opset = graph.opset_imports.get("", graph.opset_imports.get("ai.onnx"))
+        self._host_input_positions = {
+            slot: value.name for slot, value in enumerate(host.inputs) if value is not None and value.name
+        }
         self._host_outputs = [o.name for o in host.outputs if o is not None and o.name]
         node_protos = [onnx_ir.serde.serialize_node(nodes[j]) for j in sorted(set(constant_indices))]
-        node_protos.append(onnx_ir.serde.serialize_node(host))
+        host_proto = onnx_ir.serde.serialize_node(host)
+        if host.op_type == "NonMaxSuppression" and _is_default_domain(host):
+            # onnx.reference's NonMaxSuppression fails on omitted optional inputs; give their
+            # defaults explicitly: max_output_boxes_per_class 0 (selects no box, as onnxruntime
+            # does), iou_threshold 0, no score threshold.
+            defaults = (np.zeros(1, np.int64), np.zeros(1, np.float32), np.full(1, -np.inf, np.float32))
+            for slot, default in zip((2, 3, 4), defaults):
+                while len(host_proto.input) <= slot:
+                    host_proto.input.append("")
+                if not host_proto.input[slot]:
+                    name = f"{host_proto.output[0]}__default_input_{slot}"
+                    node_protos.append(onnx.helper.make_node(
+                        "Constant", [], [name], value=onnx.numpy_helper.from_array(default)
+                    ))
+                    host_proto.input[slot] = name
+        node_protos.append(host_proto)
         host_graph = onnx.helper.make_graph(
             node_protos,
             "host",
@@ -455,8 +475,10 @@ class SplitModel:
         env: dict[str, Any] = dict(feeds)
         if self.prefix is not None:
             env.update(zip(self.prefix.output_names, _run_part(self.prefix, env)))
+        host_feeds = {n: self._value(n, env) for n in self._host_inputs}
+        self._validate_host_inputs(host_feeds)
         try:
-            results = self._evaluator.run(None, {n: self._value(n, env) for n in self._host_inputs})
+            results = self._evaluator.run(None, host_feeds)
         except Exception as exc:
             raise ExecutionError(
                 f"{self.host_op_type} at {self.host_node}, run on the host by onnx.reference, "
@@ -471,6 +493,25 @@ class SplitModel:
 
     def __call__(self, **feeds: Any) -> list[Any]:
         return self.run(feeds)
+
+    def _validate_host_inputs(self, feeds: Mapping[str, Any]) -> None:
+        """Checks the host node's inputs as onnxruntime does, so a bad shape is a ShapeError
+        naming the input rather than onnx.reference's IndexError wrapped in ExecutionError."""
+        names = self._host_input_positions
+        shapes = {position: np.shape(feeds[name]) for position, name in names.items() if name in feeds}
+
+        def fail(message: str) -> ShapeError:
+            return ShapeError(message, op_type=self.host_op_type, domain="", opset=self._host_opset, node_name=self.host_node)
+
+        if self.host_op_type == "NonMaxSuppression" and 0 in shapes and 1 in shapes:
+            boxes, scores = shapes[0], shapes[1]
+            if len(boxes) != 3 or boxes[2] != 4:
+                raise fail(f"boxes must have shape [batch, boxes, 4], got {list(boxes)}")
+            if len(scores) != 3 or scores[0] != boxes[0] or scores[2] != boxes[1]:
+                raise fail(f"scores must have shape [batch, classes, boxes] = [{boxes[0]}, C, {boxes[1]}], got {list(scores)}")
+        elif self.host_op_type == "Compress" and 1 in shapes:
+            if len(shapes[1]) != 1:
+                raise fail(f"condition must have rank 1, got shape {list(shapes[1])}")
 
     def _value(self, name: str, env: Mapping[str, Any]) -> Any:
         if name in env:

@@ -219,13 +219,17 @@ def lower_selu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def lower_celu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Celu to max(0, x) + min(0, alpha * expm1(x / alpha)).
 
+    ``x / alpha`` is an IEEE division in the graph, so ``alpha = 0`` (or NaN, inf) gives the
+    NaNs and zeros onnxruntime and onnx.reference give, not a compile-time division error.
+
     Spec: Celu-12/28. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha = node.attr_float("alpha")
 
     def build(x: ir.Value) -> ir.Value:
         zero = emit.full_like(x, 0)
-        negative = _mul(stablehlo.Expm1Op(_mul(x, 1.0 / alpha)).result, alpha)
+        scaled = stablehlo.DivOp(x, emit.full_like(x, alpha)).result
+        negative = _mul(stablehlo.Expm1Op(scaled).result, alpha)
         return stablehlo.AddOp(stablehlo.MaxOp(x, zero).result, stablehlo.MinOp(negative, zero).result).result
 
     return _pointwise(ctx, build)

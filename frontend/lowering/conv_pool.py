@@ -52,7 +52,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import dtypes, emit, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -151,6 +151,9 @@ def _window(
     auto_pad = node.attr_str("auto_pad", "NOTSET")
     window = _Window(tuple(kernel), strides, dilations, ((0, 0),) * rank)
     effective = window.effective_kernel
+    limits.check_window(ctx, "the window (kernel_shape with dilations)", effective)
+    limits.check_window(ctx, "strides", strides)
+    limits.check_window(ctx, "pads", node.attr_ints("pads") or [])
     if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         pads, out = [], []
         for size, s, k in zip(spatial_shape, strides, effective):
@@ -814,7 +817,8 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
         revision (MaxPool-22 wrote this down; onnxruntime always did it). SAME_* pads for the
         dilated window, as the spec's formula says; onnxruntime pads for the undilated one (a
-        different output size when dilations > 1).
+        different output size when dilations > 1). NaN never wins a window (onnxruntime's and
+        onnx.reference's running max); a window of NaNs only gives -inf.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or storage_order, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -824,8 +828,20 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     window, out = _window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     dtype = emit.dtype_of(x)
     wants_indices = len(node.output_names) > 1 and bool(node.output_names[1])
+    is_float = dtypes.is_float(dtype)
+
+    def isnan(value: ir.Value) -> ir.Value:
+        return emit.compare(value, value, "NE")
+
+    def max_ignoring_nan(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
+        largest = stablehlo.MaxOp(a[0], b[0]).result
+        if not is_float:
+            return [largest]
+        # onnxruntime keeps the running max when x > max is false, so NaN never wins.
+        return [stablehlo.SelectOp(isnan(a[0]), b[0], stablehlo.SelectOp(isnan(b[0]), a[0], largest).result).result]
+
     if not wants_indices:
-        (y,) = _reduce_window([x], [_lowest(dtype)], window, out, lambda a, b: [stablehlo.MaxOp(a[0], b[0]).result])
+        (y,) = _reduce_window([x], [_lowest(dtype)], window, out, max_ignoring_nan)
         return [y]
     shape = ctx.input_static_shape(0)  # Indices need static shapes
     storage_order = node.attr_int("storage_order", 0)
@@ -840,6 +856,9 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         equal = emit.compare(a[0], b[0], "EQ")
         earlier = stablehlo.AndOp(equal, emit.compare(a[1], b[1], "LT")).result
         take_a = stablehlo.OrOp(greater, earlier).result
+        if is_float:  # NaN never wins (see max_ignoring_nan)
+            a_nan, b_nan = isnan(a[0]), isnan(b[0])
+            take_a = stablehlo.SelectOp(emit.compare(a_nan, b_nan, "NE"), b_nan, take_a).result
         return [stablehlo.SelectOp(take_a, a[0], b[0]).result, stablehlo.SelectOp(take_a, a[1], b[1]).result]
 
     y, indices = _reduce_window([x, flat], [_lowest(dtype), np.iinfo(np.int64).max], window, out, argmax)

@@ -414,6 +414,8 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
     Shapes: x any, symbolic dims allowed; y_scale and y_zero_point scalars.
     Dtypes: x f32; y and y_zero_point uint8.
     Deviations: for an all-zero x the scale is 1, as onnxruntime gives (onnx.reference: 1/255).
+        An infinite x gives an infinite scale and the zero point 255, NaN is left out of the
+        range and quantizes to 0, as in onnxruntime.
     """
     return list(dynamic_quantize_uint8(ctx.input(0)))
 
@@ -429,13 +431,17 @@ def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     dtype = emit.dtype_of(x)
     zero = _splat(0, dtype, ())
 
+    is_nan = emit.compare(x, x, "NE")
+
     def extreme(op_class: type, init: float) -> ir.Value:
         # The last axis first, then the rest: XLA CPU runs a row reduction as a vectorized loop,
         # but splits a whole-tensor one into padded reduce-windows, about 10x slower (measured
         # in int8 MiniLM: 36 of them were a third of its run time). min/max are exact in any order.
+        # NaN is left out of the range, as onnxruntime's min/max does (XLA's would propagate it).
+        source = stablehlo.SelectOp(is_nan, emit.full_like(x, init), x).result
         if len(shape) < 2:
-            return reduce_over(x, list(range(len(shape))), op_class, init)
-        rows = reduce_over(x, [len(shape) - 1], op_class, init)
+            return reduce_over(source, list(range(len(shape))), op_class, init)
+        rows = reduce_over(source, [len(shape) - 1], op_class, init)
         (rows,) = stablehlo.OptimizationBarrierOp([rows]).results  # or XLA merges the two again
         return reduce_over(rows, list(range(len(shape) - 1)), op_class, init)
 
@@ -446,9 +452,12 @@ def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     scale = emit.divide(span, _splat(255, dtype, ()))
     scale = stablehlo.SelectOp(empty, _splat(1, dtype, ()), scale).result
     initial = stablehlo.NegOp(emit.divide(low, scale)).result
-    zero_point = stablehlo.RoundNearestEvenOp(
-        stablehlo.ClampOp(zero, initial, _splat(255, dtype, ())).result
-    ).result
+    # std::max(0, std::min(255, initial)) as onnxruntime writes it: a NaN initial (x holds an
+    # infinity, so the scale is inf) gives 255, where stablehlo.clamp would give NaN.
+    top = _splat(255, dtype, ())
+    below = stablehlo.SelectOp(emit.compare(initial, top, "LT"), initial, top).result
+    clamped = stablehlo.SelectOp(emit.compare(zero, below, "LT"), below, zero).result
+    zero_point = stablehlo.RoundNearestEvenOp(clamped).result
     zero_point_u8 = emit.convert(zero_point, DataType.UINT8)
     y = quantize(
         x,

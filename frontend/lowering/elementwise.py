@@ -159,7 +159,8 @@ def lower_pow(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Pow-7/12/13/15.
     Dtypes: base f16/bf16/f32/f64/i32/i64; exponent any numeric type.
     Deviations: an integer base with a float exponent is computed in float64 and truncated,
-        as onnxruntime does.
+        as onnxruntime does; a NaN or out-of-range result is the integer minimum, as
+        onnxruntime's C cast gives on x86-64.
     """
     base, exponent = ctx.input(0), ctx.input(1)
     base_dtype, exp_dtype = emit.dtype_of(base), emit.dtype_of(exponent)
@@ -174,7 +175,19 @@ def lower_pow(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if dtypes.is_float(exp_dtype):
         wide = DataType.DOUBLE
         result = stablehlo.PowOp(*emit.broadcast_values(emit.convert(base, wide), emit.convert(exponent, wide))).result
-        return [emit.convert(result, base_dtype)]
+        converted = emit.convert(result, base_dtype)
+        if dtypes.is_unsigned_int(base_dtype):
+            return [converted]
+        # onnxruntime casts with C's double -> int conversion: on x86-64 a NaN or a value out of
+        # range gives the minimum integer (XLA's convert saturates, and gives 0 for NaN).
+        bits = dtypes.numpy_dtype(base_dtype).itemsize * 8
+        shape = emit.dims_of(result)
+        in_range = stablehlo.AndOp(
+            emit.compare(result, emit.splat(-(2.0 ** (bits - 1)), wide, shape), "GE"),
+            emit.compare(result, emit.splat(2.0 ** (bits - 1), wide, shape), "LT"),
+        ).result  # false for NaN too
+        lowest = emit.splat(int(np.iinfo(dtypes.numpy_dtype(base_dtype)).min), base_dtype, shape)
+        return [stablehlo.SelectOp(in_range, converted, lowest).result]
     base, exponent = emit.broadcast_values(base, emit.convert(exponent, base_dtype))
     return [stablehlo.PowOp(base, exponent).result]
 

@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import dtypes, emit, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -150,10 +150,21 @@ def lower_range(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
     if float(delta) == 0:
         raise ctx.error("delta must not be zero", ShapeError)
     if compute.kind == "f" or dtype.kind == "V":
-        count = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+        with np.errstate(all="ignore"):
+            exact = np.ceil((float(limit) - float(start)) / float(delta))
+        if not np.isfinite(exact):
+            raise ctx.error(
+                f"the number of elements ceil((limit - start) / delta) = ceil(({float(limit)} - {float(start)}) / "
+                f"{float(delta)}) is not finite",
+                ShapeError,
+            )
+        count = max(int(exact), 0)
+        limits.check_elements(ctx, "the Range output", count)
         steps = np.arange(count, dtype=compute)
         result = (start.astype(compute) + steps * delta.astype(compute)).astype(dtype)
     else:
+        count = max(-(-(int(limit.item()) - int(start.item())) // int(delta.item())), 0)
+        limits.check_elements(ctx, "the Range output", count)
         result = np.arange(start.item(), limit.item(), delta.item()).astype(dtype)
     return [result]
 

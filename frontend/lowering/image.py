@@ -38,8 +38,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.errors import ResourceLimitError, ShapeError
+from onnx_stablehlo.frontend import dtypes, emit, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -777,6 +777,12 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         )
     pooled_h, pooled_w = node.attr_int("output_height"), node.attr_int("output_width")
     ratio = node.attr_int("sampling_ratio")
+    if ratio * ratio > limits.MAX_SAMPLES_PER_BIN:
+        raise ctx.error(
+            f"sampling_ratio={ratio} means {ratio * ratio} samples per bin, over the limit of "
+            f"{limits.MAX_SAMPLES_PER_BIN} (onnx_stablehlo.frontend.limits.MAX_SAMPLES_PER_BIN)",
+            ResourceLimitError,
+        )
     scale = node.attr_float("spatial_scale")
     compute = _compute_dtype(dtype)
 

@@ -53,22 +53,47 @@ def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
 # Shared builders -------------------------------------------------------------------------------
 
 
-def _normalize_indices(indices: ir.Value, bounds: np.ndarray) -> ir.Value:
-    """``i + bound where i < 0`` for run-time indices; ``bounds`` broadcasts to their shape."""
+def _normalize_indices(
+    indices: ir.Value, bounds: np.ndarray, ctx: LoweringContext | None = None, what: str = "indices"
+) -> ir.Value:
+    """``i + bound where i < 0`` for run-time indices; ``bounds`` broadcasts to their shape.
+
+    With ``ctx``, a run-time check that every index lies in ``[-bound, bound)`` is recorded
+    (see :meth:`LoweringContext.runtime_check`), so an out-of-range index raises like
+    onnxruntime instead of being clamped by the gather.
+    """
     shape = emit.dims_of(indices)
     dtype = emit.dtype_of(indices)
-    if dtypes.is_unsigned_int(dtype):
-        return indices
     bounds = np.asarray(bounds)
     if bounds.size == 1:
         bound = emit.splat(bounds.reshape(()).item(), dtype, shape)
     else:
         bound = emit.constant(np.broadcast_to(bounds, shape), dtype)
-    negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
-    return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+    shown = bounds.reshape(()).item() if bounds.size == 1 else bounds.reshape(-1).tolist()
+    return _normalized(indices, bound, ctx, f"{what} out of range (bound {shown})")
 
 
-def _normalize_symbolic(indices: ir.Value, bounds: Sequence[Dim], vector: bool) -> ir.Value:
+def _normalized(indices: ir.Value, bound: ir.Value, ctx: LoweringContext | None, message: str) -> ir.Value:
+    """``indices + bound where indices < 0`` (``bound`` has their shape), with the range check."""
+    shape = emit.dims_of(indices)
+    dtype = emit.dtype_of(indices)
+    if dtypes.is_unsigned_int(dtype):
+        normalized = indices
+    else:
+        negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
+        normalized = stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+        normalized = emit.record(normalized, shape)
+    if ctx is not None:
+        ok = emit.compare(normalized, bound, "LT")
+        if not dtypes.is_unsigned_int(dtype):
+            ok = stablehlo.AndOp(ok, emit.compare(normalized, emit.splat(0, dtype, shape), "GE")).result
+        ctx.runtime_check(ok, message)
+    return normalized
+
+
+def _normalize_symbolic(
+    indices: ir.Value, bounds: Sequence[Dim], vector: bool, ctx: LoweringContext | None = None, what: str = "indices"
+) -> ir.Value:
     """:func:`_normalize_indices` for bounds and index shapes that may be symbolic.
 
     Args:
@@ -76,22 +101,21 @@ def _normalize_symbolic(indices: ir.Value, bounds: Sequence[Dim], vector: bool) 
         bounds: one bound for every index (``vector=False``, ``bounds[0]``), or one per entry of
             the indices' last axis (``vector=True``, ScatterND-style index vectors).
         vector: which of the two.
+        ctx, what: record the range check (see :func:`_normalize_indices`).
 
     Returns ``i + bound where i < 0`` (unsigned indices unchanged); a static case is exactly
     :func:`_normalize_indices`.
     """
     shape = emit.dims_of(indices)
     if is_static(bounds) and is_static(shape):
-        return _normalize_indices(indices, np.asarray(bounds if vector else bounds[0], dtype=np.int64))
+        return _normalize_indices(indices, np.asarray(bounds if vector else bounds[0], dtype=np.int64), ctx, what)
     dtype = emit.dtype_of(indices)
-    if dtypes.is_unsigned_int(dtype):
-        return indices
     if vector:
         bound = emit.broadcast_to(emit.convert(emit.shape_tensor(bounds), dtype), shape, dims=[len(shape) - 1])
     else:
         bound = emit.broadcast_to(emit.convert(emit.dim_value(bounds[0]), dtype), shape, dims=())
-    negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
-    return stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+    shown = [str(b) for b in bounds] if vector else str(bounds[0])
+    return _normalized(indices, bound, ctx, f"{what} out of range (bound {shown})")
 
 
 def _fits(dims: Sequence[Dim], expected: Sequence[Dim]) -> bool:
@@ -455,18 +479,15 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if not is_static(shape):
         indices = ctx.input(1)
         if isinstance(dim, int):
-            return [_take(data, _normalize_indices(indices, np.asarray(dim)), axis)]
-        index_dtype = emit.dtype_of(indices)
-        bound = emit.broadcast_to(emit.convert(emit.dim_value(dim), index_dtype), emit.dims_of(indices), dims=())
-        negative = emit.compare(indices, emit.splat(0, index_dtype, emit.dims_of(indices)), "LT")
-        normalized = stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+            return [_take(data, _normalize_indices(indices, np.asarray(dim), ctx, f"indices for axis {axis}"), axis)]
+        normalized = _normalize_symbolic(indices, [dim], vector=False, ctx=ctx, what=f"indices for axis {axis}")
         return [_take(data, normalized, axis)]
     if ctx.is_constant_input(1):
         indices = np.asarray(ctx.constant_input(1)).astype(np.int64)
         if np.any((indices < -dim) | (indices >= dim)):
             raise ctx.error(f"indices {indices.tolist()} are out of range for axis {axis} of size {dim}", ShapeError)
         return [_take_constant(data, np.where(indices < 0, indices + dim, indices), axis)]
-    indices = _normalize_indices(ctx.input(1), np.asarray(dim))
+    indices = _normalize_indices(ctx.input(1), np.asarray(dim), ctx, f"indices for axis {axis}")
     return [_take(data, indices, axis)]
 
 
@@ -483,7 +504,7 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     data = ctx.input(0)
     shape = emit.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
-    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False)
+    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
     return [_gather_points(data, _element_coordinates(indices, axis))]
 
 
@@ -520,7 +541,7 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(
             f"batch dims {list(index_shape[:batch])} differ from the data's {list(shape[:batch])}", ShapeError
         )
-    indices = _normalize_symbolic(ctx.input(1), shape[batch : batch + depth], vector=True)
+    indices = _normalize_symbolic(ctx.input(1), shape[batch : batch + depth], vector=True, ctx=ctx)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(index_rank - 1, index_rank - 1 + rank - batch - depth)),
         collapsed_slice_dims=list(range(batch, batch + depth)),
@@ -597,7 +618,7 @@ def lower_scatter_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             f"data of shape {list(shape)}",
             ShapeError,
         )
-    indices = _normalize_symbolic(ctx.input(1), shape[:depth], vector=True)
+    indices = _normalize_symbolic(ctx.input(1), shape[:depth], vector=True, ctx=ctx)
     numbers = stablehlo.ScatterDimensionNumbers.get(
         update_window_dims=list(range(index_rank - 1, index_rank - 1 + rank - depth)),
         inserted_window_dims=list(range(depth)),
@@ -633,7 +654,7 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         raise ctx.error("indices and updates must have the same shape, of the data's rank", ShapeError)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     reduction = _reduction(ctx, node) if node.op_type == "ScatterElements" else "none"
-    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False)
+    indices = _normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
     points = _element_coordinates(indices, axis)
     rank = len(shape)
     numbers = stablehlo.ScatterDimensionNumbers.get(

@@ -19,8 +19,8 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.errors import ResourceLimitError, ShapeError, UnsupportedAttributeError
+from onnx_stablehlo.frontend import emit, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -393,6 +393,9 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: LRN-1/13.
     Shapes: X [N, C, d1, ..., dk] static (rank >= 2).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
+    Deviations: the window is clipped to the channels before it is emitted (a ``size`` of
+        2^62 sums the same channels as ``2 * C - 1``; ``alpha / size`` keeps the given size);
+        onnxruntime refuses even sizes, which follow the formula above here as in onnx.reference.
     Raises: UnsupportedAttributeError for size < 1; ShapeError for rank < 2.
     """
     x = ctx.input(0)
@@ -406,10 +409,16 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     wide = _wide_dtype(dtype)
     xw = emit.convert(x, wide)
     squares = stablehlo.MulOp(xw, xw).result
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    channels = shape[1]
+    if isinstance(channels, int):  # channels beyond [0, C) are padding: clip the window to them
+        before, after = min(before, max(channels - 1, 0)), min(after, max(channels - 1, 0))
+    elif size > 2 * limits.MAX_WINDOW:
+        raise ctx.error(f"size={size} over a symbolic channel count exceeds the window limit", ResourceLimitError)
     window = [1] * len(shape)
-    window[1] = size
+    window[1] = before + after + 1
     padding = np.zeros((len(shape), 2), dtype=np.int64)
-    padding[1] = [(size - 1) // 2, size - 1 - (size - 1) // 2]
+    padding[1] = [before, after]
     padding_type = ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))
     op = stablehlo.ReduceWindowOp(
         [emit.tensor_type(shape, wide)],

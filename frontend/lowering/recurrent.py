@@ -326,6 +326,10 @@ def _direction_loop(
         return [h_next, *([c_next] if c_next is not None else []), y]
 
     y0 = emit.splat(0, dtype, (steps, *shape))
+    if isinstance(steps, int) and steps == 0:
+        # No time step: an empty Y, and zero Y_h / Y_c (ONNX leaves the
+        # "last" state of an empty sequence undefined; onnxruntime returns uninitialized memory).
+        return y0, _like(0.0, h0), (_like(0.0, c0) if c0 is not None else None)
     results = counted_loop(steps, [h0, *([c0] if c0 is not None else []), y0], body)
     return results[-1], results[0], (results[1] if c0 is not None else None)
 
@@ -497,7 +501,9 @@ def lower_rnn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
         B [D, 2H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Deviations: activation alpha/beta defaults follow the ONNX operators of the same name
-        (onnxruntime uses 0 for Affine, ThresholdedRelu and ScaledTanh).
+        (onnxruntime uses 0 for Affine, ThresholdedRelu and ScaledTanh). With zero time steps
+        (S = 0) Y is empty and Y_h (Y_c) are zeros (undefined in ONNX; onnxruntime returns
+        uninitialized memory, onnx.reference fails).
     Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
         ShapeError for weights that do not fit hidden_size and direction.
     """
@@ -514,7 +520,7 @@ def lower_gru(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     Shapes: X [S, B, I] (layout 0) or [B, S, I] (layout 1), S and B may be symbolic; W [D, 3H, I]; R [D, 3H, H];
         B [D, 6H]; sequence_lens [B] int32; initial_h [D, B, H] (layout 1: [B, D, H]).
     Dtypes: f16, bf16 (computed in f32), f32, f64.
-    Deviations: activation alpha/beta defaults as for RNN.
+    Deviations: activation alpha/beta defaults and zero time steps as for RNN.
     Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
         ShapeError for weights that do not fit hidden_size and direction.
     """
@@ -532,7 +538,7 @@ def lower_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
         B [D, 8H]; sequence_lens [B] int32; initial_h, initial_c [D, B, H] (layout 1:
         [B, D, H]); P [D, 3H].
     Dtypes: f16, bf16 (computed in f32), f32, f64.
-    Deviations: activation alpha/beta defaults as for RNN.
+    Deviations: activation alpha/beta defaults and zero time steps as for RNN.
     Raises: UnsupportedAttributeError for an unknown activation, direction or layout;
         ShapeError for weights that do not fit hidden_size and direction.
     """

@@ -593,11 +593,6 @@ def _resize(
             out_shape = list(declared)
             if use_sizes and policy == "stretch":
                 axis_scales = {a: out_shape[a] / shape[a] for a in axes}
-    if any(out_shape[a] < 0 for a in axes):
-        raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
-    if any(out_shape[a] == 0 for a in axes):
-        return np.zeros(out_shape, dtype=dtypes.numpy_dtype(dtype))
-
     vec = _Vec()
     runtime_scales: dict[int, ir.Value] = {}
 
@@ -619,6 +614,35 @@ def _resize(
             runtime_scales.update({a: value for a in axes})
         runtime_scales[axis] = value
         return value
+
+    if runtime and scales_np is None and sizes_np is None:
+        # The declared output shape was used as the result's shape: check at run time that the
+        # scales or sizes give it (onnxruntime computes the shape from them; a contradicting
+        # declaration must not silently drop or invent rows).
+        checks = []
+        for i, a in enumerate(axes):
+            if use_sizes and policy == "stretch":
+                expected = _element(ctx.input(sizes_index), i, vec.dtype)
+            else:
+                product = vec.mul(runtime_scale(i, a), vec.scalar(float(shape[a])))
+                if use_sizes:  # not_larger / not_smaller round the scaled size
+                    product = vec.add(product, vec.scalar(0.5))
+                expected = stablehlo.FloorOp(product).result
+            checks.append(emit.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
+        ok = checks[0]
+        for check in checks[1:]:
+            ok = stablehlo.AndOp(ok, check).result
+        what = "scales" if use_scales else "sizes"
+        ctx.runtime_check(
+            ok,
+            f"the run-time {what} '{node.input_names[scales_index if use_scales else sizes_index]}' give another "
+            f"output shape than the declared {out_shape} of '{node.output_names[0]}'",
+        )
+
+    if any(out_shape[a] < 0 for a in axes):
+        raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
+    if any(out_shape[a] == 0 for a in axes):
+        return emit.splat(0, dtype, out_shape)  # after the run-time check above
 
     plans = []
     for i, a in enumerate(axes):
