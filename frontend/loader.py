@@ -184,7 +184,7 @@ the transformer optimizer emit them there); the checker is told to treat them as
 _ORT_CHECK_DOMAIN = "onnx_stablehlo.ort_default_domain"
 
 
-def _check(model: onnx.ModelProto | str) -> None:
+def _check(model: onnx.ModelProto) -> None:
     try:
         onnx.checker.check_model(model)
     except (onnx.checker.ValidationError, ValueError) as exc:
@@ -196,15 +196,11 @@ def _check(model: onnx.ModelProto | str) -> None:
         raise ModelCheckError(f"the onnx checker rejected the model: {message}") from exc
 
 
-def _with_ort_ops_moved(model: onnx.ModelProto | str) -> onnx.ModelProto | None:
-    """A copy of ``model`` (weights not loaded) whose ORT-only default-domain nodes are in a custom
-    domain, so the checker skips them; ``None`` when there are none."""
-    if isinstance(model, str):
-        proto = onnx.load(model, load_external_data=False)
-        _strip_external_data(proto, os.path.dirname(os.path.abspath(model)))
-    else:
-        proto = onnx.ModelProto()
-        proto.CopyFrom(model)
+def _with_ort_ops_moved(model: onnx.ModelProto) -> onnx.ModelProto | None:
+    """A copy of ``model`` whose ORT-only default-domain nodes are in a custom domain, so the
+    checker skips them; ``None`` when there are none."""
+    proto = onnx.ModelProto()
+    proto.CopyFrom(model)
     moved = 0
 
     def visit(graph: onnx.GraphProto) -> None:
@@ -222,24 +218,6 @@ def _with_ort_ops_moved(model: onnx.ModelProto | str) -> onnx.ModelProto | None:
         return None
     proto.opset_import.append(onnx.helper.make_opsetid(_ORT_CHECK_DOMAIN, 1))
     return proto
-
-
-def _strip_external_data(proto: onnx.ModelProto, base_dir: str) -> None:
-    """Empties the external initializers of a copy that is checked without its file's directory,
-    after checking (as the checker would) that each data file is a regular file beside the model."""
-    for tensor in proto.graph.initializer:
-        if tensor.data_location != onnx.TensorProto.EXTERNAL:
-            continue
-        location = next((e.value for e in tensor.external_data if e.key == "location"), "")
-        if not os.path.isfile(os.path.join(base_dir, location)):
-            raise ModelCheckError(
-                f"the onnx checker rejected the model: data of initializer '{tensor.name}' should be in "
-                f"'{location}' beside the model, which is not a regular file"
-            )
-        tensor.data_location = onnx.TensorProto.DEFAULT
-        del tensor.external_data[:]
-        del tensor.dims[:]
-        tensor.dims.append(0)
 
 
 def opset_imports(model: onnx_ir.Model) -> dict[str, int]:

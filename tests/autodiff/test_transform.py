@@ -358,3 +358,14 @@ def test_pass_value_and_grad_mode():
         run_pipeline(module, Pipeline.parse("build-vjp{mode=value-and-grad wrt=2}"))
     names = [op.attributes["sym_name"].value for op in module.body.operations]
     assert names == ["main", "main_value_and_grad"]
+
+
+def test_loading_the_build_vjp_pass_keeps_the_build_vjp_function():
+    # The pass module once shared the function's name, so loading the pass (the pass registry
+    # imports it lazily) replaced the package attribute with the module.
+    from onnx_stablehlo.passes import Pipeline
+
+    Pipeline.parse("build-vjp{wrt=0}")
+    from onnx_stablehlo.passes import autodiff
+
+    assert callable(autodiff.build_vjp) and autodiff.build_vjp.__module__.endswith("transform")
