@@ -65,6 +65,30 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FAILURES = ("crash", "hang", "untyped", "memory", "disagree")
+
+OPEN_DISAGREEMENTS = {
+    # (seed-name prefix, mutation): why it is still open; docs/fuzzing.md, "Not handled yet".
+    ("test_maxpool", "nan_inputs"): "MaxPool with NaN: onnxruntime lets a NaN win depending on its "
+    "position in the window; we ignore NaN (as one onnx.reference path does)",
+    ("test_group_normalization", "scale_inputs"): "GroupNormalization on huge inputs: onnxruntime and "
+    "onnx.reference overflow to NaN, we do not",
+    ("test_convtranspose", "nan_inputs"): "ConvTranspose with NaN/inf weights: padding zeros multiply them",
+    ("test_dft", "nan_inputs"): "inverse onesided DFT with NaN input",
+    ("test_resize", "nan_inputs"): "Resize linear/cubic with NaN/inf: the interpolation matrix multiplies them",
+    ("test_scatter_elements", "nan_inputs"): "ScatterElements reduction=max with NaN (XLA's max propagates NaN)",
+}
+"""Disagreements with onnxruntime that are known and not fixed yet (issue 15 stays open for them);
+every other failure of a fuzz run is new."""
+
+
+def open_disagreement(result: "Result") -> str | None:
+    """The reason a disagreement is a known open one (:data:`OPEN_DISAGREEMENTS`), else None."""
+    if result.kind != "disagree":
+        return None
+    for (prefix, mutation), reason in OPEN_DISAGREEMENTS.items():
+        if result.seed.startswith(prefix) and result.mutation == mutation:
+            return reason
+    return None
 """Classes that fail a run."""
 
 DEFAULT_TIMEOUT_S = 30.0
