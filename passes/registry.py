@@ -16,7 +16,7 @@ __all__ = ["pass_names", "get_pass_class", "all_pass_classes"]
 
 # name -> "module:Class" under onnx_stablehlo.passes; sorted by name.
 _PASSES: dict[str, str] = {
-    "build-vjp": "autodiff.vjp_pass:BuildVjpPass",
+    "build-vjp": "build_vjp:BuildVjpPass",
     "canonicalize-stablehlo": "canonicalize_stablehlo:CanonicalizeStableHLOPass",
     "conv-kernel-layout": "conv_kernel_layout:ConvKernelLayoutPass",
     "convert-precision": "convert_precision:ConvertPrecisionPass",
