@@ -20,15 +20,13 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _cache import cache_dir as default_cache_dir, write_atomic  # noqa: E402
 from _export import export_onnx  # noqa: E402
 
 CONFIGS = {
@@ -95,17 +93,8 @@ def build(config: str = "gpt2", cache_dir: Path | None = None, force: bool = Fal
             outputs.append(f"present.{layer}.{part}")
             axes[names[-1]] = {0: "batch", 2: "past_sequence"}
             axes[outputs[-1]] = {0: "batch", 2: "total_sequence"}
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp.onnx", dir=directory)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        export_onnx(module, tuple(args), tmp, dynamo=False, opset=17, input_names=names, output_names=outputs,
-                    dynamic_axes=axes)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return write_atomic(target, lambda tmp: export_onnx(
+        module, tuple(args), tmp, dynamo=False, opset=17, input_names=names, output_names=outputs, dynamic_axes=axes))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,9 +20,7 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,7 +28,7 @@ from pathlib import Path
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
 import build_minilm  # noqa: E402  (sets the Hugging Face offline variables)
-from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _cache import cache_dir as default_cache_dir, write_atomic  # noqa: E402
 from _export import export_onnx  # noqa: E402
 
 SENTENCE_OUTPUT = "sentence_embedding"
@@ -41,18 +39,7 @@ def _atomic_build(target: Path, write: Callable[[Path], None], force: bool) -> P
     """Runs ``write(tmp)`` and moves ``tmp`` to ``target``, unless ``target`` exists already."""
     if target.exists() and not force:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp.onnx", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-        Path(f"{tmp}.data").unlink(missing_ok=True)
-    return target
+    return write_atomic(target, write)
 
 
 def build_int8(per_channel: bool, cache_dir: Path | None = None, force: bool = False) -> Path:

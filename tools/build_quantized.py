@@ -33,14 +33,14 @@ import dataclasses
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _cache import cache_dir as default_cache_dir, write_atomic  # noqa: E402
 
 __all__ = ["QuantizedModel", "MODELS", "build"]
 
@@ -91,20 +91,6 @@ def _calibration(source: str, input_name: str, shape: Sequence[int]):
     return Reader()
 
 
-def _write_atomic(target: Path, write: Callable[[Path], None]) -> Path:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp.onnx", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
-
-
 @contextlib.contextmanager
 def _scratch_cwd():
     """onnxruntime.quantization writes temporary files (``sym_shape_infer_temp.onnx``, external
@@ -146,7 +132,7 @@ def _build(name: str, cache_dir: Path | None, force: bool) -> Path:
     if not prepared.exists():
         # The detector's symbolic height/width defeat the symbolic shape inference step.
         skip = spec.source.startswith("nudenet")
-        _write_atomic(prepared, lambda tmp: quant_pre_process(str(source_path), str(tmp), skip_symbolic_shape=skip))
+        write_atomic(prepared, lambda tmp: quant_pre_process(str(source_path), str(tmp), skip_symbolic_shape=skip))
 
     def write(tmp: Path) -> None:
         quantize_static(
@@ -160,7 +146,7 @@ def _build(name: str, cache_dir: Path | None, force: bool) -> Path:
             weight_type=QuantType.QInt8,
         )
 
-    return _write_atomic(target, write)
+    return write_atomic(target, write)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
-import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -29,7 +27,7 @@ import numpy as np
 
 if str(Path(__file__).resolve().parent) not in sys.path:  # allow loading this file by path
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _cache import cache_dir as default_cache_dir  # noqa: E402
+from _cache import cache_dir as default_cache_dir, write_atomic  # noqa: E402
 
 __all__ = ["SklearnModel", "MODELS", "build", "dataset", "sample_rows"]
 
@@ -204,17 +202,7 @@ def build(name: str, cache_dir: Path | None = None, force: bool = False) -> Path
     if target.exists() and not force:
         return target
     proto = convert(model)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp.onnx", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        tmp.write_bytes(proto.SerializeToString())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    return write_atomic(target, lambda tmp: tmp.write_bytes(proto.SerializeToString()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
