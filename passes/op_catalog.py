@@ -64,53 +64,39 @@ def _not(x: np.ndarray) -> np.ndarray:
     return np.logical_not(x) if x.dtype == np.bool_ else np.invert(x)
 
 
+# Ops numpy computes the same way, by the element kinds it is exact for: kinds -> op -> function.
+_UNARY_NUMPY = {
+    "fi": {"negate": np.negative, "abs": np.abs},
+    "ib": {"not": _not},
+    "f": {
+        "sqrt": np.sqrt, "rsqrt": _rsqrt, "exponential": np.exp, "exponential_minus_one": np.expm1,
+        "log": np.log, "log_plus_one": np.log1p, "logistic": _logistic, "tanh": np.tanh, "sine": np.sin,
+        "cosine": np.cos, "floor": np.floor, "ceil": np.ceil, "round_nearest_even": np.rint,
+        "round_nearest_afz": _round_half_away,
+    },
+}
+_BINARY_NUMPY = {
+    "fi": {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "remainder": np.fmod},
+    "f": {"divide": np.divide, "power": np.power, "atan2": np.arctan2},  # integer division: fold_constants
+    "fib": {"maximum": np.maximum, "minimum": np.minimum},
+    "ib": {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor},
+}
+# Elementwise ops without a numpy equivalent here (compare is folded by direction in fold_constants).
+_OTHERS = {
+    1: "sign tan cbrt is_finite popcnt count_leading_zeros convert",
+    2: "compare shift_left shift_right_arithmetic shift_right_logical",
+    3: "select clamp",
+}
+
 _TABLE = (
-    # Unary.
-    ElementwiseOp("stablehlo.negate", 1, np.negative, "fi"),
-    ElementwiseOp("stablehlo.abs", 1, np.abs, "fi"),
-    ElementwiseOp("stablehlo.not", 1, _not, "ib"),
-    ElementwiseOp("stablehlo.sqrt", 1, np.sqrt, "f"),
-    ElementwiseOp("stablehlo.rsqrt", 1, _rsqrt, "f"),
-    ElementwiseOp("stablehlo.exponential", 1, np.exp, "f"),
-    ElementwiseOp("stablehlo.exponential_minus_one", 1, np.expm1, "f"),
-    ElementwiseOp("stablehlo.log", 1, np.log, "f"),
-    ElementwiseOp("stablehlo.log_plus_one", 1, np.log1p, "f"),
-    ElementwiseOp("stablehlo.logistic", 1, _logistic, "f"),
-    ElementwiseOp("stablehlo.tanh", 1, np.tanh, "f"),
-    ElementwiseOp("stablehlo.sine", 1, np.sin, "f"),
-    ElementwiseOp("stablehlo.cosine", 1, np.cos, "f"),
-    ElementwiseOp("stablehlo.floor", 1, np.floor, "f"),
-    ElementwiseOp("stablehlo.ceil", 1, np.ceil, "f"),
-    ElementwiseOp("stablehlo.round_nearest_even", 1, np.rint, "f"),
-    ElementwiseOp("stablehlo.round_nearest_afz", 1, _round_half_away, "f"),
-    ElementwiseOp("stablehlo.sign", 1),
-    ElementwiseOp("stablehlo.tan", 1),
-    ElementwiseOp("stablehlo.cbrt", 1),
-    ElementwiseOp("stablehlo.is_finite", 1),
-    ElementwiseOp("stablehlo.popcnt", 1),
-    ElementwiseOp("stablehlo.count_leading_zeros", 1),
-    ElementwiseOp("stablehlo.convert", 1),
-    ElementwiseOp("chlo.erf", 1),
-    # Binary.
-    ElementwiseOp("stablehlo.add", 2, np.add, "fi"),
-    ElementwiseOp("stablehlo.subtract", 2, np.subtract, "fi"),
-    ElementwiseOp("stablehlo.multiply", 2, np.multiply, "fi"),
-    ElementwiseOp("stablehlo.divide", 2, np.divide, "f"),  # integer division: fold_constants
-    ElementwiseOp("stablehlo.remainder", 2, np.fmod, "fi"),
-    ElementwiseOp("stablehlo.maximum", 2, np.maximum, "fib"),
-    ElementwiseOp("stablehlo.minimum", 2, np.minimum, "fib"),
-    ElementwiseOp("stablehlo.power", 2, np.power, "f"),
-    ElementwiseOp("stablehlo.atan2", 2, np.arctan2, "f"),
-    ElementwiseOp("stablehlo.and", 2, np.bitwise_and, "ib"),
-    ElementwiseOp("stablehlo.or", 2, np.bitwise_or, "ib"),
-    ElementwiseOp("stablehlo.xor", 2, np.bitwise_xor, "ib"),
-    ElementwiseOp("stablehlo.compare", 2),  # folded by direction (fold_constants.FoldCompare)
-    ElementwiseOp("stablehlo.shift_left", 2),
-    ElementwiseOp("stablehlo.shift_right_arithmetic", 2),
-    ElementwiseOp("stablehlo.shift_right_logical", 2),
-    # Ternary.
-    ElementwiseOp("stablehlo.select", 3),
-    ElementwiseOp("stablehlo.clamp", 3),
+    [
+        ElementwiseOp(f"stablehlo.{name}", arity, function, kinds)
+        for arity, table in ((1, _UNARY_NUMPY), (2, _BINARY_NUMPY))
+        for kinds, functions in table.items()
+        for name, function in functions.items()
+    ]
+    + [ElementwiseOp(f"stablehlo.{name}", arity) for arity, names in _OTHERS.items() for name in names.split()]
+    + [ElementwiseOp("chlo.erf", 1)]
 )
 
 ELEMENTWISE: dict[str, ElementwiseOp] = {op.name: op for op in _TABLE}
