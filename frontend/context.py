@@ -28,6 +28,7 @@ from onnx_stablehlo.errors import (
 )
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.node_names import describe_node, location_name
 from onnx_stablehlo.frontend.shapes import Shape
 
 __all__ = ["LoweredValue", "OnnxNode", "LoweringContext", "RuleResult", "SequenceResult"]
@@ -114,9 +115,8 @@ class OnnxNode:
         self.domain = "" if node.domain in ("", "ai.onnx") else node.domain
         self.opset = opset
         self.since_version = since_version
-        first_output = next((o.name for o in node.outputs if o is not None and o.name), "?")
-        self.name = f"'{node.name}'" if node.name else f"node #{index} producing '{first_output}'"
-        self.location_name = node.name or f"{node.op_type}#{index}:{first_output}"
+        self.name = describe_node(node, index)
+        self.location_name = location_name(node, index)
         self.input_names = [v.name if v is not None else "" for v in node.inputs]
         self.output_names = [v.name if v is not None else "" for v in node.outputs]
         self._schema = _schema(self.op_type, since_version, self.domain)

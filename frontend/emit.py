@@ -76,7 +76,7 @@ def erase(op: ir.Operation) -> None:
     """Erases ``op`` (and what it holds) after the importer forgets its values' dims and sizes.
 
     Use it for every op a builder throws away (placeholders, a failed If): see
-    ``_DimResolver.forget`` for why erasing directly is unsafe.
+    ``DimResolver.forget`` (frontend/dim_resolver.py) for why erasing directly is unsafe.
     """
     forget = getattr(_RESOLVER.get(), "forget", None)
     if forget is not None:

@@ -4,6 +4,10 @@ A rule is a plain function ``rule(ctx: LoweringContext, node: OnnxNode) -> list[
 ``@lowering`` decorator only tags a function; ``frontend/lowering/__init__.py`` lists the rule
 modules and builds the default registry from their tags, so no module mutates a global table.
 
+The same registry holds the symbolic evaluators (``frontend/symbolic_eval.py``), under the same
+keys: an evaluator computes a node's outputs on symbolic dims at compile time (a Shape ->
+Gather -> Concat chain), and is found with the same resolution as the rule.
+
 Resolution: a node of opset ``v`` is lowered by the rule registered for the since_version of
 the op's schema at ``v`` (``onnx.defs.get_schema(op_type, v, domain).since_version``). If no
 rule is registered for exactly that revision the node is unsupported: an older rule is never
@@ -20,11 +24,19 @@ from typing import Any
 
 import onnx
 
-__all__ = ["LoweringRule", "lowering", "LoweringRegistry", "normalize_domain", "schema_since_version"]
+__all__ = [
+    "LoweringRule",
+    "lowering",
+    "tag_evaluator",
+    "LoweringRegistry",
+    "normalize_domain",
+    "schema_since_version",
+]
 
 LoweringRule = Callable[..., Any]
 
 _TAG = "_onnx_lowerings"
+_EVALUATOR_TAG = "_onnx_symbolic_evaluators"
 
 
 def normalize_domain(domain: str) -> str:
@@ -47,6 +59,15 @@ def lowering(op_type: str, *, since: int, domain: str = "") -> Callable[[Lowerin
     return tag
 
 
+def tag_evaluator(fn: Callable[..., Any], op_type: str, since: int, evaluator: Any, domain: str = "") -> None:
+    """Tags ``fn`` as holding ``evaluator``, the symbolic evaluator of ``domain::op_type``
+    revision ``since`` (``symbolic_eval.symbolic`` calls this; the registry stores ``evaluator``
+    as it is)."""
+    tags = list(getattr(fn, _EVALUATOR_TAG, ()))
+    tags.append((normalize_domain(domain), op_type, int(since), evaluator))
+    setattr(fn, _EVALUATOR_TAG, tags)
+
+
 @functools.cache
 def schema_since_version(domain: str, op_type: str, opset: int) -> int | None:
     """The since_version of ``op_type``'s schema in force at ``opset``; ``None`` if unknown."""
@@ -57,10 +78,11 @@ def schema_since_version(domain: str, op_type: str, opset: int) -> int | None:
 
 
 class LoweringRegistry:
-    """Maps ``(domain, op_type, since_version)`` to a lowering rule."""
+    """Maps ``(domain, op_type, since_version)`` to a lowering rule, and to a symbolic evaluator."""
 
     def __init__(self) -> None:
         self._rules: dict[tuple[str, str, int], LoweringRule] = {}
+        self._evaluators: dict[tuple[str, str, int], Any] = {}
 
     def register(self, domain: str, op_type: str, since: int, rule: LoweringRule) -> None:
         """Adds a rule.
@@ -76,12 +98,26 @@ class LoweringRegistry:
             )
         self._rules[key] = rule
 
+    def register_evaluator(self, domain: str, op_type: str, since: int, evaluator: Any) -> None:
+        """Adds a symbolic evaluator (``symbolic_eval.SymbolicEvaluator``).
+
+        Raises:
+            ValueError: an evaluator is already registered for that key.
+        """
+        key = (normalize_domain(domain), op_type, int(since))
+        if key in self._evaluators:
+            raise ValueError(f"two symbolic evaluators for {key}")
+        self._evaluators[key] = evaluator
+
     def register_module(self, module: ModuleType) -> None:
-        """Registers every function in ``module`` tagged by :func:`lowering`."""
+        """Registers every function in ``module`` tagged by :func:`lowering` or :func:`tag_evaluator`."""
         for value in vars(module).values():
+            if getattr(value, "__module__", None) != module.__name__:
+                continue
             for domain, op_type, since in getattr(value, _TAG, ()):
-                if getattr(value, "__module__", None) == module.__name__:
-                    self.register(domain, op_type, since, value)
+                self.register(domain, op_type, since, value)
+            for domain, op_type, since, evaluator in getattr(value, _EVALUATOR_TAG, ()):
+                self.register_evaluator(domain, op_type, since, evaluator)
 
     @classmethod
     def from_modules(cls, modules: Iterable[ModuleType]) -> LoweringRegistry:
@@ -102,15 +138,36 @@ class LoweringRegistry:
     def items(self) -> list[tuple[tuple[str, str, int], LoweringRule]]:
         return sorted(self._rules.items(), key=lambda kv: kv[0])
 
+    def evaluator_items(self) -> list[tuple[tuple[str, str, int], Any]]:
+        """Every ``((domain, op_type, since_version), evaluator)``, sorted."""
+        return sorted(self._evaluators.items(), key=lambda kv: kv[0])
+
+    def evaluator_since_versions(self, domain: str, op_type: str) -> list[int]:
+        """The revisions of an op that have a symbolic evaluator, ascending."""
+        domain = normalize_domain(domain)
+        return sorted(s for (d, o, s) in self._evaluators if d == domain and o == op_type)
+
     def resolve(self, domain: str, op_type: str, opset: int) -> tuple[int, LoweringRule] | None:
         """Returns ``(since_version, rule)`` for a node of ``opset``, or ``None`` if unsupported."""
-        domain = normalize_domain(domain)
-        wanted = schema_since_version(domain, op_type, opset)
-        if wanted is not None:
-            rule = self._rules.get((domain, op_type, wanted))
-            return (wanted, rule) if rule is not None else None
-        candidates = [s for s in self.since_versions(domain, op_type) if s <= opset]
-        if not candidates:
-            return None
-        since = max(candidates)
-        return since, self._rules[(domain, op_type, since)]
+        return _resolve(self._rules, domain, op_type, opset)
+
+    def resolve_evaluator(self, domain: str, op_type: str, opset: int) -> Any | None:
+        """The symbolic evaluator for a node of ``opset`` (resolved as :meth:`resolve` resolves
+        rules), or ``None``."""
+        found = _resolve(self._evaluators, domain, op_type, opset)
+        return None if found is None else found[1]
+
+
+def _resolve(table: dict[tuple[str, str, int], Any], domain: str, op_type: str, opset: int) -> tuple[int, Any] | None:
+    """``(since_version, entry)`` of ``table`` for a node of ``opset``: the entry registered for
+    exactly the schema's since_version at ``opset``, or (no schema) the greatest one <= opset."""
+    domain = normalize_domain(domain)
+    wanted = schema_since_version(domain, op_type, opset)
+    if wanted is not None:
+        entry = table.get((domain, op_type, wanted))
+        return (wanted, entry) if entry is not None else None
+    candidates = [s for (d, o, s) in table if d == domain and o == op_type and s <= opset]
+    if not candidates:
+        return None
+    since = max(candidates)
+    return since, table[(domain, op_type, since)]

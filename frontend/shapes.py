@@ -38,10 +38,12 @@ __all__ = [
     "symbols_of",
     "evaluate_dim",
     "DimEquality",
+    "DimAtom",
 ]
 
-# An atom is a symbol name or ("floordiv" | "mod", expression, divisor).
+# An atom is a symbol name, ("floordiv" | "mod", expression, divisor) or ("max", expression, other).
 _Atom = Union[str, tuple]
+DimAtom = _Atom
 # A monomial is a sorted tuple of (atom, power); () is the constant term.
 _Monomial = tuple
 
@@ -163,6 +165,19 @@ class SymbolicDim:
                 product *= _evaluate_atom(atom, bindings) ** power
             total += product
         return total
+
+    def terms(self) -> list[tuple[int, tuple[tuple[DimAtom, int], ...]]]:
+        """The expression as a canonical sum of products: ``[(coefficient, factors), ...]``.
+
+        Each factor is ``(atom, power)``; an atom is a symbol name, ``("floordiv", expr, d)`` or
+        ``("mod", expr, d)`` (``expr`` a SymbolicDim, ``d`` a positive int), or
+        ``("max", expr, other)``. ``()`` as the factors is the constant term. Code that
+        rebuilds the expression elsewhere (as MLIR ops, as JAX dims) walks this.
+
+        >>> (SymbolicDim("b") * 2 + 1).terms()
+        [(2, (('b', 1),)), (1, ())]
+        """
+        return [(coefficient, monomial) for monomial, coefficient in self._terms.items()]
 
     def symbols(self) -> set[str]:
         """Every symbol name in the expression."""

@@ -29,6 +29,7 @@ import numpy as np
 import onnx
 
 from onnx_stablehlo.errors import OnnxStableHLOError, OracleError
+from onnx_stablehlo.frontend.node_names import location_name
 
 __all__ = ["ValueComparison", "BisectResult", "BisectError", "bisect", "compare_arrays", "exposed_model",
            "perturbed_registry"]
@@ -161,8 +162,7 @@ def compare_arrays(got: Any, want: Any, rtol: float) -> tuple[float, float, bool
 
 def _node_label(node: onnx.NodeProto, index: int) -> tuple[str, str]:
     """``(node name, op label)``; the name of an unnamed node matches the importer's ``loc``."""
-    first_output = next((o for o in node.output if o), "")
-    name = node.name or f"{node.op_type}#{index}:{first_output}"
+    name = location_name(node, index)
     domain = "" if node.domain in ("", "ai.onnx") else node.domain
     return name, (f"{domain}::{node.op_type}" if domain else node.op_type)
 
@@ -273,6 +273,8 @@ def perturbed_registry(node_name: str, relative: float = 1e-2, registry=None):
             return scaled
 
         perturbed.register(domain, op_type, since, rule_with_perturbation)
+    for (domain, op_type, since), evaluator in base.evaluator_items():
+        perturbed.register_evaluator(domain, op_type, since, evaluator)
     return perturbed
 
 

@@ -151,7 +151,8 @@ class UnsupportedOpError(FrontendError):
         self.missing = missing
         parts = []
         for (domain, op_type, opset), nodes in sorted(missing.items()):
-            shown = ", ".join(f"'{n}'" for n in nodes[:3])
+            # a node's name, or its description (``node #3 producing 'y'``) when it has none
+            shown = ", ".join(n if n.startswith("node #") else f"'{n}'" for n in nodes[:3])
             more = f" and {len(nodes) - 3} more" if len(nodes) > 3 else ""
             have = (known_since or {}).get((domain, op_type))
             have_text = f" (lowered revisions: {', '.join(map(str, have))})" if have else ""

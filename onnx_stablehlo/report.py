@@ -43,6 +43,7 @@ import numpy as np
 import onnx
 
 from onnx_stablehlo.errors import OnnxStableHLOError
+from onnx_stablehlo.frontend.node_names import location_name
 
 __all__ = ["PassStep", "ProfileEntry", "ModelReport", "build_report", "render_html", "write_report"]
 
@@ -420,8 +421,7 @@ def build_report(
     report.node_ops = _op_locations(lowered.module)
     report.node_types = {}
     for index, node in enumerate(proto.graph.node):
-        first = next((o for o in node.output if o), "?")
-        report.node_types[node.name or f"{node.op_type}#{index}:{first}"] = node.op_type
+        report.node_types[location_name(node, index)] = node.op_type
     _run_passes(report, lowered, target)
     report.node_ops_after = _op_locations(lowered.module)
     report.final_text = _shown_text(lowered.module, locations=True)

@@ -10,7 +10,6 @@ others (bf16, float8, complex) are left alone.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from typing import ClassVar
 
 import numpy as np
@@ -29,46 +28,15 @@ from onnx_stablehlo.passes.ir_utils import (
     shape_of,
     splat_scalar,
 )
+from onnx_stablehlo.passes.op_catalog import ELEMENTWISE
 from onnx_stablehlo.passes.patterns import PatternRewritePass, RewritePattern, Rewriter
 
 __all__ = ["FoldConstantsPass"]
 
 
-def _round_half_away(x: np.ndarray) -> np.ndarray:
-    magnitude = np.abs(x)
-    floor = np.floor(magnitude)
-    rounded = floor + (magnitude - floor >= 0.5)
-    return np.copysign(rounded, x).astype(x.dtype)
-
-
-def _logistic(x: np.ndarray) -> np.ndarray:
-    return (1.0 / (1.0 + np.exp(-x))).astype(x.dtype)
-
-
-def _rsqrt(x: np.ndarray) -> np.ndarray:
-    return (1.0 / np.sqrt(x)).astype(x.dtype)
-
-
-# Unary ops: name -> (function, allowed kinds: "f" floats, "i" ints (signed/unsigned), "b" bool)
-_UNARY: dict[str, tuple[Callable[[np.ndarray], np.ndarray], str]] = {
-    "stablehlo.negate": (np.negative, "fi"),
-    "stablehlo.abs": (np.abs, "fi"),
-    "stablehlo.not": (lambda x: np.logical_not(x) if x.dtype == np.bool_ else np.invert(x), "ib"),
-    "stablehlo.sqrt": (np.sqrt, "f"),
-    "stablehlo.rsqrt": (_rsqrt, "f"),
-    "stablehlo.exponential": (np.exp, "f"),
-    "stablehlo.exponential_minus_one": (np.expm1, "f"),
-    "stablehlo.log": (np.log, "f"),
-    "stablehlo.log_plus_one": (np.log1p, "f"),
-    "stablehlo.logistic": (_logistic, "f"),
-    "stablehlo.tanh": (np.tanh, "f"),
-    "stablehlo.sine": (np.sin, "f"),
-    "stablehlo.cosine": (np.cos, "f"),
-    "stablehlo.floor": (np.floor, "f"),
-    "stablehlo.ceil": (np.ceil, "f"),
-    "stablehlo.round_nearest_even": (np.rint, "f"),
-    "stablehlo.round_nearest_afz": (_round_half_away, "f"),
-}
+# Elementwise ops with a numpy equivalent (op_catalog.ElementwiseOp.numpy), by arity.
+_UNARY = {name: op for name, op in ELEMENTWISE.items() if op.numpy is not None and op.arity == 1}
+_BINARY = {name: op for name, op in ELEMENTWISE.items() if op.numpy is not None and op.arity == 2}
 
 
 def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -79,21 +47,6 @@ def _int_divide(a: np.ndarray, b: np.ndarray) -> np.ndarray:
         quotient = quotient + ((remainder != 0) & ((a < 0) != (b < 0)))
     return quotient.astype(a.dtype)
 
-
-_BINARY: dict[str, tuple[Callable[[np.ndarray, np.ndarray], np.ndarray], str]] = {
-    "stablehlo.add": (np.add, "fi"),
-    "stablehlo.subtract": (np.subtract, "fi"),
-    "stablehlo.multiply": (np.multiply, "fi"),
-    "stablehlo.divide": (np.divide, "f"),
-    "stablehlo.remainder": (np.fmod, "fi"),
-    "stablehlo.maximum": (np.maximum, "fib"),
-    "stablehlo.minimum": (np.minimum, "fib"),
-    "stablehlo.power": (np.power, "f"),
-    "stablehlo.atan2": (np.arctan2, "f"),
-    "stablehlo.and": (np.bitwise_and, "ib"),
-    "stablehlo.or": (np.bitwise_or, "ib"),
-    "stablehlo.xor": (np.bitwise_xor, "ib"),
-}
 
 _COMPARE = {
     "EQ": np.equal,
@@ -167,7 +120,7 @@ class FoldUnary(_FoldPattern):
     root = tuple(_UNARY)
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        function, kinds = _UNARY[op.name]
+        function, kinds = _UNARY[op.name].numpy, _UNARY[op.name].numpy_kinds
         operand = op.operands[0]
         if constant_attr(operand) is None:
             return rw.fail(op, "operand is not a constant")
@@ -199,7 +152,7 @@ class FoldBinary(_FoldPattern):
     root = tuple(_BINARY)
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        function, kinds = _BINARY[op.name]
+        function, kinds = _BINARY[op.name].numpy, _BINARY[op.name].numpy_kinds
         lhs, rhs = op.operands
         if constant_attr(lhs) is None or constant_attr(rhs) is None:
             return rw.fail(op, "an operand is not a constant")

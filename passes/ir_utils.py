@@ -15,6 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from jaxlib.mlir import ir
 
+from onnx_stablehlo.passes.op_catalog import PURE_OPS
+
 __all__ = [
     "PURE_OPS",
     "is_pure",
@@ -38,25 +40,6 @@ __all__ = [
     "read_i64_array",
     "num_elements",
 ]
-
-# Ops without side effects (and whose regions, if any, only compute): unused results mean the
-# op can go. Ops not listed (custom_call, send/recv, infeed/outfeed, rng ...) are never erased.
-PURE_OPS = frozenset(
-    "stablehlo." + name
-    for name in """
-    abs add and atan2 bitcast_convert broadcast broadcast_in_dim cbrt ceil cholesky clamp compare
-    complex concatenate constant convert convolution cosine count_leading_zeros divide dot
-    dot_general dynamic_broadcast_in_dim dynamic_gather dynamic_iota dynamic_pad dynamic_reshape
-    dynamic_slice dynamic_update_slice exponential exponential_minus_one fft floor gather
-    get_dimension_size get_tuple_element imag iota is_finite log log_plus_one logistic map
-    maximum minimum multiply negate not or pad popcnt power real real_dynamic_slice reduce
-    reduce_precision reduce_window remainder reshape reverse round_nearest_afz
-    round_nearest_even rsqrt scatter select select_and_scatter shift_left
-    shift_right_arithmetic shift_right_logical sign sine slice sort sqrt subtract tan tanh
-    torch_index_select transpose triangular_solve tuple xor batch_norm_inference
-    """.split()
-) | frozenset({"arith.constant"})
-
 
 def is_pure(op: ir.Operation) -> bool:
     """Whether ``op`` has no side effects (``stablehlo`` ops in PURE_OPS, every ``chlo`` op)."""

@@ -22,26 +22,24 @@ from __future__ import annotations
 import collections
 import dataclasses
 import difflib
-import functools
 import re
 import sys
 import time
 from collections.abc import Sequence
 from typing import TextIO
 
-from jaxlib.mlir import ir, passmanager
+from jaxlib.mlir import ir
 
 from onnx_stablehlo.passes import registry
 from onnx_stablehlo.passes.base import ModulePass, OptionValueError, PassResult
 from onnx_stablehlo.passes.errors import PassError, PipelineParseError, VerificationError
-from onnx_stablehlo.frontend import jaxlib_mlir
+from onnx_stablehlo.passes.mlir_pipeline import MlirPipelinePass, parse_upstream
 
 __all__ = [
     "Pipeline",
     "PipelineStep",
     "PassRecord",
     "PipelineResult",
-    "UpstreamPass",
     "run_pipeline",
     "count_ops",
     "format_diagnostics",
@@ -64,29 +62,6 @@ UPSTREAM_EXAMPLES = (
 )
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]+")
-
-
-@dataclasses.dataclass(frozen=True)
-class UpstreamPass(ModulePass):
-    """Runs upstream MLIR/StableHLO passes through jaxlib's PassManager (not in the pass table).
-
-    Bare upstream names in a pipeline (``cse``, ``func.func(...)``) become one of these.
-    """
-
-    name = "upstream"  # type: ignore[misc]  # overridden per instance by PipelineStep.label
-
-    pipeline: str = ""
-    """The upstream pipeline text, e.g. ``canonicalize,cse``."""
-
-    def run(self, module: ir.Module) -> PassResult:
-        jaxlib_mlir.register_upstream_passes()
-        manager = passmanager.PassManager.parse(f"builtin.module({self.pipeline})", context=module.context)
-        manager.enable_verifier(False)  # the pipeline verifies after every step itself
-        manager.run(module.operation)
-        return PassResult(modified=None)
-
-    def pipeline_text(self) -> str:
-        return self.pipeline
 
 
 @dataclasses.dataclass(frozen=True)
@@ -394,7 +369,7 @@ def _parse_entry(entry: str, pipeline: str) -> PipelineStep:
     cls = registry.get_pass_class(name)
     if cls is None:
         _check_upstream(name, entry, pipeline)
-        return PipelineStep(entry, name, UpstreamPass(pipeline=entry))
+        return PipelineStep(entry, name, MlirPipelinePass(pipeline=entry))
     if rest and not (rest.startswith("{") and rest.endswith("}")):
         raise PipelineParseError(
             f"pass '{name}': expected options as {name}{{option=value ...}}, got '{rest}'",
@@ -438,16 +413,9 @@ def _parse_options(text: str, pass_name: str, pipeline: str) -> dict[str, str]:
     return options
 
 
-@functools.cache
-def _parse_context() -> ir.Context:
-    """A context used only to check upstream pipeline texts (lives as long as the process)."""
-    jaxlib_mlir.register_upstream_passes()
-    return jaxlib_mlir.make_mlir_context()
-
-
 def _check_upstream(name: str, entry: str, pipeline: str) -> None:
     try:
-        passmanager.PassManager.parse(f"builtin.module({entry})", context=_parse_context())
+        parse_upstream(entry)
     except ValueError as exc:
         message = str(exc)
         if "does not refer to a registered pass" in message:

@@ -29,24 +29,14 @@ from onnx_stablehlo.passes.ir_utils import (
     splat_scalar,
     tensor_type,
 )
+from onnx_stablehlo.passes.op_catalog import BINARY_ELEMENTWISE, UNARY_ELEMENTWISE
 from onnx_stablehlo.passes.patterns import PatternRewritePass, RewritePattern, Rewriter
 
 __all__ = ["SimplifyBroadcastsPass"]
 
-_BINARY = tuple(
-    "stablehlo." + name
-    for name in (
-        "add subtract multiply divide remainder maximum minimum power atan2 and or xor compare "
-        "shift_left shift_right_arithmetic shift_right_logical"
-    ).split()
-)
-_UNARY = tuple(
-    "stablehlo." + name
-    for name in (
-        "abs ceil convert cosine exponential exponential_minus_one floor is_finite log log_plus_one "
-        "logistic negate not rsqrt round_nearest_afz round_nearest_even sign sine sqrt tan tanh"
-    ).split()
-) + ("chlo.erf",)
+# Sorted, so the patterns' roots are listed in a fixed order.
+_BINARY = tuple(sorted(BINARY_ELEMENTWISE))
+_UNARY = tuple(sorted(UNARY_ELEMENTWISE))
 
 
 class BroadcastOfBroadcast(RewritePattern):

@@ -78,6 +78,7 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
+from onnx_stablehlo.frontend.node_names import describe_node
 from onnx_stablehlo.runtime.model import CompiledModel  # model.py imports this module lazily
 
 __all__ = ["DATA_DEPENDENT_OPS", "SplitModel", "find_split_node", "split_for"]
@@ -92,12 +93,6 @@ DATA_DEPENDENT_OPS: dict[str, tuple[int, ...]] = {
 
 # Mirrors runtime/model.py: integer inputs up to this many elements are value-specialized.
 _VALUE_SPECIALIZATION_ELEMENTS = 64
-
-
-def _display_name(node: onnx_ir.Node, index: int) -> str:
-    """The node's name as ``FrontendError.node_name`` shows it (see ``OnnxNode.name``)."""
-    first = next((o.name for o in node.outputs if o is not None and o.name), "?")
-    return f"'{node.name}'" if node.name else f"node #{index} producing '{first}'"
 
 
 def _is_default_domain(node: onnx_ir.Node) -> bool:
@@ -120,7 +115,7 @@ def find_split_node(graph: onnx_ir.Graph, error: DataDependentShapeError | None 
     if error is not None and error.node_name:
         for index, node in enumerate(nodes):
             same_op = error.op_type is None or node.op_type == error.op_type
-            if same_op and _display_name(node, index) == error.node_name:
+            if same_op and describe_node(node, index) == error.node_name:
                 return index
     for index, node in enumerate(nodes):
         if not _is_default_domain(node) or node.op_type not in DATA_DEPENDENT_OPS:
@@ -299,7 +294,7 @@ class SplitModel:
         nodes = list(graph)
         host = nodes[node_index]
         self.host_op_type = host.op_type
-        self.host_node = _display_name(host, node_index)
+        self.host_node = describe_node(host, node_index)
         self._model = model
         self._options = dict(
             device=device, weights=weights, registry=registry, cache_size=cache_size,

@@ -184,3 +184,40 @@ g (float[2, 3] x, int64[2] s) => (float[3, 2] y) {
 def test_errors_share_one_base():
     for name in errors.__all__:
         assert issubclass(getattr(errors, name), errors.OnnxStableHLOError)
+
+
+def test_unnamed_nodes_are_described_one_way_everywhere():
+    """An unnamed node is ``node #k producing 'y'`` in every message (frontend/node_names.py):
+    an unsupported op, a rule's error, a VJP rule's location; its ops carry ``loc("Op#k:y")``."""
+    import doctest
+
+    from onnx_stablehlo.frontend import node_names
+    from onnx_stablehlo.passes.autodiff.context import describe_location
+
+    assert doctest.testmod(node_names).failed == 0
+    model = onnx.parser.parse_model("""<ir_version: 9, opset_import: ["" : 18, "com.example" : 1]>
+g (float[4] x) => (float[4] y) {
+  a = Neg(x)
+  y = com.example.Frobnicate(a)
+}""")
+    with pytest.raises(errors.UnsupportedOpError) as info:
+        onnx_stablehlo.lower(model)
+    assert info.value.missing == {("com.example", "Frobnicate", 1): ["node #1 producing 'y'"]}
+    assert "com.example::Frobnicate (opset 1) at node #1 producing 'y'; see" in _one_line(info.value)
+    bad_axis = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2, 3] x) => (float[6] y) {
+  y = Flatten<axis=5>(x)
+}""")
+    with pytest.raises(errors.FrontendError) as info:
+        onnx_stablehlo.lower(bad_axis)
+    assert info.value.node_name == "node #0 producing 'y'"
+    lowered = onnx_stablehlo.lower(parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[2] x) => (float[2] y) {
+  y = Neg(x)
+}"""))
+    assert 'loc("Neg#0:y")' in lowered.text_with_locations()
+    from jaxlib.mlir import ir
+
+    with lowered.context:
+        assert describe_location(ir.Location.name("Neg#0:y")) == "node #0 producing 'y'"
+        assert describe_location(ir.Location.name("neg_1")) == "node 'neg_1'"

@@ -150,12 +150,12 @@ def test_max_pool_ignores_nan_like_onnxruntime(indices):
 def test_an_untyped_exception_outside_a_rule_becomes_a_lowering_error(monkeypatch):
     """Folding and binding a node's outputs run outside the rule: a TypeError there (as the
     fuzzer found in ``lower_node``) is a LoweringError naming the node."""
-    from onnx_stablehlo.frontend import importer
+    from onnx_stablehlo.frontend import graph_lowering
 
     def broken(self, node, onnx_node, results):
         raise TypeError("unhashable type: 'list'")
 
-    monkeypatch.setattr(importer._Importer, "bind_outputs", broken)
+    monkeypatch.setattr(graph_lowering.GraphLowering, "bind_outputs", broken)
     model = _model("g (float[2] x) => (float[2] y) { [neg] y = Neg(x) }")
     with pytest.raises(errors.LoweringError, match=r"Neg \(opset 18\) at 'neg': lowering failed \(TypeError"):
         onnx_stablehlo.lower(model)

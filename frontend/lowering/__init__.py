@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import importlib
 
+from onnx_stablehlo.frontend import symbolic_eval
 from onnx_stablehlo.frontend.registry import LoweringRegistry
 
 __all__ = ["RULE_MODULES", "default_registry"]
@@ -41,6 +42,6 @@ RULE_MODULES = (
 
 @functools.cache
 def default_registry() -> LoweringRegistry:
-    """The registry of every rule in ``RULE_MODULES`` (built once per process)."""
+    """The registry of every rule in ``RULE_MODULES`` and the symbolic evaluators (built once per process)."""
     modules = [importlib.import_module(f"{__name__}.{name}") for name in RULE_MODULES]
-    return LoweringRegistry.from_modules(modules)
+    return LoweringRegistry.from_modules([*modules, symbolic_eval])

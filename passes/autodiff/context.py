@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from jaxlib.mlir import ir
 
+from onnx_stablehlo.frontend.node_names import describe_location_name
 from onnx_stablehlo.passes.autodiff.errors import MissingVjpRuleError
 
 __all__ = ["VjpContext", "describe_location"]
@@ -16,11 +17,13 @@ _NAMED_LOC = re.compile(r'^loc\("((?:[^"\\]|\\.)*)"')
 
 
 def describe_location(location: ir.Location) -> str:
-    """``node 'Erf_3'`` for ``loc("Erf_3")``, else the location's text."""
+    """``node 'Erf_3'`` for ``loc("Erf_3")`` (``node #3 producing 'y'`` for an unnamed node's
+    ``loc("Erf#3:y")``, see ``frontend/node_names.py``), else the location's text."""
     text = str(location)
     match = _NAMED_LOC.match(text)
     if match:
-        return f"node '{match.group(1)}'"
+        described = describe_location_name(match.group(1))
+        return described if described.startswith("node #") else f"node {described}"
     return text
 
 

@@ -21,7 +21,8 @@ from onnx_stablehlo.passes import (
     pass_names,
     run_pipeline,
 )
-from onnx_stablehlo.passes.pipeline import PipelineStep, UpstreamPass
+from onnx_stablehlo.passes.mlir_pipeline import MlirPipelinePass
+from onnx_stablehlo.passes.pipeline import PipelineStep
 from onnx_stablehlo.passes.registry import all_pass_classes
 from onnx_stablehlo.frontend import jaxlib_mlir
 
@@ -49,7 +50,7 @@ def test_parse_mixes_our_passes_and_upstream_ones():
     pipeline = Pipeline.parse("canonicalize-stablehlo,fold-constants{max-elements=1024},cse,func.func(cse)")
     assert [step.name for step in pipeline.steps] == ["canonicalize-stablehlo", "fold-constants", "cse", "func.func"]
     assert pipeline.steps[1].pass_.max_elements == 1024  # type: ignore[attr-defined]
-    assert isinstance(pipeline.steps[2].pass_, UpstreamPass)
+    assert isinstance(pipeline.steps[2].pass_, MlirPipelinePass)
     assert pipeline.steps[3].label == "func.func(cse)"
 
 
