@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.util import FLOATS, FLOAT_IDS
+
 import numpy as np
 import pytest
 
@@ -16,8 +18,6 @@ from tests.util import (
     reference_run,
 )
 
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
 
 SOFTMAX_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}[2, 3, 5] x) => ({ty}[2, 3, 5] y) {{

@@ -15,55 +15,33 @@ import pytest
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend.lowering import contrib_transformer
-from tests.frontend.contrib_util import assert_close, node_model, ort_run, tolerance
+from tests.frontend.contrib_util import (
+    SIZES,
+    assert_close,
+    check_at_sizes,
+    node_model,
+    normal,
+    ort_run,
+    ort_schema_defaults,
+)
+from tests.util import SLOW, slow_param
 
 F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
-SIZES = [(2, 5), (3, 7)]  # (batch, sequence) per run of one compiled model
-SLOW = pytest.mark.slow  # more of the same op's variants: kept out of the default run (compile time)
 
 
-def slow(*values, id):
-    return pytest.param(*values, id=id, marks=SLOW)
 
 
-def _check(model: onnx.ModelProto, make_feeds, dtype=F32, rtol=None, atol=None) -> None:
-    """Compiles once with the symbolic dims, runs each SIZES feed set against onnxruntime."""
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    default_rtol, default_atol = tolerance(dtype)
-    for batch, seq in SIZES:
-        feeds = make_feeds(batch, seq)
-        assert_close(compiled.run(feeds), ort_run(model, feeds), rtol or default_rtol, atol or default_atol)
 
 
-def _normal(rng, shape, dtype=F32, scale=1.0):
-    return (rng.standard_normal(shape) * scale).astype(dtype)
 
 
 # Defaults -------------------------------------------------------------------------------------
 
 
-def _ort_schema_defaults() -> dict[tuple[str, str], object]:
-    from onnxruntime.capi import onnxruntime_pybind11_state as ort_c
-
-    defaults = {}
-    for schema in ort_c.get_all_operator_schema():
-        if schema.domain not in ("com.microsoft", "") or schema.deprecated:
-            continue
-        for name, attribute in schema.attributes.items():
-            raw = attribute._default_value
-            if not raw:
-                continue
-            proto = onnx.AttributeProto()
-            proto.ParseFromString(raw)
-            if proto.type:
-                value = onnx.helper.get_attribute_value(proto)
-                defaults[(schema.name, name)] = value.decode() if isinstance(value, bytes) else value
-    return defaults
 
 
 def test_stated_defaults_match_onnxruntime_schemas():
-    ort_defaults = _ort_schema_defaults()
+    ort_defaults = ort_schema_defaults()
     checked = 0
     for key, value in contrib_transformer.DEFAULTS.items():
         if key in ort_defaults:  # ORT's schema states this default (some are only in its docs)
@@ -78,8 +56,8 @@ def test_stated_defaults_match_onnxruntime_schemas():
 @pytest.mark.parametrize(
     "dtype,beta,bias,extra",
     [pytest.param(F32, True, True, True, id="f32-beta-bias-outputs"), pytest.param(F16, False, False, False, id="f16-plain"),
-     slow(F16, True, True, True, id="f16-beta-bias-outputs"), slow(F32, False, False, False, id="f32-plain"),
-     slow(F32, True, False, True, id="f32-beta-outputs")],
+     slow_param(F16, True, True, True, id="f16-beta-bias-outputs"), slow_param(F32, False, False, False, id="f32-plain"),
+     slow_param(F32, True, False, True, id="f32-beta-outputs")],
 )
 def test_skip_layer_normalization(dtype, beta, bias, extra, rng):
     hidden = 16
@@ -91,18 +69,18 @@ def test_skip_layer_normalization(dtype, beta, bias, extra, rng):
     model = node_model("SkipLayerNormalization", inputs, outputs, {"epsilon": 1e-5})
 
     def feeds(b, s):
-        f = {"x": _normal(rng, (b, s, hidden), dtype, 2), "skip": _normal(rng, (b, s, hidden), dtype),
-             "gamma": _normal(rng, (hidden,), dtype)}
+        f = {"x": normal(rng, (b, s, hidden), dtype, 2), "skip": normal(rng, (b, s, hidden), dtype),
+             "gamma": normal(rng, (hidden,), dtype)}
         if beta:
-            f["beta"] = _normal(rng, (hidden,), dtype)
+            f["beta"] = normal(rng, (hidden,), dtype)
         if bias:
-            f["bias"] = _normal(rng, (hidden,), dtype)
+            f["bias"] = normal(rng, (hidden,), dtype)
         return f
 
-    _check(model, feeds, dtype)
+    check_at_sizes(model, feeds, dtype)
 
 
-@pytest.mark.parametrize("dtype", [F32, slow(F16, id="f16")], ids=["f32", "f16"])
+@pytest.mark.parametrize("dtype", [F32, slow_param(F16, id="f16")], ids=["f32", "f16"])
 def test_skip_simplified_layer_normalization(dtype, rng):
     hidden = 16
     model = node_model(
@@ -112,11 +90,11 @@ def test_skip_simplified_layer_normalization(dtype, rng):
         [("y", dtype, ["B", "S", hidden]), None, ("inv_std", F32, ["B", "S", 1]), ("sum", dtype, ["B", "S", hidden])],
         {"epsilon": 1e-6},
     )
-    _check(model, lambda b, s: {"x": _normal(rng, (b, s, hidden), dtype, 2), "skip": _normal(rng, (b, s, hidden), dtype),
-                                "gamma": _normal(rng, (hidden,), dtype), "bias": _normal(rng, (hidden,), dtype)}, dtype)
+    check_at_sizes(model, lambda b, s: {"x": normal(rng, (b, s, hidden), dtype, 2), "skip": normal(rng, (b, s, hidden), dtype),
+                                "gamma": normal(rng, (hidden,), dtype), "bias": normal(rng, (hidden,), dtype)}, dtype)
 
 
-@pytest.mark.parametrize("dtype", [F32, slow(F16, id="f16")], ids=["f32", "f16"])
+@pytest.mark.parametrize("dtype", [F32, slow_param(F16, id="f16")], ids=["f32", "f16"])
 def test_simplified_layer_normalization_default_domain(dtype, rng):
     hidden = 24
     model = node_model(
@@ -126,12 +104,12 @@ def test_simplified_layer_normalization_default_domain(dtype, rng):
         {"epsilon": 1e-6, "axis": -1},
         domain="",
     )
-    _check(model, lambda b, s: {"x": _normal(rng, (b, s, hidden), dtype, 3), "scale": _normal(rng, (hidden,), dtype)}, dtype)
+    check_at_sizes(model, lambda b, s: {"x": normal(rng, (b, s, hidden), dtype, 3), "scale": normal(rng, (hidden,), dtype)}, dtype)
 
 
 @pytest.mark.parametrize("segments,mask,positions", [pytest.param(True, True, False, id="bert"),
-                                                     slow(False, True, False, id="distilbert"),
-                                                     slow(True, False, True, id="position-ids")])
+                                                     slow_param(False, True, False, id="distilbert"),
+                                                     slow_param(True, False, True, id="position-ids")])
 def test_embed_layer_normalization(segments, mask, positions, rng):
     hidden, vocab, max_pos = 16, 50, 12
     inputs = [("ids", I32, ["B", "S"]), ("seg", I32, ["B", "S"]) if segments else None,
@@ -139,8 +117,8 @@ def test_embed_layer_normalization(segments, mask, positions, rng):
               ("seg_table", F32, [2, hidden]) if segments else None, ("gamma", F32, [hidden]), ("beta", F32, [hidden]),
               ("mask", I32, ["B", "S"]) if mask else None, ("position_ids", I32, ["B", "S"]) if positions else None]
     outputs = [("y", F32, ["B", "S", hidden]), ("mask_index", I32, ["B"]), ("sum", F32, ["B", "S", hidden])]
-    tables = {"word": _normal(rng, (vocab, hidden)), "pos": _normal(rng, (max_pos, hidden)),
-              "seg_table": _normal(rng, (2, hidden)), "gamma": _normal(rng, (hidden,)), "beta": _normal(rng, (hidden,))}
+    tables = {"word": normal(rng, (vocab, hidden)), "pos": normal(rng, (max_pos, hidden)),
+              "seg_table": normal(rng, (2, hidden)), "gamma": normal(rng, (hidden,)), "beta": normal(rng, (hidden,))}
     if not segments:
         del tables["seg_table"]
     model = node_model("EmbedLayerNormalization", inputs, outputs, {"epsilon": 1e-12}, initializers=tables)
@@ -157,7 +135,7 @@ def test_embed_layer_normalization(segments, mask, positions, rng):
             f["position_ids"] = rng.integers(0, max_pos, (b, s)).astype(I32)
         return f
 
-    _check(model, feeds)
+    check_at_sizes(model, feeds)
 
 
 # Activations -----------------------------------------------------------------------------------
@@ -175,12 +153,12 @@ def test_gelu_family(op, with_bias, attributes, rng):
     model = node_model(op, inputs, [("y", F32, ["B", "S", hidden])], attributes)
 
     def feeds(b, s):
-        f = {"x": _normal(rng, (b, s, hidden), scale=3)}
+        f = {"x": normal(rng, (b, s, hidden), scale=3)}
         if with_bias:
-            f["bias"] = _normal(rng, (hidden,))
+            f["bias"] = normal(rng, (hidden,))
         return f
 
-    _check(model, feeds)
+    check_at_sizes(model, feeds)
 
 
 def test_bias_add_matches_its_formula(rng):
@@ -190,7 +168,7 @@ def test_bias_add_matches_its_formula(rng):
                        [("y", F32, ["B", "S", channels])])
     compiled = onnx_stablehlo.compile(model)
     for b, s in SIZES:
-        feeds = {"x": _normal(rng, (b, s, channels)), "bias": _normal(rng, (channels,)), "skip": _normal(rng, (b, s, channels))}
+        feeds = {"x": normal(rng, (b, s, channels)), "bias": normal(rng, (channels,)), "skip": normal(rng, (b, s, channels))}
         expected = (feeds["x"] + feeds["bias"]) + feeds["skip"]
         np.testing.assert_array_equal(compiled.run(feeds)[0], expected)
 
@@ -220,8 +198,8 @@ def _attention_model(mask: str | None, past: bool, unidirectional: int, attentio
 def _attention_feeds(rng, mask, past, attention_bias, width=3 * HIDDEN, past_len=3):
     def feeds(b, s):
         total = s + (past_len if past else 0)
-        f = {"x": _normal(rng, (b, s, HIDDEN)), "w": _normal(rng, (HIDDEN, width), scale=0.3),
-             "b": _normal(rng, (width,), scale=0.1)}
+        f = {"x": normal(rng, (b, s, HIDDEN)), "w": normal(rng, (HIDDEN, width), scale=0.3),
+             "b": normal(rng, (width,), scale=0.1)}
         if mask == "1d":
             f["mask"] = rng.integers(1, total + 1, (b,)).astype(I32)
         elif mask == "1d-start":
@@ -233,9 +211,9 @@ def _attention_feeds(rng, mask, past, attention_bias, width=3 * HIDDEN, past_len
         elif mask == "3d":
             f["mask"] = (rng.random((b, s, total)) > 0.3).astype(I32)
         if past:
-            f["past"] = _normal(rng, (2, b, HEADS, past_len, HIDDEN // HEADS))
+            f["past"] = normal(rng, (2, b, HEADS, past_len, HIDDEN // HEADS))
         if attention_bias:
-            f["attn_bias"] = _normal(rng, (b, HEADS, s, total))
+            f["attn_bias"] = normal(rng, (b, HEADS, s, total))
         return f
 
     return feeds
@@ -243,27 +221,27 @@ def _attention_feeds(rng, mask, past, attention_bias, width=3 * HIDDEN, past_len
 
 @pytest.mark.parametrize(
     "mask,past,unidirectional,attention_bias",
-    [slow(None, False, 0, False, id="plain"), pytest.param("1d", False, 0, False, id="mask-1d"),
-     slow("2d", False, 0, False, id="mask-2d"), slow("1d-start", False, 0, False, id="mask-1d-start"),
-     slow("3d", False, 0, False, id="mask-3d"), slow(None, False, 1, False, id="causal"),
-     pytest.param("2d", True, 1, False, id="gpt2-past-causal"), slow("2d", False, 0, True, id="mask-and-bias")],
+    [slow_param(None, False, 0, False, id="plain"), pytest.param("1d", False, 0, False, id="mask-1d"),
+     slow_param("2d", False, 0, False, id="mask-2d"), slow_param("1d-start", False, 0, False, id="mask-1d-start"),
+     slow_param("3d", False, 0, False, id="mask-3d"), slow_param(None, False, 1, False, id="causal"),
+     pytest.param("2d", True, 1, False, id="gpt2-past-causal"), slow_param("2d", False, 0, True, id="mask-and-bias")],
 )
 def test_attention(mask, past, unidirectional, attention_bias, rng):
     model = _attention_model(mask, past, unidirectional, attention_bias)
-    _check(model, _attention_feeds(rng, mask, past, attention_bias))
+    check_at_sizes(model, _attention_feeds(rng, mask, past, attention_bias))
 
 
 @SLOW
 def test_attention_qkv_hidden_sizes(rng):
     sizes = (HIDDEN, HIDDEN, 2 * HIDDEN)
     model = _attention_model("2d", False, 0, False, qkv_sizes=sizes)
-    _check(model, _attention_feeds(rng, "2d", False, False, width=sum(sizes)))
+    check_at_sizes(model, _attention_feeds(rng, "2d", False, False, width=sum(sizes)))
 
 
-@pytest.mark.parametrize("bias,mask,past,attention_bias", [slow(True, False, False, False, id="bias"),
-                                                          slow(True, True, False, False, id="key-padding-mask"),
+@pytest.mark.parametrize("bias,mask,past,attention_bias", [slow_param(True, False, False, False, id="bias"),
+                                                          slow_param(True, True, False, False, id="key-padding-mask"),
                                                           pytest.param(False, False, True, False, id="past-present"),
-                                                          slow(True, False, False, True, id="attention-bias")])
+                                                          slow_param(True, False, False, True, id="attention-bias")])
 def test_multi_head_attention(bias, mask, past, attention_bias, rng):
     head = HIDDEN // HEADS
     inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]),
@@ -278,21 +256,21 @@ def test_multi_head_attention(bias, mask, past, attention_bias, rng):
 
     def feeds(b, s):
         total = s + (past_len if past else 0)
-        f = {n: _normal(rng, (b, s, HIDDEN)) for n in ("q", "k", "v")}
+        f = {n: normal(rng, (b, s, HIDDEN)) for n in ("q", "k", "v")}
         if bias:
-            f["bias"] = _normal(rng, (3 * HIDDEN,), scale=0.1)
+            f["bias"] = normal(rng, (3 * HIDDEN,), scale=0.1)
         if mask:
             m = np.ones((b, total), I32)
             m[-1, -2:] = 0
             f["mask"] = m
         if attention_bias:
-            f["attn_bias"] = _normal(rng, (b, HEADS, s, total))
+            f["attn_bias"] = normal(rng, (b, HEADS, s, total))
         if past:
-            f["past_k"] = _normal(rng, (b, HEADS, past_len, head))
-            f["past_v"] = _normal(rng, (b, HEADS, past_len, head))
+            f["past_k"] = normal(rng, (b, HEADS, past_len, head))
+            f["past_v"] = normal(rng, (b, HEADS, past_len, head))
         return f
 
-    _check(model, feeds)
+    check_at_sizes(model, feeds)
 
 
 # RotaryEmbedding -------------------------------------------------------------------------------
@@ -300,9 +278,9 @@ def test_multi_head_attention(bias, mask, past, attention_bias, rng):
 
 @pytest.mark.parametrize(
     "layout,interleaved,offset,rotary_dim",
-    [pytest.param("bsd", 0, False, None, id="bsd"), slow("bsd", 1, False, None, id="bsd-interleaved"),
-     slow("bnsh", 0, False, None, id="bnsh"), pytest.param("bnsh", 1, True, None, id="bnsh-interleaved-offset"),
-     slow("bsd", 0, True, 4, id="bsd-partial"), slow("bnsh", 0, False, 4, id="bnsh-partial")],
+    [pytest.param("bsd", 0, False, None, id="bsd"), slow_param("bsd", 1, False, None, id="bsd-interleaved"),
+     slow_param("bnsh", 0, False, None, id="bnsh"), pytest.param("bnsh", 1, True, None, id="bnsh-interleaved-offset"),
+     slow_param("bsd", 0, True, 4, id="bsd-partial"), slow_param("bnsh", 0, False, 4, id="bnsh-partial")],
 )
 def test_rotary_embedding_contrib_input_order(layout, interleaved, offset, rotary_dim, rng):
     heads, head, max_pos = 2, 8, 32
@@ -324,9 +302,9 @@ def test_rotary_embedding_contrib_input_order(layout, interleaved, offset, rotar
     def feeds(b, s):
         x_shape = (b, s, heads * head) if layout == "bsd" else (b, heads, s, head)
         pos = np.array([3], I64) if offset else rng.integers(0, max_pos, (b, s)).astype(I64)
-        return {"x": _normal(rng, x_shape), "pos": pos, "cos": np.cos(angles).astype(F32), "sin": np.sin(angles).astype(F32)}
+        return {"x": normal(rng, x_shape), "pos": pos, "cos": np.cos(angles).astype(F32), "sin": np.sin(angles).astype(F32)}
 
-    _check(model, feeds)
+    check_at_sizes(model, feeds)
 
 
 # Errors ----------------------------------------------------------------------------------------
@@ -349,7 +327,7 @@ def test_skip_layer_norm_wrong_gamma_is_shape_error():
 def test_attention_scale_attribute(rng):
     model = node_model("Attention", [("x", F32, [2, 5, HIDDEN]), ("w", F32, [HIDDEN, 3 * HIDDEN])],
                        [("y", F32, [2, 5, HIDDEN])], {"num_heads": HEADS, "scale": 1 / math.sqrt(2.0)})
-    feeds = {"x": _normal(rng, (2, 5, HIDDEN)), "w": _normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3)}
+    feeds = {"x": normal(rng, (2, 5, HIDDEN)), "w": normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3)}
     assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
 
 
@@ -382,13 +360,13 @@ def _gqa_feeds(rng, dtype, batch, seq, past_len, lengths, rotary, packed=False):
     hidden, kv_hidden = GQA_HEADS * GQA_HEAD, GQA_KV * GQA_HEAD
     feeds = {}
     if packed:
-        feeds["q"] = _normal(rng, (batch, seq, hidden + 2 * kv_hidden), dtype)
+        feeds["q"] = normal(rng, (batch, seq, hidden + 2 * kv_hidden), dtype)
     else:
-        feeds.update(q=_normal(rng, (batch, seq, hidden), dtype), k=_normal(rng, (batch, seq, kv_hidden), dtype),
-                     v=_normal(rng, (batch, seq, kv_hidden), dtype))
+        feeds.update(q=normal(rng, (batch, seq, hidden), dtype), k=normal(rng, (batch, seq, kv_hidden), dtype),
+                     v=normal(rng, (batch, seq, kv_hidden), dtype))
     if past_len is not None:
-        feeds["past_k"] = _normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
-        feeds["past_v"] = _normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
+        feeds["past_k"] = normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
+        feeds["past_v"] = normal(rng, (batch, GQA_KV, past_len, GQA_HEAD), dtype)
     feeds["seqlens_k"] = np.array(lengths, I32) - 1
     feeds["total_len"] = np.array(seq if past_len in (None, 0) else past_len + seq, I32)
     if rotary:
@@ -411,7 +389,7 @@ def _compare_gqa(model, feeds, lengths, seq, dtype):
             assert_close([got[index][b, :, : past_b + seq]], [want[index][b, :, : past_b + seq]], rtol, atol)
 
 
-@pytest.mark.parametrize("rotary", [slow(False, id="plain"), True], ids=["plain", "rotary"])
+@pytest.mark.parametrize("rotary", [slow_param(False, id="plain"), True], ids=["plain", "rotary"])
 def test_group_query_attention_prompt_then_decode(rotary, rng):
     """A padded prompt batch (empty past), then one decode step with the grown cache."""
     model = _gqa_model(F32, past=True, rotary=rotary)
@@ -446,11 +424,11 @@ def test_ort_default_domain_op_loads_from_a_path_with_external_data(tmp_path, rn
     hidden = 256  # large enough that the scale goes to the data file
     model = node_model("SimplifiedLayerNormalization", [("x", F32, ["B", hidden]), ("scale", F32, [hidden])],
                        [("y", F32, ["B", hidden])], {"epsilon": 1e-6}, domain="",
-                       initializers={"scale": _normal(rng, (hidden,))})
+                       initializers={"scale": normal(rng, (hidden,))})
     saved = onnx.ModelProto()
     saved.CopyFrom(model)  # onnx.save moves the tensors of what it is given to external data
     onnx.save(saved, tmp_path / "m.onnx", save_as_external_data=True, location="m.onnx.data", size_threshold=16)
-    feeds = {"x": _normal(rng, (3, hidden))}
+    feeds = {"x": normal(rng, (3, hidden))}
     assert_close(onnx_stablehlo.compile(str(tmp_path / "m.onnx")).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
     (tmp_path / "m.onnx.data").unlink()
     from onnx_stablehlo.errors import ModelLoadError

@@ -8,6 +8,8 @@ windows, and SAME ConvTranspose with a kernel smaller than the stride.
 
 from __future__ import annotations
 
+from tests.util import FLOATS, FLOAT_IDS, check_node, int_array, node_model_text, oracle_output_shapes, typed
+
 import numpy as np
 import pytest
 
@@ -24,53 +26,18 @@ from tests.util import (
     reference_run,
 )
 
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
 
 
 
 
-def _typed(name: str, ty: str, shape: tuple) -> str:
-    """``float[1, 2] x`` (``float x`` for rank 0, as the text syntax has it)."""
-    return f"{ty}[{', '.join(str(d) for d in shape)}] {name}" if len(shape) else f"{ty} {name}"
 
 
-Spec = list[tuple[str, str, tuple]]  # (name, ONNX type name, shape) per graph input or output
 
 
-def _model(op: str, opset: int, inputs: Spec, outputs: Spec, attributes: dict) -> str:
-    ins = ", ".join(_typed(name, ty, shape) for name, ty, shape in inputs)
-    outs = ", ".join(_typed(name, ty, shape) for name, ty, shape in outputs)
-    return f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g ({ins}) => ({outs}) {{
-  [node] {", ".join(n for n, _, _ in outputs)} = {op} {_attrs(attributes)} ({", ".join(n for n, _, _ in inputs)})
-}}"""
 
 
-def _output_shape(model_text: str, feeds: dict, op_outputs: int, oracle) -> list[tuple]:
-    """Runs the oracle on a shape-less twin of the model to learn the output shapes."""
-    import onnx
-
-    model = onnx.parser.parse_model(model_text)
-    for out in model.graph.output:
-        out.type.tensor_type.ClearField("shape")
-    return [r.shape for r in oracle(model, feeds)][:op_outputs]
 
 
-def _check(op: str, opset: int, inputs: list[tuple[str, np.ndarray]], attributes: dict, *, outputs: int = 1,
-           dtype=None, output_types: tuple[str, ...] = (), oracle=oracle_run) -> str:
-    """Builds the model (output shapes from the oracle), compares with the oracle, returns the text."""
-    specs = [(name, onnx_type_name(value.dtype), value.shape) for name, value in inputs]
-    feeds = dict(inputs)
-    out_types = list(output_types) or [onnx_type_name(inputs[0][1].dtype)] + ["int64"] * (outputs - 1)
-    names = ["y", "indices"][:outputs]
-    draft = _model(op, opset, specs, [(n, t, (1,)) for n, t in zip(names, out_types)], attributes)
-    shapes = _output_shape(draft, feeds, outputs, oracle)
-    model = parse(_model(op, opset, specs, [(n, t, s) for n, t, s in zip(names, out_types, shapes)], attributes))
-    expected = oracle(model, feeds)
-    actual = compile_and_run(model, feeds)
-    assert_allclose_for_dtype(actual, expected, dtype)
-    return emitted_text(model)
 
 
 # Conv -----------------------------------------------------------------------------------------
@@ -103,7 +70,7 @@ def test_conv_matches_onnxruntime(case, bias, dtype, rng):
     inputs = [("x", rng.standard_normal(x_shape).astype(dtype)), ("w", rng.standard_normal(w_shape).astype(dtype))]
     if bias:
         inputs.append(("b", rng.standard_normal(w_shape[0]).astype(dtype)))
-    text = _check("Conv", 22, inputs, attributes)
+    text = check_node("Conv", 22, inputs, attributes)
     assert "stablehlo.convolution" in text
 
 
@@ -112,13 +79,13 @@ def test_conv_each_revision_matches_onnxruntime(opset, rng):
     inputs = [("x", rng.standard_normal((1, 2, 6, 6)).astype(np.float32)),
               ("w", rng.standard_normal((3, 2, 3, 3)).astype(np.float32)),
               ("b", rng.standard_normal(3).astype(np.float32))]
-    _check("Conv", opset, inputs, {"auto_pad": "SAME_UPPER", "strides": [2, 2]})
+    check_node("Conv", opset, inputs, {"auto_pad": "SAME_UPPER", "strides": [2, 2]})
 
 
 def test_conv_emits_feature_group_count_and_highest_precision(rng):
     inputs = [("x", rng.standard_normal((1, 4, 5, 5)).astype(np.float32)),
               ("w", rng.standard_normal((4, 2, 3, 3)).astype(np.float32))]
-    text = _check("Conv", 22, inputs, {"group": 2})
+    text = check_node("Conv", 22, inputs, {"group": 2})
     assert "feature_group_count = 2" in text and "HIGHEST" in text
 
 
@@ -144,14 +111,14 @@ g (float[1, 3, 9, 8] x, float[3, {3 // group}, 3, 3] w) => (float[1, 3, 5, 4] y)
 
 
 def test_conv_rejects_unknown_auto_pad(rng):
-    model = parse(_model("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
+    model = parse(node_model_text("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
                          [("y", "float", (1, 1, 5, 5))], {"auto_pad": "SAME"}))
     with pytest.raises(UnsupportedAttributeError, match="auto_pad='SAME'.*SAME_UPPER"):
         emitted_text(model)
 
 
 def test_conv_rejects_a_kernel_shape_that_disagrees_with_w():
-    model = parse(_model("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
+    model = parse(node_model_text("Conv", 22, [("x", "float", (1, 1, 5, 5)), ("w", "float", (1, 1, 3, 3))],
                          [("y", "float", (1, 1, 4, 4))], {"kernel_shape": [2, 2]}))
     with pytest.raises(ShapeError, match="kernel_shape"):
         emitted_text(model)
@@ -183,7 +150,7 @@ def test_conv_transpose_matches_onnxruntime(case, bias, dtype, rng):
     inputs = [("x", rng.standard_normal(x_shape).astype(dtype)), ("w", rng.standard_normal(w_shape).astype(dtype))]
     if bias:
         inputs.append(("b", rng.standard_normal(w_shape[1] * groups).astype(dtype)))
-    text = _check("ConvTranspose", 22, inputs, attributes)
+    text = check_node("ConvTranspose", 22, inputs, attributes)
     if attributes.get("strides", [1])[0] > 1:
         assert "lhs_dilate" in text
 
@@ -192,27 +159,24 @@ def test_conv_transpose_matches_onnxruntime(case, bias, dtype, rng):
 def test_conv_transpose_each_revision_matches_onnxruntime(opset, rng):
     inputs = [("x", rng.standard_normal((1, 2, 3, 3)).astype(np.float32)),
               ("w", rng.standard_normal((2, 2, 3, 3)).astype(np.float32))]
-    _check("ConvTranspose", opset, inputs, {"strides": [2, 2], "output_padding": [1, 0], "pads": [1, 1, 0, 1]})
+    check_node("ConvTranspose", opset, inputs, {"strides": [2, 2], "output_padding": [1, 0], "pads": [1, 1, 0, 1]})
 
 
 # ConvInteger, QLinearConv ---------------------------------------------------------------------
 
-def _int_array(rng, shape, dtype):
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
 
 
 @pytest.mark.parametrize("w_dtype", [np.uint8, np.int8], ids=["w-u8", "w-i8"])
 @pytest.mark.parametrize("zero_points", ["none", "scalar", "per-channel"])
 def test_conv_integer_matches_onnxruntime(zero_points, w_dtype, rng):
-    inputs = [("x", _int_array(rng, (1, 2, 5, 5), np.uint8)), ("w", _int_array(rng, (3, 2, 2, 2), w_dtype))]
+    inputs = [("x", int_array(rng, (1, 2, 5, 5), np.uint8)), ("w", int_array(rng, (3, 2, 2, 2), w_dtype))]
     if zero_points != "none":
         inputs.append(("x_zero_point", np.array(7, np.uint8)))
         w_zp_shape = () if zero_points == "scalar" else (3,)
-        inputs.append(("w_zero_point", _int_array(rng, w_zp_shape, w_dtype)))
+        inputs.append(("w_zero_point", int_array(rng, w_zp_shape, w_dtype)))
     # onnxruntime has no per-channel w_zero_point: onnx.reference is the oracle there.
     oracle = reference_run if zero_points == "per-channel" else oracle_run
-    text = _check("ConvInteger", 10, inputs, {"pads": [1, 0, 1, 1]}, output_types=("int32",), oracle=oracle)
+    text = check_node("ConvInteger", 10, inputs, {"pads": [1, 0, 1, 1]}, output_types=("int32",), oracle=oracle)
     assert "stablehlo.convolution" in text and "xi32" in text
 
 
@@ -221,21 +185,21 @@ def test_conv_integer_matches_onnxruntime(zero_points, w_dtype, rng):
 def test_qlinear_conv_matches_onnxruntime(per_channel, dtype, rng):
     channels = (3,) if per_channel else ()
     inputs = [
-        ("x", _int_array(rng, (1, 2, 6, 6), dtype)),
+        ("x", int_array(rng, (1, 2, 6, 6), dtype)),
         ("x_scale", np.array(0.05, np.float32)),
         ("x_zero_point", np.array(3, dtype)),
-        ("w", _int_array(rng, (3, 2, 3, 3), dtype)),
+        ("w", int_array(rng, (3, 2, 3, 3), dtype)),
         ("w_scale", (rng.uniform(0.01, 0.03, size=channels)).astype(np.float32)),
         ("w_zero_point", np.zeros(channels, dtype)),
         ("y_scale", np.array(0.7, np.float32)),
         ("y_zero_point", np.array(5, dtype)),
         ("b", rng.integers(-500, 500, size=3).astype(np.int32)),
     ]
-    _check("QLinearConv", 10, inputs, {"pads": [1, 1, 1, 1], "strides": [2, 1]})
+    check_node("QLinearConv", 10, inputs, {"pads": [1, 1, 1, 1], "strides": [2, 1]})
 
 
 def test_conv_integer_rejects_int16_input():
-    model = parse(_model("ConvInteger", 10, [("x", "int16", (1, 1, 3, 3)), ("w", "uint8", (1, 1, 2, 2))],
+    model = parse(node_model_text("ConvInteger", 10, [("x", "int16", (1, 1, 3, 3)), ("w", "uint8", (1, 1, 2, 2))],
                          [("y", "int32", (1, 1, 2, 2))], {}))
     with pytest.raises(UnsupportedDtypeError, match="INT16.*int8, uint8"):
         emitted_text(model)
@@ -262,8 +226,8 @@ POOL_CASES = {
 @pytest.mark.parametrize("case", list(POOL_CASES), ids=list(POOL_CASES))
 def test_max_pool_matches_onnxruntime(case, dtype, rng):
     shape, attributes = POOL_CASES[case]
-    x = _int_array(rng, shape, dtype) if np.dtype(dtype).kind in "iu" else rng.standard_normal(shape).astype(dtype)
-    text = _check("MaxPool", 22, [("x", x)], attributes)
+    x = int_array(rng, shape, dtype) if np.dtype(dtype).kind in "iu" else rng.standard_normal(shape).astype(dtype)
+    text = check_node("MaxPool", 22, [("x", x)], attributes)
     assert "stablehlo.reduce_window" in text and "stablehlo.maximum" in text
 
 
@@ -272,7 +236,7 @@ def test_max_pool_matches_onnxruntime(case, dtype, rng):
 def test_max_pool_indices_match_onnxruntime(case, storage_order, rng):
     shape, attributes = POOL_CASES[case]
     x = rng.standard_normal((2, *shape[1:])).astype(np.float32)
-    _check("MaxPool", 22, [("x", x)], {**attributes, "storage_order": storage_order}, outputs=2)
+    check_node("MaxPool", 22, [("x", x)], {**attributes, "storage_order": storage_order}, outputs=2)
 
 
 @pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
@@ -280,12 +244,12 @@ def test_max_pool_same_with_stride_above_kernel_matches_onnxruntime(auto_pad, rn
     # The SAME padding is negative: the first window starts inside the input. (onnxruntime's
     # kernel without Indices rejects negative padding, so the case asks for Indices.)
     x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
-    _check("MaxPool", 22, [("x", x)], {"kernel_shape": [1, 2], "strides": [2, 3], "auto_pad": auto_pad}, outputs=2)
+    check_node("MaxPool", 22, [("x", x)], {"kernel_shape": [1, 2], "strides": [2, 3], "auto_pad": auto_pad}, outputs=2)
 
 
 def test_max_pool_indices_prefer_the_first_of_ties(rng):
     x = np.round(rng.standard_normal((1, 2, 6, 6))).astype(np.float32)  # many equal values
-    _check("MaxPool", 12, [("x", x)], {"kernel_shape": [3, 3], "strides": [1, 2]}, outputs=2)
+    check_node("MaxPool", 12, [("x", x)], {"kernel_shape": [3, 3], "strides": [1, 2]}, outputs=2)
 
 
 @pytest.mark.parametrize("opset", [7, 8, 10, 11, 12, 22])
@@ -294,11 +258,11 @@ def test_max_pool_each_revision_matches_onnxruntime(opset, rng):
     if opset >= 10:
         attributes["ceil_mode"] = 1
     x = rng.standard_normal((1, 2, 6, 7)).astype(np.float32)
-    _check("MaxPool", opset, [("x", x)], attributes, outputs=2 if opset >= 8 else 1)
+    check_node("MaxPool", opset, [("x", x)], attributes, outputs=2 if opset >= 8 else 1)
 
 
 def test_max_pool_rejects_kernel_shape_of_wrong_rank():
-    model = parse(_model("MaxPool", 22, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
+    model = parse(node_model_text("MaxPool", 22, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
                          {"kernel_shape": [2]}))
     with pytest.raises(ShapeError, match="kernel_shape"):
         emitted_text(model)
@@ -313,7 +277,7 @@ def test_max_pool_rejects_kernel_shape_of_wrong_rank():
 def test_average_pool_matches_onnxruntime(case, count_include_pad, dtype, rng):
     shape, attributes = POOL_CASES[case]
     x = rng.standard_normal(shape).astype(dtype)
-    text = _check("AveragePool", 22, [("x", x)], {**attributes, "count_include_pad": count_include_pad})
+    text = check_node("AveragePool", 22, [("x", x)], {**attributes, "count_include_pad": count_include_pad})
     assert "stablehlo.reduce_window" in text and "stablehlo.divide" in text
 
 
@@ -325,7 +289,7 @@ def test_average_pool_each_revision_matches_onnxruntime(opset, rng):
     if opset >= 19:
         attributes["dilations"] = [1, 2]
     x = rng.standard_normal((1, 2, 7, 8)).astype(np.float32)
-    _check("AveragePool", opset, [("x", x)], attributes)
+    check_node("AveragePool", opset, [("x", x)], attributes)
 
 
 @pytest.mark.parametrize("p", [1, 2, 3])
@@ -333,7 +297,7 @@ def test_average_pool_each_revision_matches_onnxruntime(opset, rng):
 def test_lp_pool_matches_onnxruntime(case, p, rng):
     shape, attributes = POOL_CASES[case]
     x = rng.standard_normal(shape).astype(np.float32)
-    _check("LpPool", 22, [("x", x)], {**attributes, "p": p})
+    check_node("LpPool", 22, [("x", x)], {**attributes, "p": p})
 
 
 @pytest.mark.parametrize("opset", [7, 11, 18, 22])
@@ -342,18 +306,18 @@ def test_lp_pool_each_revision_matches_onnxruntime(opset, rng):
     if opset >= 18:
         attributes.update(ceil_mode=1, dilations=[1, 2])
     x = rng.standard_normal((1, 2, 7, 6)).astype(np.float32)
-    _check("LpPool", opset, [("x", x)], attributes)
+    check_node("LpPool", opset, [("x", x)], attributes)
 
 
 def test_lp_pool_rejects_p_zero():
-    model = parse(_model("LpPool", 18, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
+    model = parse(node_model_text("LpPool", 18, [("x", "float", (1, 1, 4, 4))], [("y", "float", (1, 1, 3, 3))],
                          {"kernel_shape": [2, 2], "p": 0}))
     with pytest.raises(UnsupportedAttributeError, match="p=0"):
         emitted_text(model)
 
 
 def test_average_pool_rejects_integer_input():
-    model = parse(_model("AveragePool", 22, [("x", "int8", (1, 1, 4, 4))], [("y", "int8", (1, 1, 3, 3))],
+    model = parse(node_model_text("AveragePool", 22, [("x", "int8", (1, 1, 4, 4))], [("y", "int8", (1, 1, 3, 3))],
                          {"kernel_shape": [2, 2]}))
     with pytest.raises(UnsupportedDtypeError, match="INT8"):
         emitted_text(model)
@@ -388,7 +352,7 @@ def test_global_pool_matches_onnxruntime(opset, shape, op, dtype, rng):
     attributes = {"p": p} if p != 2 else {}
     ty = onnx_type_name(dtype)
     out_shape = (*shape[:2], *([1] * (len(shape) - 2)))
-    model = parse(_model(op, opset, [("x", ty, shape)], [("y", ty, out_shape)], attributes))
+    model = parse(node_model_text(op, opset, [("x", ty, shape)], [("y", ty, out_shape)], attributes))
     try:
         expected = ort_run(model, {"x": x})
     except OrtNotImplemented:

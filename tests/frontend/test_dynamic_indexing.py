@@ -6,18 +6,16 @@ Each model is compiled once with its ``dim_param`` dims as ``?`` and must keep t
 
 from __future__ import annotations
 
+from tests.util import check_symbolic
+
 import numpy as np
 import pytest
 
 import onnx_stablehlo
 from tests.util import check_dynamic, parse
 
-HEADER = '<ir_version: 9, opset_import: ["" : 18]>\n'
 
 
-def _check_dynamic(text: str, feeds_at, shapes) -> onnx_stablehlo.CompiledModel:
-    """Compiles ``text`` once, runs ``feeds_at(*shape)`` for each shape against the oracle."""
-    return check_dynamic(parse(HEADER + text), [feeds_at(*shape) for shape in shapes])
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -29,7 +27,8 @@ def test_gather_elements(axis, rng):
         return {"x": x, "i": i}
 
     index = "[K, 3]" if axis == 0 else "[N, K]"
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"g (float[N, 3] x, int64{index} i) => (float{index} y) {{ y = GatherElements <axis = {axis}> (x, i) }}",
         feeds,
         [(4, 2), (7, 5)],
@@ -44,7 +43,8 @@ def test_scatter_elements(reduction, rng):
         i = np.stack([rng.permutation(4)[:k] for _ in range(n)]).astype(np.int64) - 4 * (rng.random((n, k)) < 0.5)
         return {"x": x, "i": i, "u": rng.standard_normal((n, k)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (float[N, 4] x, int64[N, K] i, float[N, K] u) => (float[N, 4] y) {{
   y = ScatterElements <axis = 1, reduction = "{reduction}"> (x, i, u)
 }}""",
@@ -59,7 +59,8 @@ def test_scatter_elements_along_symbolic_axis(rng):
         i = np.stack([rng.permutation(n)[:k] for _ in range(2)], axis=1).astype(np.int64)
         return {"x": x, "i": i, "u": rng.standard_normal((k, 2)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         "g (float[N, 2] x, int64[K, 2] i, float[K, 2] u) => (float[N, 2] y) {\n"
         "  y = ScatterElements <axis = 0> (x, i, u)\n"
         "}",
@@ -78,7 +79,8 @@ def test_scatter_nd(reduction, rng):
             "u": rng.standard_normal((k, 3)).astype(np.float32),
         }
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (float[N, 3] x, int64[K, 1] i, float[K, 3] u) => (float[N, 3] y) {{
   y = ScatterND <reduction = "{reduction}"> (x, i, u)
 }}""",
@@ -92,7 +94,8 @@ def test_cumsum_along_symbolic_axis(exclusive, reverse, rng):
     def feeds(n, b):
         return {"x": rng.standard_normal((b, n, 2)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (float[B, N, 2] x) => (float[B, N, 2] y) {{
   a = Constant <value = int64 {{1}}> ()
   y = CumSum <exclusive = {exclusive}, reverse = {reverse}> (x, a)
@@ -106,7 +109,8 @@ def test_cumsum_int_along_static_axis_with_symbolic_batch(rng):
     def feeds(b):
         return {"x": rng.integers(-5, 5, (b, 6)).astype(np.int64)}
 
-    compiled = _check_dynamic(
+    compiled = check_symbolic(
+        18,
         """g (int64[B, 6] x) => (int64[B, 6] y) {
   a = Constant <value = int64 {-1}> ()
   y = CumSum(x, a)
@@ -122,7 +126,8 @@ def test_trilu(upper, rng):
     def feeds(n, m):
         return {"x": rng.standard_normal((2, n, m)).astype(np.float32), "k": np.array(1 - 2 * upper, np.int64)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"g (float[2, N, M] x, int64 k) => (float[2, N, M] y) {{ y = Trilu <upper = {upper}> (x, k) }}",
         feeds,
         [(3, 4), (5, 2)],
@@ -135,7 +140,8 @@ def test_one_hot(axis, rng):
         return {"i": rng.integers(-5, 6, (n, t)).astype(np.int64), "v": np.array([0.5, 2.0], np.float32)}
 
     out = "[N, T, 5]" if axis == -1 else "[5, N, T]"
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (int64[N, T] i, float[2] v) => (float{out} y) {{
   d = Constant <value = int64 {{5}}> ()
   y = OneHot <axis = {axis}> (i, d, v)
@@ -155,7 +161,8 @@ def test_reverse_sequence(batch_axis, time_axis, rng):
         }
 
     shape = "[T, B, 2]" if time_axis == 0 else "[B, T, 2]"
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (float{shape} x, int64[B] l) => (float{shape} y) {{
   y = ReverseSequence <batch_axis = {batch_axis}, time_axis = {time_axis}> (x, l)
 }}""",
@@ -168,7 +175,8 @@ def test_reverse_sequence_with_symbolic_feature_dim(rng):
     def feeds(t, f):
         return {"x": rng.standard_normal((t, 2, f)).astype(np.float32), "l": np.array([t, 1], np.int64)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         """g (float[T, 2, F] x, int64[2] l) => (float[T, 2, F] y) {
   y = ReverseSequence <batch_axis = 1, time_axis = 0> (x, l)
 }""",
@@ -192,7 +200,8 @@ def test_slice_on_symbolic_axis(start, end, step, rng):
     def feeds(n):
         return {"x": rng.standard_normal((n, 3)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         f"""g (float[N, 3] x) => (float[M, 3] y) {{
   s = Constant <value = int64[1] {{{start}}}> ()
   e = Constant <value = int64[1] {{{end}}}> ()
@@ -209,7 +218,8 @@ def test_slice_negative_step_on_static_axis_of_dynamic_input(rng):
     def feeds(n):
         return {"x": rng.standard_normal((n, 6)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         """g (float[N, 6] x) => (float[N, 3] y) {
   s = Constant <value = int64[1] {4}> ()
   e = Constant <value = int64[1] {-7}> ()
@@ -246,7 +256,8 @@ def test_scatter_nd_with_symbolic_index_depth(rng):
             "u": rng.standard_normal(k).astype(np.float32),
         }
 
-    _check_dynamic(
+    check_symbolic(
+        18,
         "g (float[N, 3] x, int64[K, D] i, float[K] u) => (float[N, 3] y) { y = ScatterND (x, i, u) }",
         feeds,
         [(4, 2), (7, 5)],

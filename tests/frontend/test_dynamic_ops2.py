@@ -9,6 +9,8 @@ where onnxruntime has no kernel).
 
 from __future__ import annotations
 
+from tests.util import check_symbolic, standard_normal
+
 import re
 
 import numpy as np
@@ -18,15 +20,8 @@ import onnx_stablehlo
 from tests.util import check_dynamic, parse
 
 
-def _check_dynamic(opset: int, text: str, feeds_at, shapes) -> onnx_stablehlo.CompiledModel:
-    """Compiles ``text`` (ONNX text syntax, default domain at ``opset``) once and runs
-    ``feeds_at(*shape)`` for each shape against the oracle; the symbolic artifact must stay."""
-    model = parse(f'<ir_version: 9, opset_import: ["" : {opset}]>\n' + text)
-    return check_dynamic(model, [feeds_at(*shape) for shape in shapes])
 
 
-def _normal(rng, *shape, dtype=np.float32) -> np.ndarray:
-    return rng.standard_normal(shape).astype(dtype)
 
 
 # Normalizations --------------------------------------------------------------------------------
@@ -35,9 +30,9 @@ def _normal(rng, *shape, dtype=np.float32) -> np.ndarray:
 @pytest.mark.parametrize("axis", [-1, 1, 0])
 def test_layer_normalization_symbolic_normalized_axes(axis, rng):
     def feeds(b, s, h):
-        return {"x": _normal(rng, b, s, h), "scale": _normal(rng, h), "bias": _normal(rng, h)}
+        return {"x": standard_normal(rng, b, s, h), "scale": standard_normal(rng, h), "bias": standard_normal(rng, h)}
 
-    _check_dynamic(
+    check_symbolic(
         17,
         "g (float[B, S, H] x, float[H] scale, float[H] bias) => (float[B, S, H] y, float mean, float inv) {\n"
         f"  y, mean, inv = LayerNormalization <axis = {axis}, epsilon = 0.001> (x, scale, bias)\n"
@@ -49,9 +44,9 @@ def test_layer_normalization_symbolic_normalized_axes(axis, rng):
 
 def test_layer_normalization_static_hidden(rng):
     def feeds(b, s):
-        return {"x": _normal(rng, b, s, 16)}
+        return {"x": standard_normal(rng, b, s, 16)}
 
-    _check_dynamic(
+    check_symbolic(
         17,
         "g (float[B, S, 16] x) => (float[B, S, 16] y)\n"
         "<float[16] scale = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, float[16] bias = "
@@ -67,10 +62,10 @@ def test_layer_normalization_static_hidden(rng):
 def test_rms_normalization(axis, rng):
     def feeds(b, s, h):
         scale_shape = (h,) if axis == -1 else (s, h)
-        return {"x": _normal(rng, b, s, h), "scale": _normal(rng, *scale_shape)}
+        return {"x": standard_normal(rng, b, s, h), "scale": standard_normal(rng, *scale_shape)}
 
     scale = "float[H]" if axis == -1 else "float[S, H]"
-    _check_dynamic(
+    check_symbolic(
         23,
         f"g (float[B, S, H] x, {scale} scale) => (float[B, S, H] y) {{\n"
         f"  y = RMSNormalization <axis = {axis}, epsilon = 0.01> (x, scale)\n"
@@ -82,9 +77,9 @@ def test_rms_normalization(axis, rng):
 
 def test_mean_variance_normalization(rng):
     def feeds(n, c, h, w):
-        return {"x": _normal(rng, n, c, h, w)}
+        return {"x": standard_normal(rng, n, c, h, w)}
 
-    _check_dynamic(
+    check_symbolic(
         13,
         "g (float[N, C, H, W] x) => (float[N, C, H, W] y) {\n  y = MeanVarianceNormalization (x)\n}",
         feeds,
@@ -94,9 +89,9 @@ def test_mean_variance_normalization(rng):
 
 def test_instance_normalization(rng):
     def feeds(n, c, h, w):
-        return {"x": _normal(rng, n, c, h, w), "s": _normal(rng, c), "b": _normal(rng, c)}
+        return {"x": standard_normal(rng, n, c, h, w), "s": standard_normal(rng, c), "b": standard_normal(rng, c)}
 
-    _check_dynamic(
+    check_symbolic(
         22,
         "g (float[N, C, H, W] x, float[C] s, float[C] b) => (float[N, C, H, W] y) {\n"
         "  y = InstanceNormalization <epsilon = 0.01> (x, s, b)\n"
@@ -121,14 +116,14 @@ def test_batch_normalization(mode, rng):
 
     def feeds(n, c, h):
         return {
-            "x": _normal(rng, n, c, h),
-            "s": _normal(rng, c),
-            "b": _normal(rng, c),
-            "m": _normal(rng, c),
+            "x": standard_normal(rng, n, c, h),
+            "s": standard_normal(rng, c),
+            "b": standard_normal(rng, c),
+            "m": standard_normal(rng, c),
             "v": rng.random(c).astype(np.float32) + 0.5,
         }
 
-    _check_dynamic(
+    check_symbolic(
         15,
         f"g (float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v) => ({outputs}) {{\n"
         f"  {names} = BatchNormalization <{attributes}> (x, s, b, m, v)\n"
@@ -140,9 +135,9 @@ def test_batch_normalization(mode, rng):
 
 def test_group_normalization_symbolic_channels(rng):
     def feeds(n, c, h):
-        return {"x": _normal(rng, n, c, h), "s": _normal(rng, c), "b": _normal(rng, c)}
+        return {"x": standard_normal(rng, n, c, h), "s": standard_normal(rng, c), "b": standard_normal(rng, c)}
 
-    _check_dynamic(
+    check_symbolic(
         21,
         "g (float[N, C, H] x, float[C] s, float[C] b) => (float[N, C, H] y) {\n"
         "  y = GroupNormalization <epsilon = 0.01, num_groups = 2> (x, s, b)\n"
@@ -162,7 +157,7 @@ def test_hardmax(opset, axis, rng):
         # integer-valued inputs, so ties (the first maximum wins) happen
         return {"x": rng.integers(0, 3, (a, b, c)).astype(np.float32)}
 
-    _check_dynamic(
+    check_symbolic(
         opset,
         f"g (float[A, B, C] x) => (float[A, B, C] y) {{\n  y = Hardmax <axis = {axis}> (x)\n}}",
         feeds,
@@ -174,9 +169,9 @@ def test_hardmax(opset, axis, rng):
 @pytest.mark.parametrize("opset", [11, 13])
 def test_softmax_legacy_and_current(op, opset, rng):
     def feeds(a, b, c):
-        return {"x": _normal(rng, a, b, c)}
+        return {"x": standard_normal(rng, a, b, c)}
 
-    _check_dynamic(
+    check_symbolic(
         opset,
         f"g (float[A, B, C] x) => (float[A, B, C] y) {{\n  y = {op} <axis = 1> (x)\n}}",
         feeds,
@@ -195,7 +190,7 @@ def test_arg_reduce(op, keepdims, last, rng):
         return {"x": rng.integers(0, 4, (a, b, 3)).astype(np.float32)}
 
     out = "[A, 1, 3]" if keepdims else "[A, 3]"
-    _check_dynamic(
+    check_symbolic(
         13,
         f"g (float[A, B, 3] x) => (int64{out} y) {{\n"
         f"  y = {op} <axis = 1, keepdims = {keepdims}, select_last_index = {last}> (x)\n"
@@ -208,9 +203,9 @@ def test_arg_reduce(op, keepdims, last, rng):
 @pytest.mark.parametrize("op", ["ReduceMean", "ReduceLogSumExp", "ReduceL2", "ReduceMax"])
 def test_reduce_constant_axes(op, rng):
     def feeds(a, b):
-        return {"x": _normal(rng, a, b, 4)}
+        return {"x": standard_normal(rng, a, b, 4)}
 
-    _check_dynamic(
+    check_symbolic(
         18,
         "g (float[A, B, 4] x) => (float[A, 1, 1] y) <int64[2] axes = {1, 2}> {\n"
         f"  y = {op} <keepdims = 1> (x, axes)\n"
@@ -226,13 +221,13 @@ def test_reduce_constant_axes(op, rng):
 @pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_gemm_symbolic_dims(trans_a, trans_b, rng):
     def feeds(m, k, n):
-        a = _normal(rng, *((k, m) if trans_a else (m, k)))
-        b = _normal(rng, *((n, k) if trans_b else (k, n)))
-        return {"a": a, "b": b, "c": _normal(rng, n)}
+        a = standard_normal(rng, *((k, m) if trans_a else (m, k)))
+        b = standard_normal(rng, *((n, k) if trans_b else (k, n)))
+        return {"a": a, "b": b, "c": standard_normal(rng, n)}
 
     a_type = "float[K, M]" if trans_a else "float[M, K]"
     b_type = "float[N, K]" if trans_b else "float[K, N]"
-    _check_dynamic(
+    check_symbolic(
         13,
         f"g ({a_type} a, {b_type} b, float[N] c) => (float[M, N] y) {{\n"
         f"  y = Gemm <alpha = 0.5, beta = 2.0, transA = {trans_a}, transB = {trans_b}> (a, b, c)\n"
@@ -244,9 +239,9 @@ def test_gemm_symbolic_dims(trans_a, trans_b, rng):
 
 def test_gemm_scalar_bias_static_weight(rng):
     def feeds(m):
-        return {"a": _normal(rng, m, 3), "c": _normal(rng, 1, 1)}
+        return {"a": standard_normal(rng, m, 3), "c": standard_normal(rng, 1, 1)}
 
-    _check_dynamic(
+    check_symbolic(
         13,
         "g (float[M, 3] a, float[1, 1] c) => (float[M, 2] y) <float[3, 2] b = {1, 2, 3, 4, 5, 6}> {\n"
         "  y = Gemm (a, b, c)\n"
@@ -272,9 +267,9 @@ def test_einsum_symbolic_dims(equation, inputs, output, shapes_of, rng):
     names = re.findall(r"\]\s+(\w+)", inputs)
 
     def feeds(n, m):
-        return {name: _normal(rng, *shape) for name, shape in zip(names, shapes_of(n, m))}
+        return {name: standard_normal(rng, *shape) for name, shape in zip(names, shapes_of(n, m))}
 
-    _check_dynamic(
+    check_symbolic(
         12,
         f'g ({inputs}) => ({output} y) {{\n  y = Einsum <equation = "{equation}"> ({", ".join(names)})\n}}',
         feeds,
@@ -293,7 +288,7 @@ def test_top_k_constant_k_symbolic_axis(largest, axis, rng):
         return {"x": rng.integers(0, 5, (a, b)).astype(np.float32)}
 
     out = "[3, B]" if axis == 0 else "[A, 3]"
-    _check_dynamic(
+    check_symbolic(
         11,
         f"g (float[A, B] x) => (float{out} v, int64{out} i) <int64[1] k = {{3}}> {{\n"
         f"  v, i = TopK <axis = {axis}, largest = {largest}> (x, k)\n"
@@ -305,9 +300,9 @@ def test_top_k_constant_k_symbolic_axis(largest, axis, rng):
 
 def test_top_k_attribute_revision(rng):
     def feeds(a, b):
-        return {"x": _normal(rng, a, b)}
+        return {"x": standard_normal(rng, a, b)}
 
-    _check_dynamic(
+    check_symbolic(
         1,
         "g (float[A, B] x) => (float[A, 2] v, int64[A, 2] i) {\n  v, i = TopK <k = 2> (x)\n}",
         feeds,

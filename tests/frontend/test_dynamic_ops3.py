@@ -10,6 +10,8 @@ where onnxruntime has no kernel).
 
 from __future__ import annotations
 
+from tests.util import check_symbolic, standard_normal
+
 import numpy as np
 import pytest
 
@@ -24,15 +26,8 @@ def _compile(opset: int, text: str, extra_opsets: str = "") -> tuple[onnx_stable
     return compiled, model
 
 
-def _check_dynamic(opset: int, text: str, feeds_at, shapes, *, oracle=oracle_run, extra_opsets: str = ""):
-    """Compiles ``text`` (ONNX text syntax, default domain at ``opset``) once and runs
-    ``feeds_at(*shape)`` for each shape against the oracle; the symbolic artifact must stay."""
-    model = parse(f'<ir_version: 9, opset_import: ["" : {opset}{extra_opsets}]>\n' + text)
-    return check_dynamic(model, [feeds_at(*shape) for shape in shapes], oracle=oracle)
 
 
-def _normal(rng, *shape, dtype=np.float32) -> np.ndarray:
-    return rng.standard_normal(shape).astype(dtype)
 
 
 # Reshape ---------------------------------------------------------------------------------------
@@ -40,7 +35,7 @@ def _normal(rng, *shape, dtype=np.float32) -> np.ndarray:
 
 def test_reshape_head_split_floor_divides_a_symbolic_dim(rng):
     # [B, S, H] -> [B, S, 3, H/3]: H is not provably a multiple of 3, so the -1 is floor(H / 3).
-    compiled = _check_dynamic(
+    compiled = check_symbolic(
         18,
         """g (float[B, S, H] x) => (float[B, S, H] y) {
   heads = Constant <value = int64[4] {0, 0, 3, -1}> ()
@@ -51,7 +46,7 @@ def test_reshape_head_split_floor_divides_a_symbolic_dim(rng):
   merged = Reshape(u, back)
   y = Add(merged, x)
 }""",
-        lambda b, s, h: {"x": _normal(rng, b, s, h)},
+        lambda b, s, h: {"x": standard_normal(rng, b, s, h)},
         [(2, 3, 6), (1, 5, 12)],
     )
     # Adding x back assumes 3*floor(H / 3) == H, checked against each feed.
@@ -61,7 +56,7 @@ def test_reshape_head_split_floor_divides_a_symbolic_dim(rng):
 def test_reshape_minus_one_of_unrelated_symbols_is_computed_at_run_time(rng):
     # The target takes Q's batch (B) for K ([B2, S, H]): K's -1 is B2*S*H / (3*B*S), which
     # no dim expression states; it is divided at run time.
-    _check_dynamic(
+    check_symbolic(
         18,
         """g (float[B, S, H] q, float[B2, S2, H2] k) => (float[B, S2, 3, N] y) {
   s = Shape(q)
@@ -72,7 +67,7 @@ def test_reshape_minus_one_of_unrelated_symbols_is_computed_at_run_time(rng):
   target = Concat <axis = 0> (batch, tail)
   y = Reshape(k, target)
 }""",
-        lambda b, s, h: {"q": _normal(rng, b, s, h), "k": _normal(rng, b, s + 1, h)},
+        lambda b, s, h: {"q": standard_normal(rng, b, s, h), "k": standard_normal(rng, b, s + 1, h)},
         [(2, 3, 6), (3, 2, 9)],
     )
 
@@ -84,35 +79,35 @@ def test_reshape_minus_one_of_unrelated_symbols_is_computed_at_run_time(rng):
 def test_split_num_outputs_uneven_symbolic_axis(outputs, rng):
     names = ", ".join(f"y{i}" for i in range(outputs))
     types = ", ".join(f"float[B, D{i}] y{i}" for i in range(outputs))
-    _check_dynamic(
+    check_symbolic(
         18,
         f"""g (float[B, N] x) => ({types}) {{
   {names} = Split <axis = 1, num_outputs = {outputs}> (x)
 }}""",
-        lambda b, n: {"x": _normal(rng, b, n)},
+        lambda b, n: {"x": standard_normal(rng, b, n)},
         [(2, 7), (3, 9)],
     )
 
 
 def test_split_equal_parts_opset13_symbolic_axis(rng):
-    _check_dynamic(
+    check_symbolic(
         13,
         """g (float[N, C] x) => (float[N2, C] a, float[N3, C] b) {
   a, b = Split <axis = 0> (x)
 }""",
-        lambda n, c: {"x": _normal(rng, n, c)},
+        lambda n, c: {"x": standard_normal(rng, n, c)},
         [(4, 3), (6, 5)],
     )
 
 
 def test_split_constant_sizes_on_a_symbolic_other_axis(rng):
-    _check_dynamic(
+    check_symbolic(
         13,
         """g (float[N, 5] x) => (float[N, 2] a, float[N, 3] b) {
   sizes = Constant <value = int64[2] {2, 3}> ()
   a, b = Split <axis = 1> (x, sizes)
 }""",
-        lambda n: {"x": _normal(rng, n, 5)},
+        lambda n: {"x": standard_normal(rng, n, 5)},
         [(1,), (4,)],
     )
 
@@ -126,7 +121,7 @@ g (float[N] x) => (float[A] a, float[B] b) {
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is None
     assert "ShapeError" in compiled.dynamic_error and "cannot be matched" in compiled.dynamic_error
-    feeds = {"x": _normal(rng, 5)}
+    feeds = {"x": standard_normal(rng, 5)}
     assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
 
 
@@ -135,23 +130,23 @@ g (float[N] x) => (float[A] a, float[B] b) {
 
 @pytest.mark.parametrize("mode", ["DCR", "CRD"])
 def test_depth_to_space_symbolic(mode, rng):
-    _check_dynamic(
+    check_symbolic(
         13,
         f"""g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {{
   y = DepthToSpace <blocksize = 2, mode = "{mode}"> (x)
 }}""",
-        lambda n, c, h, w: {"x": _normal(rng, n, c, h, w)},
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
         [(1, 8, 2, 3), (2, 4, 3, 1)],
     )
 
 
 def test_space_to_depth_symbolic(rng):
-    _check_dynamic(
+    check_symbolic(
         13,
         """g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {
   y = SpaceToDepth <blocksize = 2> (x)
 }""",
-        lambda n, c, h, w: {"x": _normal(rng, n, c, h, w)},
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
         [(1, 3, 4, 6), (2, 1, 2, 8)],
     )
 
@@ -161,7 +156,7 @@ def test_space_to_depth_symbolic(rng):
 
 @pytest.mark.parametrize("new_axis", [0, 1])
 def test_split_to_sequence_static_axis_symbolic_rest(new_axis, rng):
-    _check_dynamic(
+    check_symbolic(
         18,
         f"""g (float[N, 6] x) => (float[M, K] y) {{
   sizes = Constant <value = int64[3] {{1, 2, 3}}> ()
@@ -171,7 +166,7 @@ def test_split_to_sequence_static_axis_symbolic_rest(new_axis, rng):
   seq = SplitToSequence <axis = 1, keepdims = 1> (x)
   y = ConcatFromSequence <axis = 0, new_axis = {new_axis}> (seq)
 }}""",
-        lambda n: {"x": _normal(rng, n, 6)},
+        lambda n: {"x": standard_normal(rng, n, 6)},
         [(2,), (5,)],
     )
 
@@ -184,7 +179,7 @@ g (float[N, C] x) => (float[M, K] y) {
 }""")
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is None and "the sequence length depends on the size" in compiled.dynamic_error
-    feeds = {"x": _normal(rng, 2, 3)}
+    feeds = {"x": standard_normal(rng, 2, 3)}
     assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
 
 
@@ -194,7 +189,7 @@ g (float[N, C] x) => (float[M, K] y) {
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 1)])
 def test_cum_prod_symbolic(axis, exclusive, reverse, rng):
-    _check_dynamic(
+    check_symbolic(
         26,
         f"""g (double[N, M] x) => (double[N, M] y) {{
   axis = Constant <value = int64 {{{axis}}}> ()
@@ -206,12 +201,12 @@ def test_cum_prod_symbolic(axis, exclusive, reverse, rng):
 
 
 def test_bit_cast_symbolic(rng):
-    _check_dynamic(
+    check_symbolic(
         26,
         """g (float[N, M] x) => (int32[N, M] y) {
   y = BitCast <to = 6> (x)
 }""",
-        lambda n, m: {"x": _normal(rng, n, m)},
+        lambda n, m: {"x": standard_normal(rng, n, m)},
         [(2, 3), (4, 1)],
     )
 
@@ -220,12 +215,12 @@ def test_bit_cast_symbolic(rng):
 def test_tensor_scatter_symbolic(mode, rng):
     def feeds(b, length, s):
         return {
-            "cache": _normal(rng, b, 2, length, 3),
-            "update": _normal(rng, b, 2, s, 3),
+            "cache": standard_normal(rng, b, 2, length, 3),
+            "update": standard_normal(rng, b, 2, s, 3),
             "idx": rng.integers(0, length - s + 1, (b,)).astype(np.int64),
         }
 
-    _check_dynamic(
+    check_symbolic(
         24,
         f"""g (float[B, H, L, D] cache, float[B2, H2, S, D2] update, int64[B3] idx) => (float[B, H, L, D] y) {{
   y = TensorScatter <axis = 2, mode = "{mode}"> (cache, update, idx)
@@ -255,11 +250,11 @@ def test_optimizers_symbolic(op, groups, attrs, rng):
 
     def feeds(n, m):
         values = {"R": np.array(0.1, np.float32), "T": np.array(3, np.int64)}
-        values.update({g: _normal(rng, n, m) for g in groups})
+        values.update({g: standard_normal(rng, n, m) for g in groups})
         values["H"] = np.abs(values["H"]) if "H" in values else None
         return {k: v for k, v in values.items() if v is not None}
 
-    _check_dynamic(
+    check_symbolic(
         17,
         f"""g (float R, int64 T, {params}) => ({result_types}) {{
   {results} = ai.onnx.preview.training.{op} <{attrs}> (R, T, {args})
@@ -289,7 +284,7 @@ def _reference_float32(model, feeds):
 )
 def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_type, rng):
     def feeds(a, b, c, i):
-        data = _normal(rng, a, b, c)
+        data = standard_normal(rng, a, b, c)
         if batch_dims:
             indices = rng.integers(-b, b, (a, 1))
         elif "J" in index_type:
@@ -298,7 +293,7 @@ def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_t
             indices = np.stack([rng.integers(-a, a, i), rng.integers(-b, b, i)], axis=1)
         return {"data": data, "indices": indices.astype(np.int64)}
 
-    _check_dynamic(
+    check_symbolic(
         13,
         f"""g ({data_type} data, {index_type} indices) => ({out_type} y) {{
   y = GatherND <batch_dims = {batch_dims}> (data, indices)
@@ -314,12 +309,12 @@ def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_t
 def test_quantize_linear_per_axis_symbolic(rng):
     def feeds(n, c, h):
         return {
-            "x": _normal(rng, n, c, h) * 10,
+            "x": standard_normal(rng, n, c, h) * 10,
             "scale": rng.uniform(0.05, 0.5, c).astype(np.float32),
             "zero": rng.integers(-5, 5, c).astype(np.int8),
         }
 
-    _check_dynamic(
+    check_symbolic(
         21,
         """g (float[N, C, H] x, float[C2] scale, int8[C3] zero) => (int8[N, C, H] y) {
   y = QuantizeLinear <axis = 1> (x, scale, zero)
@@ -333,12 +328,12 @@ def test_quantize_linear_blocked_symbolic(rng):
     def feeds(n, d):
         blocks = -(-d // 2)
         return {
-            "x": _normal(rng, n, d) * 10,
+            "x": standard_normal(rng, n, d) * 10,
             "scale": rng.uniform(0.05, 0.5, (n, blocks)).astype(np.float32),
             "zero": rng.integers(0, 9, (n, blocks)).astype(np.uint8),
         }
 
-    _check_dynamic(
+    check_symbolic(
         21,
         """g (float[N, D] x, float[N2, NB] scale, uint8[N3, NB2] zero) => (uint8[N, D] y) {
   y = QuantizeLinear <axis = 1, block_size = 2> (x, scale, zero)
@@ -358,7 +353,7 @@ def test_dequantize_linear_symbolic(per_axis, rng):
             "zero": rng.integers(-5, 5, size).astype(np.int8),
         }
 
-    _check_dynamic(
+    check_symbolic(
         21,
         """g (int8[N, C] x, float[S] scale, int8[Z] zero) => (float[N, C] y) {
   y = DequantizeLinear <axis = 1> (x, scale, zero)
@@ -369,12 +364,12 @@ def test_dequantize_linear_symbolic(per_axis, rng):
 
 
 def test_dynamic_quantize_linear_symbolic(rng):
-    _check_dynamic(
+    check_symbolic(
         11,
         """g (float[N, M] x) => (uint8[N, M] y, float s, uint8 z) {
   y, s, z = DynamicQuantizeLinear(x)
 }""",
-        lambda n, m: {"x": _normal(rng, n, m)},
+        lambda n, m: {"x": standard_normal(rng, n, m)},
         [(2, 3), (5, 4)],
     )
 
@@ -383,12 +378,12 @@ def test_dynamic_quantize_linear_symbolic(rng):
 
 
 def test_training_dropout_zero_ratio_symbolic(rng):
-    _check_dynamic(
+    check_symbolic(
         13,
         """g (float[N, M] x, float r, bool t) => (float[N, M] y, bool[N, M] mask) {
   y, mask = Dropout <seed = 3> (x, r, t)
 }""",
-        lambda n, m: {"x": _normal(rng, n, m), "r": np.array(0.0, np.float32), "t": np.array(True)},
+        lambda n, m: {"x": standard_normal(rng, n, m), "r": np.array(0.0, np.float32), "t": np.array(True)},
         [(2, 3), (4, 5)],
     )
 
@@ -404,7 +399,7 @@ def test_training_dropout_symbolic_draws_a_seeded_mask(rng):
     )
     assert "stablehlo.rng_bit_generator" not in compiled.mlir
     for n, m in [(64, 50), (30, 101)]:
-        x = _normal(rng, n, m)
+        x = standard_normal(rng, n, m)
         y, mask = compiled.run({"x": x})
         assert 0.7 < mask.mean() < 0.8  # keep probability 1 - ratio
         np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0), rtol=1e-6)

@@ -7,6 +7,8 @@ failure would drop it and lower per shape).
 
 from __future__ import annotations
 
+from tests.util import check_symbolic
+
 import numpy as np
 import onnx
 import pytest
@@ -15,21 +17,21 @@ import onnx_stablehlo
 from tests.util import assert_allclose_for_dtype, check_dynamic, ort_run, parse
 
 GATES = {"RNN": 1, "GRU": 3, "LSTM": 4}
-INPUT, HIDDEN = 3, 4
-RTOL, ATOL = 1e-4, 1e-5
+SYMBOLIC_INPUT, SYMBOLIC_HIDDEN = 3, 4
+SYMBOLIC_RTOL, SYMBOLIC_ATOL = 1e-4, 1e-5
 
 
-def _layer_model(kind: str, direction: str, layout: int, inputs: tuple[str, ...]) -> onnx.ModelProto:
+def _symbolic_layer_model(kind: str, direction: str, layout: int, inputs: tuple[str, ...]) -> onnx.ModelProto:
     """One recurrent node, X [seq, batch, I] (layout 1: [batch, seq, I]) with symbolic seq and batch."""
     dirs = 2 if direction == "bidirectional" else 1
     g = GATES[kind]
     x = "[seq, batch, 3]" if layout == 0 else "[batch, seq, 3]"
-    state = f"[{dirs}, batch, {HIDDEN}]" if layout == 0 else f"[batch, {dirs}, {HIDDEN}]"
+    state = f"[{dirs}, batch, {SYMBOLIC_HIDDEN}]" if layout == 0 else f"[batch, {dirs}, {SYMBOLIC_HIDDEN}]"
     decls = {
         "x": f"float{x} x",
-        "w": f"float[{dirs}, {g * HIDDEN}, {INPUT}] w",
-        "r": f"float[{dirs}, {g * HIDDEN}, {HIDDEN}] r",
-        "b": f"float[{dirs}, {2 * g * HIDDEN}] b",
+        "w": f"float[{dirs}, {g * SYMBOLIC_HIDDEN}, {SYMBOLIC_INPUT}] w",
+        "r": f"float[{dirs}, {g * SYMBOLIC_HIDDEN}, {SYMBOLIC_HIDDEN}] r",
+        "b": f"float[{dirs}, {2 * g * SYMBOLIC_HIDDEN}] b",
         "lens": "int32[batch] lens",
         "h0": f"float{state} h0",
         "c0": f"float{state} c0",
@@ -42,20 +44,20 @@ def _layer_model(kind: str, direction: str, layout: int, inputs: tuple[str, ...]
     layout_attr = f", layout = {layout}" if layout else ""
     text = f"""<ir_version: 10, opset_import: ["" : 22]>
 g ({", ".join(decls[n] for n in present)}) => ({", ".join(f"float {o}" for o in outs)}) {{
-  {", ".join(outs)} = {kind} <hidden_size = {HIDDEN}, direction = "{direction}"{layout_attr}> ({", ".join(args)})
+  {", ".join(outs)} = {kind} <hidden_size = {SYMBOLIC_HIDDEN}, direction = "{direction}"{layout_attr}> ({", ".join(args)})
 }}"""
     return parse(text)
 
 
-def _feeds(kind: str, direction: str, layout: int, inputs, seq: int, batch: int, rng) -> dict:
+def _symbolic_feeds(kind: str, direction: str, layout: int, inputs, seq: int, batch: int, rng) -> dict:
     dirs = 2 if direction == "bidirectional" else 1
     g = GATES[kind]
-    state = (dirs, batch, HIDDEN) if layout == 0 else (batch, dirs, HIDDEN)
+    state = (dirs, batch, SYMBOLIC_HIDDEN) if layout == 0 else (batch, dirs, SYMBOLIC_HIDDEN)
     shapes = {
-        "x": (seq, batch, INPUT) if layout == 0 else (batch, seq, INPUT),
-        "w": (dirs, g * HIDDEN, INPUT),
-        "r": (dirs, g * HIDDEN, HIDDEN),
-        "b": (dirs, 2 * g * HIDDEN),
+        "x": (seq, batch, SYMBOLIC_INPUT) if layout == 0 else (batch, seq, SYMBOLIC_INPUT),
+        "w": (dirs, g * SYMBOLIC_HIDDEN, SYMBOLIC_INPUT),
+        "r": (dirs, g * SYMBOLIC_HIDDEN, SYMBOLIC_HIDDEN),
+        "b": (dirs, 2 * g * SYMBOLIC_HIDDEN),
         "h0": state,
         "c0": state,
     }
@@ -68,22 +70,22 @@ def _feeds(kind: str, direction: str, layout: int, inputs, seq: int, batch: int,
     return feeds
 
 
-def _oracle(kind: str, direction: str, layout: int, inputs, feeds: dict) -> list[np.ndarray]:
+def _symbolic_oracle(kind: str, direction: str, layout: int, inputs, feeds: dict) -> list[np.ndarray]:
     """onnxruntime's result; layout 1 runs the sequence-first model on transposed data (ORT's CPU
     kernels reject layout 1)."""
     if layout == 0:
-        return ort_run(_layer_model(kind, direction, 0, inputs), feeds)
+        return ort_run(_symbolic_layer_model(kind, direction, 0, inputs), feeds)
     feeds0 = dict(feeds)
     feeds0["x"] = feeds["x"].transpose(1, 0, 2)
     for name in ("h0", "c0"):
         if name in feeds:
             feeds0[name] = feeds[name].transpose(1, 0, 2)
-    y, *states = ort_run(_layer_model(kind, direction, 0, inputs), feeds0)
+    y, *states = ort_run(_symbolic_layer_model(kind, direction, 0, inputs), feeds0)
     states = [np.ascontiguousarray(s.transpose(1, 0, 2)) for s in states]
     return [np.ascontiguousarray(y.transpose(2, 0, 1, 3)), *states]
 
 
-CONFIGS = [
+SYMBOLIC_CONFIGS = [
     ("forward", 0, ()),
     ("reverse", 0, ("b", "h0", "c0")),
     ("bidirectional", 0, ("b", "lens")),
@@ -94,22 +96,22 @@ CONFIGS = [
 
 @pytest.mark.parametrize("kind", ["RNN", "GRU", "LSTM"])
 @pytest.mark.parametrize(
-    "direction,layout,inputs", CONFIGS, ids=[f"{d}-layout{l}-{'-'.join(i) or 'plain'}" for d, l, i in CONFIGS]
+    "direction,layout,inputs", SYMBOLIC_CONFIGS, ids=[f"{d}-layout{l}-{'-'.join(i) or 'plain'}" for d, l, i in SYMBOLIC_CONFIGS]
 )
 def test_recurrent_layer_with_symbolic_seq_and_batch(kind, direction, layout, inputs, rng):
     inputs = tuple(n for n in inputs if kind == "LSTM" or n != "c0")
-    model = _layer_model(kind, direction, layout, inputs)
+    model = _symbolic_layer_model(kind, direction, layout, inputs)
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is not None, compiled.dynamic_error
     assert "stablehlo.get_dimension_size" in compiled.mlir
     for seq, batch in [(5, 3), (2, 1)]:
-        feeds = _feeds(kind, direction, layout, inputs, seq, batch, rng)
+        feeds = _symbolic_feeds(kind, direction, layout, inputs, seq, batch, rng)
         actual = compiled.run(feeds)
-        expected = _oracle(kind, direction, layout, inputs, feeds)
+        expected = _symbolic_oracle(kind, direction, layout, inputs, feeds)
         assert len(actual) == len(expected)
         for got, want in zip(actual, expected):
             assert got.shape == want.shape
-            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(got, want, rtol=SYMBOLIC_RTOL, atol=SYMBOLIC_ATOL)
     assert compiled.artifact is not None, compiled.dynamic_error
     assert compiled.compile_count == 2
 
@@ -124,9 +126,9 @@ g (float[1, batch, 3] x, float[1, 16, 3] w, float[1, 16, 4] r, float[1, 32] b, f
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is not None, compiled.dynamic_error
     for batch in (2, 5):
-        feeds = _feeds("LSTM", "forward", 0, ("b", "h0", "c0"), 1, batch, rng)
+        feeds = _symbolic_feeds("LSTM", "forward", 0, ("b", "h0", "c0"), 1, batch, rng)
         for got, want in zip(compiled.run(feeds), ort_run(model, feeds)):
-            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(got, want, rtol=SYMBOLIC_RTOL, atol=SYMBOLIC_ATOL)
     assert compiled.artifact is not None, compiled.dynamic_error
 
 
@@ -140,20 +142,17 @@ g (float[s, b, i] x, float[d, g3, i2] w, float[d2, g3b, h] r, float[d3, g6] bias
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is not None, compiled.dynamic_error
     for seq, batch in [(3, 2), (6, 4)]:
-        feeds = _feeds("GRU", "forward", 0, ("b", "h0"), seq, batch, rng)
+        feeds = _symbolic_feeds("GRU", "forward", 0, ("b", "h0"), seq, batch, rng)
         feeds["bias"] = feeds.pop("b")
         for got, want in zip(compiled.run(feeds), ort_run(model, feeds)):
-            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+            np.testing.assert_allclose(got, want, rtol=SYMBOLIC_RTOL, atol=SYMBOLIC_ATOL)
     assert compiled.artifact is not None, compiled.dynamic_error
 
 
 # Loop and Scan ---------------------------------------------------------------------------------
 
-CF_HEADER = '<ir_version: 9, opset_import: ["" : 18]>\n'
 
 
-def _check_control_flow(text: str, feeds_at, shapes) -> None:
-    check_dynamic(parse(CF_HEADER + text), [feeds_at(*shape) for shape in shapes], oracle=ort_run)
 
 
 def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):
@@ -163,7 +162,8 @@ def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):
             "x": rng.standard_normal((t, b, 2)).astype(np.float32),
         }
 
-    _check_control_flow(
+    check_symbolic(
+        18,
         """g (float[B, 2] s0, float[T, B, 2] x) => (float[B, 2] s, float[T, B, 2] ys) {
   s, ys = Scan <num_scan_inputs = 1, body = g2 (float[B, 2] a, float[B, 2] xi) => (float[B, 2] a2, float[B, 2] y) {
      a2 = Add(a, xi)
@@ -172,6 +172,7 @@ def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):
 }""",
         feeds,
         [(3, 2), (6, 5)],
+        oracle=ort_run,
     )
 
 
@@ -179,7 +180,8 @@ def test_scan_reverse_on_axis_1_with_reverse_output(rng):
     def feeds(t, b):
         return {"s0": np.ones(2, np.float32), "x": rng.standard_normal((b, t)).astype(np.float32)}
 
-    _check_control_flow(
+    check_symbolic(
+        18,
         """g (float[2] s0, float[B, T] x) => (float[2] s, float[T, 2] ys) {
   s, ys = Scan <num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],
                 scan_output_directions = [1],
@@ -191,6 +193,7 @@ def test_scan_reverse_on_axis_1_with_reverse_output(rng):
 }""",
         feeds,
         [(4, 3), (1, 2)],
+        oracle=ort_run,
     )
 
 
@@ -219,7 +222,8 @@ def test_loop_scan_outputs_with_trip_count_from_a_symbolic_dim(rng):
     def feeds(t, b):
         return {"x": np.zeros((t, b), np.float32), "v0": rng.standard_normal((b, 2)).astype(np.float32)}
 
-    _check_control_flow(
+    check_symbolic(
+        18,
         """g (float[T, B] x, float[B, 2] v0) => (float[B, 2] v, float[T, B, 2] ys) {
   c = Constant <value = bool {1}> ()
   sh = Shape(x)
@@ -234,4 +238,5 @@ def test_loop_scan_outputs_with_trip_count_from_a_symbolic_dim(rng):
 }""",
         feeds,
         [(3, 2), (5, 4)],
+        oracle=ort_run,
     )

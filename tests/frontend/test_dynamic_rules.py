@@ -6,6 +6,8 @@ against onnxruntime.
 
 from __future__ import annotations
 
+from tests.util import check_symbolic, normal_feeds
+
 import numpy as np
 import pytest
 
@@ -13,17 +15,8 @@ import onnx_stablehlo
 from tests.util import assert_allclose_for_dtype, check_dynamic, ort_run, parse
 
 
-def _check_dynamic(text: str, feeds_at, shapes, rng, *, rtol=None, atol=None) -> onnx_stablehlo.CompiledModel:
-    """Compiles ``text`` once with symbolic dims and compares with onnxruntime at each shape."""
-    feeds = [feeds_at(rng, shape) for shape in shapes]
-    return check_dynamic(parse(text), feeds, oracle=ort_run, rtol=rtol, atol=atol)
 
 
-def _normal(name: str):
-    def feeds(rng, shape):
-        return {name: rng.standard_normal(shape).astype(np.float32)}
-
-    return feeds
 
 
 # Pad ------------------------------------------------------------------------------------------
@@ -36,7 +29,7 @@ g (float[N, C] x) => (float[M, D] y) {{
   pads = Constant <value = int64[4] {{1, 2, 0, 3}}> ()
   y = Pad <mode = "{mode}"> (x, pads)
 }}"""
-    compiled = _check_dynamic(text, _normal("x"), [(3, 4), (6, 5)], rng)
+    compiled = check_symbolic(None, text, normal_feeds("x"), [(3, 4), (6, 5)], rng, oracle=ort_run)
     assert "dynamic_iota" in compiled.artifact.text
 
 
@@ -53,7 +46,7 @@ g (float[N, 3, W] x) => (float[N, E, F] y) {{
   pads = Constant <value = int64[6] {{0, 2, 3, 0, 1, {end}}}> ()
   y = Pad <mode = "{mode}"> (x, pads)
 }}"""
-    _check_dynamic(text, _normal("x"), [(2, 3, 5), (1, 3, 9)], rng)
+    check_symbolic(None, text, normal_feeds("x"), [(2, 3, 5), (1, 3, 9)], rng, oracle=ort_run)
 
 
 def test_pad_reflect_single_element_axis(rng):
@@ -62,7 +55,7 @@ g (float[N] x) => (float[M] y) {
   pads = Constant <value = int64[2] {2, 3}> ()
   y = Pad <mode = "edge"> (x, pads)
 }"""
-    _check_dynamic(text, _normal("x"), [(1,), (4,)], rng)
+    check_symbolic(None, text, normal_feeds("x"), [(1,), (4,)], rng, oracle=ort_run)
 
 
 # Conv and pooling: SAME_* and ceil_mode with strides ----------------------------------------------
@@ -94,8 +87,8 @@ def _conv_feeds(kernel, channels=3, out_channels=4):
 def test_conv_same_with_stride_on_symbolic_dims(auto_pad, kernel, strides, dilations, rng):
     attrs = f'auto_pad = "{auto_pad}", strides = {list(strides)}, dilations = {list(dilations)}'
     # 9x12 and 10x13 hit both "stride divides the size" and a remainder
-    compiled = _check_dynamic(_conv_model(attrs, kernel), _conv_feeds(kernel), [(1, 3, 9, 12), (2, 3, 10, 13)], rng,
-                              rtol=1e-4, atol=1e-4)
+    compiled = check_symbolic(None, _conv_model(attrs, kernel), _conv_feeds(kernel), [(1, 3, 9, 12), (2, 3, 10, 13)], rng,
+                              rtol=1e-4, atol=1e-4, oracle=ort_run)
     if kernel != (1, 1):
         assert "stablehlo.dynamic_pad" in compiled.artifact.text
 
@@ -116,7 +109,7 @@ def test_pool_same_with_stride_on_symbolic_dims(op, include_pad, auto_pad, rng):
     attrs = f'auto_pad = "{auto_pad}", kernel_shape = [3, 2], strides = [2, 2]'
     if op == "AveragePool":
         attrs += f", count_include_pad = {include_pad}"
-    _check_dynamic(_pool_model(op, attrs), _normal("x"), [(1, 2, 7, 6), (2, 2, 10, 9)], rng, rtol=1e-5, atol=1e-5)
+    check_symbolic(None, _pool_model(op, attrs), normal_feeds("x"), [(1, 2, 7, 6), (2, 2, 10, 9)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
 
 
 @pytest.mark.parametrize("op, include_pad", [p for p in _POOLS if p[0] != "LpPool"])
@@ -125,7 +118,7 @@ def test_pool_ceil_mode_with_stride_on_symbolic_dims(op, include_pad, pads, rng)
     attrs = f"kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1, pads = {pads}"
     if op == "AveragePool":
         attrs += f", count_include_pad = {include_pad}"
-    _check_dynamic(_pool_model(op, attrs), _normal("x"), [(1, 2, 8, 7), (2, 2, 11, 10)], rng, rtol=1e-5, atol=1e-5)
+    check_symbolic(None, _pool_model(op, attrs), normal_feeds("x"), [(1, 2, 8, 7), (2, 2, 11, 10)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
 
 
 def test_pool_ceil_mode_that_may_drop_a_window_falls_back(rng):
@@ -134,14 +127,14 @@ def test_pool_ceil_mode_that_may_drop_a_window_falls_back(rng):
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is None and "ceil_mode" in compiled.dynamic_error
     for shape in [(1, 2, 8, 7), (1, 2, 9, 9)]:
-        feeds = _normal("x")(rng, shape)
+        feeds = normal_feeds("x")(rng, shape)
         assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
 
 
 # Resize: linear, cubic and general nearest ----------------------------------------------------------
 
 
-def _resize_model(attrs: str, scales: list[float] | None = None, sizes: list[int] | None = None,
+def _symbolic_resize_model(attrs: str, scales: list[float] | None = None, sizes: list[int] | None = None,
                   dtype: str = "float", opset: int = 19) -> str:
     if scales is not None:
         inputs = f"roi = Constant <value = float[0] {{}}> ()\n  scales = Constant <value = float[{len(scales)}] {{{', '.join(map(str, scales))}}}> ()\n  y = Resize <{attrs}> (x, roi, scales)"
@@ -176,24 +169,24 @@ _RESIZE_CASES = {
 
 @pytest.mark.parametrize("attrs, scales", list(_RESIZE_CASES.values()), ids=list(_RESIZE_CASES))
 def test_resize_scales_with_symbolic_dims(attrs, scales, rng):
-    compiled = _check_dynamic(_resize_model(attrs, scales=scales), _normal("x"), [(1, 2, 8, 6), (2, 2, 13, 11)], rng,
-                              rtol=1e-5, atol=1e-5)
+    compiled = check_symbolic(None, _symbolic_resize_model(attrs, scales=scales), normal_feeds("x"), [(1, 2, 8, 6), (2, 2, 13, 11)], rng,
+                              rtol=1e-5, atol=1e-5, oracle=ort_run)
     assert "stablehlo.dynamic_iota" in compiled.artifact.text
 
 
 @pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
 def test_resize_sizes_with_symbolic_dims(mode, rng):
     attrs = f'mode = "{mode}"'
-    text = _resize_model(attrs, sizes=[1, 2, 9, 5]).replace("float[N, 2, H, W] x", "float[1, 2, H, W] x")
-    _check_dynamic(text, _normal("x"), [(1, 2, 8, 6), (1, 2, 13, 3)], rng, rtol=1e-5, atol=1e-5)
+    text = _symbolic_resize_model(attrs, sizes=[1, 2, 9, 5]).replace("float[N, 2, H, W] x", "float[1, 2, H, W] x")
+    check_symbolic(None, text, normal_feeds("x"), [(1, 2, 8, 6), (1, 2, 13, 3)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
 
 
 def test_resize_linear_uint8_with_symbolic_dims(rng):
     def feeds(rng, shape):
         return {"x": rng.integers(0, 256, shape).astype(np.uint8)}
 
-    _check_dynamic(_resize_model('mode = "linear"', scales=[1.0, 1.0, 2.0, 2.0], dtype="uint8"), feeds,
-                   [(1, 2, 5, 4), (1, 2, 7, 3)], rng, rtol=0, atol=1)
+    check_symbolic(None, _symbolic_resize_model('mode = "linear"', scales=[1.0, 1.0, 2.0, 2.0], dtype="uint8"), feeds,
+                   [(1, 2, 5, 4), (1, 2, 7, 3)], rng, rtol=0, atol=1, oracle=ort_run)
 
 
 def test_resize_10_linear_with_symbolic_dims(rng):
@@ -202,14 +195,14 @@ g (float[N, 2, H, W] x) => (float[N, 2, P, Q] y) {
   scales = Constant <value = float[4] {1.0, 1.0, 2.0, 0.5}> ()
   y = Resize <mode = "linear"> (x, scales)
 }"""
-    _check_dynamic(text, _normal("x"), [(1, 2, 4, 6), (2, 2, 5, 9)], rng, rtol=1e-5, atol=1e-5)
+    check_symbolic(None, text, normal_feeds("x"), [(1, 2, 4, 6), (2, 2, 5, 9)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
 
 
 def test_resize_scale_one_third_falls_back(rng):
-    model = parse(_resize_model('mode = "linear"', scales=[1.0, 1.0, 0.3333333, 1.0]))
+    model = parse(_symbolic_resize_model('mode = "linear"', scales=[1.0, 1.0, 0.3333333, 1.0]))
     compiled = onnx_stablehlo.compile(model)
     assert compiled.artifact is None and "2**16" in compiled.dynamic_error
-    feeds = _normal("x")(rng, (1, 2, 9, 4))
+    feeds = normal_feeds("x")(rng, (1, 2, 9, 4))
     assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
 
 
@@ -242,4 +235,4 @@ g (float[N, 4, H, W] x, float[4, {6 // groups}, 3, 3] w, float[6] b) => (float[N
             "b": rng.standard_normal(6).astype(np.float32),
         }
 
-    _check_dynamic(text, feeds, [(1, 4, 5, 4), (2, 4, 7, 9)], rng, rtol=1e-4, atol=1e-4)
+    check_symbolic(None, text, feeds, [(1, 4, 5, 4), (2, 4, 7, 9)], rng, rtol=1e-4, atol=1e-4, oracle=ort_run)

@@ -10,6 +10,8 @@ the rules run instead of being folded at compile time.
 
 from __future__ import annotations
 
+from tests.util import node_model_text, ints_text, typed
+
 import numpy as np
 import pytest
 
@@ -30,28 +32,10 @@ from tests.util import (
 
 
 
-def _typed(name: str, dtype, shape) -> str:
-    """``float[1, 2] x`` (``float x`` for rank 0, as the text syntax has it)."""
-    dims = f"[{', '.join(str(d) for d in shape)}]" if len(shape) else ""
-    return f"{onnx_type_name(dtype)}{dims} {name}"
 
 
-def _model(op: str, opset: int, inputs: list, output: tuple, attributes: dict, constants: dict | None = None) -> str:
-    """A one-node model of ``(name, dtype, shape)`` inputs; those named in ``constants``
-    (name -> int64 values) are initializers, the others graph inputs."""
-    constants = constants or {}
-    ins = ", ".join(_typed(*spec) for spec in inputs if spec[0] not in constants)
-    args = ", ".join(spec[0] for spec in inputs)
-    inits = ", ".join(f"int64[{len(v)}] {name} = {{{_ints(v)}}}" for name, v in constants.items())
-    init = f"<{inits}>" if inits else ""
-    return f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g ({ins}) => ({_typed(*output)}) {init} {{
-  [node] {output[0]} = {op} {_attrs(attributes)} ({args})
-}}"""
 
 
-def _ints(values) -> str:
-    return ", ".join(str(int(v)) for v in values)
 
 
 # --------------------------------------------------------------------------------------------
@@ -60,7 +44,7 @@ def _ints(values) -> str:
 
 def _grid_sample_model(x_shape, grid_shape, opset, dtype=np.float32, **attributes) -> str:
     out = (*x_shape[:2], *grid_shape[1:-1])
-    return _model("GridSample", opset, [("x", dtype, x_shape), ("grid", dtype, grid_shape)], ("y", dtype, out),
+    return node_model_text("GridSample", opset, [("x", dtype, x_shape), ("grid", dtype, grid_shape)], ("y", dtype, out),
                   attributes)
 
 
@@ -111,7 +95,7 @@ def test_grid_sample_other_floats_match_onnxruntime(dtype, rng):
 
 
 def test_grid_sample_nearest_of_integers_matches_reference(rng):
-    text = _model("GridSample", 20, [("x", np.int32, (1, 2, 4, 5)), ("grid", np.float32, (1, 3, 3, 2))],
+    text = node_model_text("GridSample", 20, [("x", np.int32, (1, 2, 4, 5)), ("grid", np.float32, (1, 3, 3, 2))],
                   ("y", np.int32, (1, 2, 3, 3)), {"mode": "nearest", "padding_mode": "zeros"})
     model = parse(text)
     feeds = {"x": rng.integers(-100, 100, (1, 2, 4, 5)).astype(np.int32), "grid": _grid(rng, (1, 3, 3, 2))}
@@ -145,7 +129,7 @@ def test_grid_sample_rejects_unknown_mode_and_old_volumes():
 def test_affine_grid_matches_onnxruntime(size, align_corners, dtype, rng):
     rank = len(size) - 2
     theta_shape = (size[0], rank, rank + 1)
-    model = parse(_model("AffineGrid", 20, [("theta", dtype, theta_shape), ("size", np.int64, (len(size),))],
+    model = parse(node_model_text("AffineGrid", 20, [("theta", dtype, theta_shape), ("size", np.int64, (len(size),))],
                          ("grid", dtype, (size[0], *size[2:], rank)), {"align_corners": align_corners},
                          constants={"size": size}))
     feeds = {"theta": rng.standard_normal(theta_shape).astype(dtype)}
@@ -196,7 +180,7 @@ def test_col2im_matches_onnxruntime(case, dtype, rng):
     shape, image, block, attributes = COL2IM_CASES[case]
     channels = shape[1] // int(np.prod(block))
     inputs = [("x", dtype, shape), ("image", np.int64, (len(image),)), ("block", np.int64, (len(block),))]
-    model = parse(_model("Col2Im", 18, inputs, ("y", dtype, (shape[0], channels, *image)), attributes,
+    model = parse(node_model_text("Col2Im", 18, inputs, ("y", dtype, (shape[0], channels, *image)), attributes,
                          constants={"image": image, "block": block}))
     values = rng.integers(-9, 9, shape) if dtype == np.int32 else rng.standard_normal(shape)
     feeds = {"x": values.astype(dtype)}
@@ -205,7 +189,7 @@ def test_col2im_matches_onnxruntime(case, dtype, rng):
 
 
 def test_col2im_needs_constant_shapes():
-    text = _model("Col2Im", 18, [("x", np.float32, (1, 4, 9)), ("image", np.int64, (2,)), ("block", np.int64, (2,))],
+    text = node_model_text("Col2Im", 18, [("x", np.float32, (1, 4, 9)), ("image", np.int64, (2,)), ("block", np.int64, (2,))],
                   ("y", np.float32, (1, 1, 4, 4)), {})
     with pytest.raises(NonConstantInputError, match="image"):
         onnx_stablehlo.lower(parse(text))
@@ -258,7 +242,7 @@ def test_deform_conv_matches_onnxruntime(case, opset, dtype, extras, rng):
         inputs += [("b", dtype, (w_shape[0],)), ("mask", dtype, mask_shape)]
         feeds["b"] = rng.standard_normal(w_shape[0]).astype(dtype)
         feeds["mask"] = rng.uniform(0, 1, mask_shape).astype(dtype)
-    model = parse(_model("DeformConv", opset, inputs, ("y", dtype, (x_shape[0], w_shape[0], *out)), attributes))
+    model = parse(node_model_text("DeformConv", opset, inputs, ("y", dtype, (x_shape[0], w_shape[0], *out)), attributes))
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
@@ -268,10 +252,10 @@ def test_deform_conv_1d_matches_2d_of_height_one(rng):
     x = rng.standard_normal((2, 3, 8)).astype(np.float32)
     w = rng.standard_normal((2, 3, 3)).astype(np.float32)
     offset = (1.5 * rng.standard_normal((2, 3, 8))).astype(np.float32)
-    one_d = parse(_model("DeformConv", 22, [("x", np.float32, x.shape), ("w", np.float32, w.shape),
+    one_d = parse(node_model_text("DeformConv", 22, [("x", np.float32, x.shape), ("w", np.float32, w.shape),
                                             ("offset", np.float32, offset.shape)], ("y", np.float32, (2, 2, 8)),
                          {"pads": [1, 1]}))
-    two_d = parse(_model("DeformConv", 22, [("x", np.float32, (2, 3, 1, 8)), ("w", np.float32, (2, 3, 1, 3)),
+    two_d = parse(node_model_text("DeformConv", 22, [("x", np.float32, (2, 3, 1, 8)), ("w", np.float32, (2, 3, 1, 3)),
                                             ("offset", np.float32, (2, 6, 1, 8))], ("y", np.float32, (2, 2, 1, 8)),
                          {"pads": [0, 1, 0, 1]}))
     offset_2d = np.stack([np.zeros_like(offset), offset], axis=2).reshape(2, 6, 1, 8)  # (dy, dx) per tap
@@ -294,7 +278,7 @@ def _rois(rng, count, height, width, scale):
 def _roi_align_model(opset, x_shape, count, dtype=np.float32, **attributes) -> str:
     out = (count, x_shape[1], attributes.get("output_height", 1), attributes.get("output_width", 1))
     inputs = [("x", dtype, x_shape), ("rois", dtype, (count, 4)), ("batch", np.int64, (count,))]
-    return _model("RoiAlign", opset, inputs, ("y", dtype, out), attributes)
+    return node_model_text("RoiAlign", opset, inputs, ("y", dtype, out), attributes)
 
 
 def _roi_align_feeds(rng, x_shape, count, scale, dtype=np.float32):
@@ -342,7 +326,7 @@ def test_roi_align_rejects_unknown_mode():
 
 
 def _max_roi_pool_model(opset, x_shape, count, pooled, scale) -> str:
-    return _model("MaxRoiPool", opset, [("x", np.float32, x_shape), ("rois", np.float32, (count, 5))],
+    return node_model_text("MaxRoiPool", opset, [("x", np.float32, x_shape), ("rois", np.float32, (count, 5))],
                   ("y", np.float32, (count, x_shape[1], *pooled)), {"pooled_shape": pooled, "spatial_scale": scale})
 
 
@@ -379,7 +363,7 @@ def test_max_unpool_inverts_max_pool_like_onnxruntime(x_shape, attributes, opset
     pooled = [(x_shape[2 + i] + pads[i] + pads[rank + i] - kernel[i]) // strides[i] + 1 for i in range(rank)]
     unpooled = [(pooled[i] - 1) * strides[i] - pads[i] - pads[rank + i] + kernel[i] for i in range(rank)]
     text = f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g ({_typed("x", np.float32, x_shape)}) => ({_typed("y", np.float32, (*x_shape[:2], *unpooled))}) {{
+g ({typed("x", np.float32, x_shape)}) => ({typed("y", np.float32, (*x_shape[:2], *unpooled))}) {{
   [pool] p, i = MaxPool {_attrs(attributes)} (x)
   [unpool] y = MaxUnpool {_attrs(attributes)} (p, i)
 }}"""
@@ -410,7 +394,7 @@ g (float[1, 2, 2, 3] x, int64[1, 2, 2, 3] i) => (float[1, 2, 5, 7] y) <int64[4] 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 8, 9, 12])
 def test_det_matches_onnxruntime(n, batch, rng):
     shape = (*batch, n, n)
-    model = parse(_model("Det", 22, [("x", np.float32, shape)], ("y", np.float32, batch), {}))
+    model = parse(node_model_text("Det", 22, [("x", np.float32, shape)], ("y", np.float32, batch), {}))
     feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
     assert ("stablehlo.while" in emitted_text(model)) == (n > 8)
@@ -419,7 +403,7 @@ def test_det_matches_onnxruntime(n, batch, rng):
 @pytest.mark.parametrize("opset", [11, 22])
 @pytest.mark.parametrize("dtype", [np.float64, np.float16], ids=["f64", "f16"])
 def test_det_other_floats_match_oracle(dtype, opset, rng):
-    model = parse(_model("Det", opset, [("x", dtype, (4, 4, 4))], ("y", dtype, (4,)), {}))
+    model = parse(node_model_text("Det", opset, [("x", dtype, (4, 4, 4))], ("y", dtype, (4,)), {}))
     feeds = {"x": rng.standard_normal((4, 4, 4)).astype(dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
@@ -432,14 +416,14 @@ def test_det_of_singular_and_permuted_matrices(n, rng):
     singular[-1] = singular[0]
     permutation = np.eye(n)[[1, 0, *range(2, n)]]
     stack = np.stack([singular, np.zeros((n, n)), permutation, np.eye(n) * 2]).astype(np.float64)
-    model = parse(_model("Det", 22, [("x", np.float64, (4, n, n))], ("y", np.float64, (4,)), {}))
+    model = parse(node_model_text("Det", 22, [("x", np.float64, (4, n, n))], ("y", np.float64, (4,)), {}))
     (actual,) = compile_and_run(model, {"x": stack})
     np.testing.assert_allclose(actual, [0.0, 0.0, -1.0, 2.0**n], atol=1e-12)
 
 
 def test_det_rejects_non_square():
     with pytest.raises(ShapeError, match=r"\[\*, n, n\]"):
-        emitted_text(parse(_model("Det", 22, [("x", np.float32, (2, 3))], ("y", np.float32, ()), {})))
+        emitted_text(parse(node_model_text("Det", 22, [("x", np.float32, (2, 3))], ("y", np.float32, ()), {})))
 
 
 # --------------------------------------------------------------------------------------------
@@ -464,7 +448,7 @@ def test_bfloat16_matches_float32_oracle(case, rng):
 
     def model(dtype):
         specs = [(name, np.int64 if name == "i" else dtype, shape) for name, shape in inputs]
-        return parse(_model(op, 22, specs, ("y", dtype, out_shape), attributes))
+        return parse(node_model_text(op, 22, specs, ("y", dtype, out_shape), attributes))
 
     feeds = {name: rng.uniform(-1, 1, shape).astype(ml_dtypes.bfloat16) for name, shape in inputs}
     if "i" in feeds:
@@ -492,7 +476,7 @@ def test_center_crop_pad_matches_onnxruntime(x_shape, shape, axes, rng):
         out[axis] = size
     attributes = {"axes": axes} if axes is not None else {}
     inputs = [("x", np.float32, x_shape), ("shape", np.int64, (len(shape),))]
-    model = parse(_model("CenterCropPad", 18, inputs, ("y", np.float32, out), attributes, constants={"shape": shape}))
+    model = parse(node_model_text("CenterCropPad", 18, inputs, ("y", np.float32, out), attributes, constants={"shape": shape}))
     feeds = {"x": rng.standard_normal(x_shape).astype(np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 

@@ -6,6 +6,8 @@ ends, axes, steps, pads, depth ...) are Constant nodes.
 
 from __future__ import annotations
 
+from tests.util import random_array, ints_text, dims_text, constant_node
+
 import numpy as np
 import pytest
 
@@ -18,24 +20,12 @@ INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 
 
-def _random(shape, dtype, rng: np.random.Generator) -> np.ndarray:
-    if np.dtype(dtype) == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-100, 100, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
 
 
-def _ints(values) -> str:
-    return ", ".join(str(int(v)) for v in values)
 
 
-def _dims(shape) -> str:
-    return ", ".join(str(d) for d in shape)
 
 
-def _const(name: str, values, ty: str = "int64") -> str:
-    return f"{name} = Constant <value = {ty}[{len(values)}] {{{_ints(values)}}}> ()"
 
 
 # Slice -----------------------------------------------------------------------------------------
@@ -63,23 +53,23 @@ def test_slice_matches_onnxruntime(case, opset, rng):
     starts, ends, axes, steps = case
     if opset == 10 and axes is not None and min(axes) < 0:
         pytest.skip("negative axes exist from Slice-11")
-    x = _random((3, 6, 5), np.float32, rng)
+    x = random_array((3, 6, 5), np.float32, rng)
     index = [slice(None)] * 3
     for i, (start, end) in enumerate(zip(starts, ends)):
         axis = axes[i] if axes is not None else i
         index[axis] = slice(start, end, steps[i] if steps is not None else 1)
     result = x[tuple(index)].shape
-    lines = [_const("s", starts), _const("e", ends)]
+    lines = [constant_node("s", starts), constant_node("e", ends)]
     args = ["x", "s", "e"]
     if axes is not None or steps is not None:
-        lines.append(_const("a", axes if axes is not None else range(len(starts))))
+        lines.append(constant_node("a", axes if axes is not None else range(len(starts))))
         args.append("a")
     if steps is not None:
-        lines.append(_const("t", steps))
+        lines.append(constant_node("t", steps))
         args.append("t")
     body = "\n  ".join(lines)
     model = parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g (float[3, 6, 5] x) => (float[{_dims(result)}] y) {{
+g (float[3, 6, 5] x) => (float[{dims_text(result)}] y) {{
   {body}
   y = Slice({', '.join(args)})
 }}""")
@@ -92,13 +82,13 @@ def test_slice_dtypes_and_int32_indices(dtype, rng):
     ty = onnx_type_name(dtype)
     model = parse(f"""<ir_version: 9, opset_import: ["" : 13]>
 g ({ty}[4, 6] x) => ({ty}[2, 3] y) {{
-  {_const("s", [3, 0], "int32")}
-  {_const("e", [-5, 6], "int32")}
-  {_const("a", [0, 1], "int32")}
-  {_const("t", [-2, 2], "int32")}
+  {constant_node("s", [3, 0], "int32")}
+  {constant_node("e", [-5, 6], "int32")}
+  {constant_node("a", [0, 1], "int32")}
+  {constant_node("t", [-2, 2], "int32")}
   y = Slice(x, s, e, a, t)
 }}""")
-    feeds = {"x": _random((4, 6), dtype, rng)}
+    feeds = {"x": random_array((4, 6), dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     text = emitted_text(model)
     assert "stablehlo.reverse" in text and "stablehlo.slice" in text
@@ -110,7 +100,7 @@ def test_slice_attribute_form_matches_onnxruntime(opset, rng):
 g (float[3, 6, 5] x) => (float[3, 3, 2] y) {{
   y = Slice <starts = [1, -2], ends = [4, 1000], axes = [1, 2]> (x)
 }}""")
-    feeds = {"x": _random((3, 6, 5), np.float32, rng)}
+    feeds = {"x": random_array((3, 6, 5), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -137,10 +127,10 @@ def test_gather_run_time_indices_match_onnxruntime(axis, index_shape, index_dtyp
     result = shape[: axis % 3] + index_shape + shape[axis % 3 + 1 :]
     idx_ty = onnx_type_name(index_dtype)
     model = parse(f"""<ir_version: 9, opset_import: ["" : 13]>
-g (float[3, 4, 5] x, {idx_ty}[{_dims(index_shape)}] i) => (float[{_dims(result)}] y) {{
+g (float[3, 4, 5] x, {idx_ty}[{dims_text(index_shape)}] i) => (float[{dims_text(result)}] y) {{
   y = Gather <axis = {axis}> (x, i)
 }}""".replace(f"{idx_ty}[] i", f"{idx_ty} i"))
-    feeds = {"x": _random(shape, np.float32, rng),
+    feeds = {"x": random_array(shape, np.float32, rng),
              "i": rng.integers(-dim, dim, index_shape).astype(index_dtype)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
@@ -150,10 +140,10 @@ g (float[3, 4, 5] x, {idx_ty}[{_dims(index_shape)}] i) => (float[{_dims(result)}
 def test_gather_constant_indices_match_onnxruntime(indices, opset, rng):
     model = parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
 g (float[3, 4] x) => (float[3, {len(indices)}] y) {{
-  {_const("i", indices)}
+  {constant_node("i", indices)}
   y = Gather <axis = 1> (x, i)
 }}""")
-    feeds = {"x": _random((3, 4), np.float32, rng)}
+    feeds = {"x": random_array((3, 4), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     contiguous = indices in ([2], [-1], [0, 1, 2])
     assert ("stablehlo.gather" in emitted_text(model)) != contiguous
@@ -165,7 +155,7 @@ g (float[2, 5, 8] x) => (float[2, 8] y) {
   i = Constant <value = int64 {0}> ()
   y = Gather <axis = 1> (x, i)
 }""")
-    feeds = {"x": _random((2, 5, 8), np.float32, rng)}
+    feeds = {"x": random_array((2, 5, 8), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     text = emitted_text(model)
     assert "stablehlo.slice" in text and "stablehlo.gather" not in text
@@ -202,10 +192,10 @@ def test_gather_nd_matches_onnxruntime(case, rng):
     bounds = np.array(shape[batch : batch + depth])
     indices = (rng.integers(0, 1 << 20, index_shape) % bounds) - rng.integers(0, 2, index_shape) * bounds
     model = parse(f"""<ir_version: 9, opset_import: ["" : 13]>
-g (float[{_dims(shape)}] x, int64[{_dims(index_shape)}] i) => (float[{_dims(result)}] y) {{
+g (float[{dims_text(shape)}] x, int64[{dims_text(index_shape)}] i) => (float[{dims_text(result)}] y) {{
   y = GatherND <batch_dims = {batch}> (x, i)
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng), "i": indices.astype(np.int64)}
+    feeds = {"x": random_array(shape, np.float32, rng), "i": indices.astype(np.int64)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -214,7 +204,7 @@ def test_gather_nd_opset11_matches_onnxruntime(rng):
 g (int32[3, 4] x, int64[2, 2] i) => (int32[2] y) {
   y = GatherND(x, i)
 }""")
-    feeds = {"x": _random((3, 4), np.int32, rng), "i": np.array([[2, -1], [0, 3]], np.int64)}
+    feeds = {"x": random_array((3, 4), np.int32, rng), "i": np.array([[2, -1], [0, 3]], np.int64)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -224,10 +214,10 @@ def test_gather_elements_matches_onnxruntime(axis, opset, rng):
     shape, index_shape = (3, 4), (2, 4) if axis == 0 else (3, 2)
     dim = shape[axis]
     model = parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g (float[3, 4] x, int64[{_dims(index_shape)}] i) => (float[{_dims(index_shape)}] y) {{
+g (float[3, 4] x, int64[{dims_text(index_shape)}] i) => (float[{dims_text(index_shape)}] y) {{
   y = GatherElements <axis = {axis}> (x, i)
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng), "i": rng.integers(-dim, dim, index_shape).astype(np.int64)}
+    feeds = {"x": random_array(shape, np.float32, rng), "i": rng.integers(-dim, dim, index_shape).astype(np.int64)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -245,8 +235,8 @@ g (float[4, 3, 2] x, int64[2, 1] i, float[2, 3, 2] u) => (float[4, 3, 2] y) {{
   y = ScatterND {attrs} (x, i, u)
 }}""")
     # Distinct rows (one negative): with reduction=none duplicates are unspecified.
-    feeds = {"x": _random((4, 3, 2), np.float32, rng), "i": np.array([[2], [-4]], np.int64),
-             "u": _random((2, 3, 2), np.float32, rng)}
+    feeds = {"x": random_array((4, 3, 2), np.float32, rng), "i": np.array([[2], [-4]], np.int64),
+             "u": random_array((2, 3, 2), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     assert "stablehlo.scatter" in emitted_text(model)
 
@@ -274,7 +264,7 @@ g (float[3, 4] x, int64[2, 2] i, float[2, 2] u) => (float[3, 4] y) {{
     # Distinct targets per column (axis 0) / row (axis -1), one of them negative.
     indices = np.array([[0, dim - 1], [-1, 1]], np.int64)
     indices = indices if axis == -1 else np.array([[0, -1], [-1, 0]], np.int64)
-    feeds = {"x": _random((3, 4), np.float32, rng), "i": indices, "u": _random((2, 2), np.float32, rng)}
+    feeds = {"x": random_array((3, 4), np.float32, rng), "i": indices, "u": random_array((2, 2), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -284,8 +274,8 @@ def test_deprecated_scatter_matches_onnxruntime(opset, rng):
 g (float[3, 3] x, int64[2, 3] i, float[2, 3] u) => (float[3, 3] y) {{
   y = Scatter <axis = 0> (x, i, u)
 }}""")
-    feeds = {"x": _random((3, 3), np.float32, rng), "i": np.array([[1, 0, 2], [0, 2, 1]], np.int64),
-             "u": _random((2, 3), np.float32, rng)}
+    feeds = {"x": random_array((3, 3), np.float32, rng), "i": np.array([[1, 0, 2], [0, 2, 1]], np.int64),
+             "u": random_array((2, 3), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -318,11 +308,11 @@ def test_pad_modes_match_onnxruntime(case, rng):
     shape = (4, 5)
     result = (shape[0] + pads[0] + pads[2], shape[1] + pads[1] + pads[3])
     model = parse(f"""<ir_version: 9, opset_import: ["" : 19]>
-g (float[4, 5] x, float v) => (float[{_dims(result)}] y) {{
-  {_const("p", pads)}
+g (float[4, 5] x, float v) => (float[{dims_text(result)}] y) {{
+  {constant_node("p", pads)}
   y = Pad <mode = "{mode}"> (x, p, v)
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng), "v": np.array(2.5, np.float32)}
+    feeds = {"x": random_array(shape, np.float32, rng), "v": np.array(2.5, np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     assert ("stablehlo.pad" in emitted_text(model)) == (mode == "constant")
 
@@ -335,12 +325,12 @@ def test_pad_axes_input_matches_onnxruntime(axes, pads, mode, rng):
     for k, axis in enumerate(axes):
         result[axis] += pads[k] + pads[k + len(axes)]
     model = parse(f"""<ir_version: 9, opset_import: ["" : 18]>
-g (int32[2, 3, 4] x) => (int32[{_dims(result)}] y) {{
-  {_const("p", pads)}
-  {_const("a", axes)}
+g (int32[2, 3, 4] x) => (int32[{dims_text(result)}] y) {{
+  {constant_node("p", pads)}
+  {constant_node("a", axes)}
   y = Pad <mode = "{mode}"> (x, p, , a)
 }}""")
-    feeds = {"x": _random(shape, np.int32, rng)}
+    feeds = {"x": random_array(shape, np.int32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -350,7 +340,7 @@ def test_pad_attribute_form_matches_onnxruntime(mode, rng):
 g (float[3, 4] x) => (float[5, 7] y) {{
   y = Pad <mode = "{mode}", pads = [1, 2, 1, 1], value = 1.5> (x)
 }}""")
-    feeds = {"x": _random((3, 4), np.float32, rng)}
+    feeds = {"x": random_array((3, 4), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -376,7 +366,7 @@ def test_trilu_matches_onnxruntime(upper, k, rng):
 g (float[2, 4, 5] x{k_input}) => (float[2, 4, 5] y) {{
   y = Trilu <upper = {upper}> ({inputs})
 }}""")
-    feeds = {"x": _random((2, 4, 5), np.float32, rng)}
+    feeds = {"x": random_array((2, 4, 5), np.float32, rng)}
     if k is not None:
         feeds["k"] = np.array(k, np.int64)  # a run-time k
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
@@ -390,7 +380,7 @@ def test_one_hot_matches_onnxruntime(axis, opset, rng):
     result = list(shape)
     result.insert(axis % 3 if axis < 0 else axis, depth)
     model = parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g (int64[2, 3] i, float[2] v) => (float[{_dims(result)}] y) {{
+g (int64[2, 3] i, float[2] v) => (float[{dims_text(result)}] y) {{
   d = Constant <value = int64 {{{depth}}}> ()
   y = OneHot <axis = {axis}> (i, d, v)
 }}""")
@@ -423,7 +413,7 @@ g ({ty}[3, 6] x) => ({ty}[3, 6] y) {{
   a = Constant <value = int32 {{{axis}}}> ()
   y = CumSum <exclusive = {exclusive}, reverse = {reverse}> (x, a)
 }}""")
-    feeds = {"x": _random((3, 6), dtype, rng)}
+    feeds = {"x": random_array((3, 6), dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -435,7 +425,7 @@ g ({ty}[2, 37] x) => ({ty}[2, 37] y) {{
   a = Constant <value = int64 {{1}}> ()
   y = CumSum <exclusive = 1> (x, a)
 }}""")
-    feeds = {"x": _random((2, 37), dtype, rng)}
+    feeds = {"x": random_array((2, 37), dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     text = emitted_text(model)
     # One shift for exclusive, then ceil(log2(37)) = 6 shift-and-add steps.
@@ -447,10 +437,10 @@ def test_reverse_sequence_matches_onnxruntime(batch_axis, time_axis, rng):
     shape = [4, 5, 2]
     shape[batch_axis], shape[time_axis] = 4, 5
     model = parse(f"""<ir_version: 9, opset_import: ["" : 10]>
-g (float[{_dims(shape)}] x, int64[4] lens) => (float[{_dims(shape)}] y) {{
+g (float[{dims_text(shape)}] x, int64[4] lens) => (float[{dims_text(shape)}] y) {{
   y = ReverseSequence <batch_axis = {batch_axis}, time_axis = {time_axis}> (x, lens)
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng), "lens": np.array([5, 1, 3, 0], np.int64)}
+    feeds = {"x": random_array(shape, np.float32, rng), "lens": np.array([5, 1, 3, 0], np.int64)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -465,10 +455,10 @@ def test_compress_with_constant_condition_matches_onnxruntime(axis, rng):
     attrs = "" if axis is None else f"<axis = {axis}>"
     model = parse(f"""<ir_version: 9, opset_import: ["" : 11]>
 g (float[3, 3] x) => (float[{result}] y) {{
-  c = Constant <value = bool[3] {{{_ints(condition)}}}> ()
+  c = Constant <value = bool[3] {{{ints_text(condition)}}}> ()
   y = Compress {attrs} (x, c)
 }}""")
-    feeds = {"x": _random((3, 3), np.float32, rng)}
+    feeds = {"x": random_array((3, 3), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 

@@ -7,6 +7,8 @@ types onnxruntime cannot feed (complex, float8, int4, int2).
 
 from __future__ import annotations
 
+from tests.util import dims_text, random_full_range
+
 import numpy as np
 import onnx
 import pytest
@@ -24,17 +26,8 @@ from tests.util import (
 )
 
 
-def _dims(shape) -> str:
-    return ", ".join(str(d) for d in shape)
 
 
-def _random(shape, dtype, rng: np.random.Generator) -> np.ndarray:
-    if np.dtype(dtype) == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        info = np.iinfo(dtype)
-        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
-    return rng.standard_normal(shape).astype(dtype)
 
 
 # BitCast -------------------------------------------------------------------------------------
@@ -71,7 +64,7 @@ ORT_BIT_CASTS = [
 def test_bit_cast_matches_onnxruntime(pair, rng):
     source, target = (helper.np_dtype_to_tensor_dtype(np.dtype(d)) for d in pair)
     model = bit_cast_model(source, target)
-    feeds = {"x": _random((2, 3), pair[0], rng)}
+    feeds = {"x": random_full_range((2, 3), pair[0], rng)}
     actual, expected = compile_and_run(model, feeds), oracle_run(model, feeds)
     assert actual[0].dtype == expected[0].dtype
     np.testing.assert_array_equal(actual[0].view(np.uint8), expected[0].view(np.uint8))  # NaN bits too
@@ -92,7 +85,7 @@ def _values_of(dtype: int, rng: np.random.Generator) -> np.ndarray:
         if dtype == TensorProto.UINT2:
             finite = np.clip(finite, 0, 3)
         return finite.astype(np_dtype)
-    return _random((2, 3), np_dtype, rng)
+    return random_full_range((2, 3), np_dtype, rng)
 
 
 REFERENCE_BIT_CASTS = [
@@ -187,16 +180,16 @@ def test_tensor_scatter_matches_onnxruntime(case, mode, indices, rng):
     update_shape = list(shape)
     update_shape[axis] = length
     max_length = shape[axis]
-    inputs = [f"float[{_dims(shape)}] cache", f"float[{_dims(update_shape)}] u"]
+    inputs = [f"float[{dims_text(shape)}] cache", f"float[{dims_text(update_shape)}] u"]
     args = ["cache", "u"]
-    feeds = {"cache": _random(shape, np.float32, rng), "u": _random(update_shape, np.float32, rng)}
+    feeds = {"cache": random_full_range(shape, np.float32, rng), "u": random_full_range(update_shape, np.float32, rng)}
     if indices == "given":
         inputs.append(f"int64[{shape[0]}] w")
         args.append("w")
         high = max_length if mode == "circular" else max_length - length + 1
         feeds["w"] = rng.integers(0, high, shape[0]).astype(np.int64)
     model = parse(f"""<ir_version: 11, opset_import: ["" : 24]>
-g ({', '.join(inputs)}) => (float[{_dims(shape)}] y) {{
+g ({', '.join(inputs)}) => (float[{dims_text(shape)}] y) {{
   y = TensorScatter <mode = "{mode}", axis = {axis}> ({', '.join(args)})
 }}""")
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
@@ -238,9 +231,9 @@ def optimizer_model(name: str, shapes, dtype) -> onnx.ModelProto:
     op = "Momentum" if name == "Nesterov" else name
     ty = onnx_type_name(dtype)
     inputs = [f"{ty} R", "int64 T"] + [
-        f"{ty}[{_dims(shape)}] {g}{i}" for g in groups for i, shape in enumerate(shapes)
+        f"{ty}[{dims_text(shape)}] {g}{i}" for g in groups for i, shape in enumerate(shapes)
     ]
-    outputs = [f"{ty}[{_dims(shape)}] {g}{i}_new" for g in OUTPUT_GROUPS[name] for i, shape in enumerate(shapes)]
+    outputs = [f"{ty}[{dims_text(shape)}] {g}{i}_new" for g in OUTPUT_GROUPS[name] for i, shape in enumerate(shapes)]
     args = ["R", "T"] + [f"{g}{i}" for g in groups for i in range(len(shapes))]
     results = [f"{g}{i}_new" for g in OUTPUT_GROUPS[name] for i in range(len(shapes))]
     return parse(f"""<ir_version: 9, opset_import: ["" : 17, "ai.onnx.preview.training" : 1]>
@@ -317,9 +310,9 @@ def test_array_feature_extractor_matches_onnxruntime(case, dtype, rng):
     out = [1, count] if len(shape) == 1 else [*shape[:-1], count]
     ty = onnx_type_name(dtype)
     model = parse(f"""<ir_version: 9, opset_import: ["" : 17, "ai.onnx.ml" : 1]>
-g ({ty}[{_dims(shape)}] x, int64[{_dims(index_shape)}] i) => ({ty}[{_dims(out)}] y) {{
+g ({ty}[{dims_text(shape)}] x, int64[{dims_text(index_shape)}] i) => ({ty}[{dims_text(out)}] y) {{
   y = ai.onnx.ml.ArrayFeatureExtractor (x, i)
 }}""")
-    feeds = {"x": _random(shape, dtype, rng), "i": rng.integers(0, shape[-1], index_shape).astype(np.int64)}
+    feeds = {"x": random_full_range(shape, dtype, rng), "i": rng.integers(0, shape[-1], index_shape).astype(np.int64)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     assert '"stablehlo.gather"' in emitted_text(model)

@@ -7,6 +7,8 @@ in the zoo (``tools/build_sklearn.py``, ``tests/models/test_zoo.py``).
 
 from __future__ import annotations
 
+from tests.frontend.ml_util import ML, POST_TRANSFORMS, assert_scores_close, feature_input, ml_model, run_both
+
 import numpy as np
 import onnx
 import pytest
@@ -17,35 +19,14 @@ from onnx_stablehlo.errors import UnsupportedAttributeError, UnsupportedDtypeErr
 from tests.util import assert_allclose_for_dtype, ort_run, reference_run
 
 
-def _assert_scores_close(actual, expected, post: str) -> None:
-    """PROBIT's erfinv approximation subtracts nearly equal terms near 0.5: an ulp of log or
-    sqrt becomes up to ~1e-4 there (the approximation itself is only good to ~2e-3)."""
-    if post != "PROBIT":
-        assert_allclose_for_dtype(actual, expected)
-        return
-    np.testing.assert_array_equal(actual[0], expected[0])
-    np.testing.assert_allclose(actual[1], expected[1], rtol=0, atol=2e-4, equal_nan=True)
 
-ML = "ai.onnx.ml"
 MODES = ["BRANCH_LEQ", "BRANCH_LT", "BRANCH_GTE", "BRANCH_GT", "BRANCH_EQ", "BRANCH_NEQ"]
-POST_TRANSFORMS = ["NONE", "LOGISTIC", "SOFTMAX", "SOFTMAX_ZERO", "PROBIT"]
 
 
-def _model(node: onnx.NodeProto, inputs, outputs, ml_opset: int = 3, opset: int = 17) -> onnx.ModelProto:
-    graph = helper.make_graph([node], "g", inputs, outputs)
-    model = helper.make_model(
-        graph, opset_imports=[helper.make_opsetid("", opset), helper.make_opsetid(ML, ml_opset)], ir_version=9
-    )
-    onnx.checker.check_model(model)
-    return model
 
 
-def _x(features: int, dtype=TensorProto.FLOAT):
-    return helper.make_tensor_value_info("X", dtype, ["N", features])
 
 
-def _run_both(model: onnx.ModelProto, feeds: dict) -> tuple[list, list]:
-    return onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds)
 
 
 def _random_trees(rng: np.random.Generator, n_trees: int, depth: int, features: int, modes: list[str], thresholds: np.ndarray):
@@ -102,9 +83,9 @@ def test_tree_ensemble_regressor_every_mode_missing_values(aggregate, post, rng)
         target_treeids=targets["treeids"], target_nodeids=targets["nodeids"], target_ids=targets["ids"],
         target_weights=targets["weights"],
     )
-    model = _model(node, [_x(4)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])])
+    model = ml_model(node, [feature_input(4)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])])
     feeds = {"X": _tree_inputs(rng, 40, 4, thresholds)}
-    actual, expected = _run_both(model, feeds)
+    actual, expected = run_both(model, feeds)
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -132,18 +113,18 @@ def test_tree_ensemble_classifier_post_transforms(classes, post, rng):
         class_treeids=weights["treeids"], class_nodeids=weights["nodeids"], class_ids=weights["ids"],
         class_weights=weights["weights"],
     )
-    model = _model(
-        node, [_x(3)],
+    model = ml_model(
+        node, [feature_input(3)],
         [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N"]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", classes])],
     )
     feeds = {"X": rng.normal(size=(30, 3)).astype(np.float32)}
-    actual, expected = _run_both(model, feeds)
+    actual, expected = run_both(model, feeds)
     if classes == 2:
         # onnxruntime's label for two classes that both have weights is a literal 1 when class
         # 1's score is > 0, else 0 (neither the labels nor class 0's score count); we give the
         # label of the larger score, as the spec and onnx.reference do (docs/coverage.md).
         expected[0] = reference_run(model, feeds)[0]
-    _assert_scores_close(actual, expected, post)
+    assert_scores_close(actual, expected, post)
 
 
 @pytest.mark.parametrize("post", ["NONE", "LOGISTIC"])
@@ -162,12 +143,12 @@ def test_tree_ensemble_classifier_binary_one_score_column(post, signs, rng):
         class_treeids=[t for t, _ in leaves], class_nodeids=[n for _, n in leaves], class_ids=[0] * len(leaves),
         class_weights=[float(w) for w in rng.uniform(low, 0.2, len(leaves))],
     )
-    model = _model(
-        node, [_x(3)],
+    model = ml_model(
+        node, [feature_input(3)],
         [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N"]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", 2])],
     )
     feeds = {"X": rng.normal(size=(30, 3)).astype(np.float32)}
-    actual, expected = _run_both(model, feeds)
+    actual, expected = run_both(model, feeds)
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -190,9 +171,9 @@ def test_tree_ensemble_5_set_membership_and_missing_values(aggregate, rng):
         leaf_targetids=[0, 1, 0, 1, 0, 1],
         leaf_weights=helper.make_tensor("w", TensorProto.FLOAT, [6], [1.0, 2.0, -3.0, 4.5, 0.25, -1.5]),
     )
-    model = _model(node, [_x(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])], ml_opset=5, opset=21)
+    model = ml_model(node, [feature_input(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])], ml_opset=5, opset=21)
     x = rng.choice(np.array([0, 1, 2, 3, 4, 5, 0.5, np.nan]), size=(48, 3)).astype(np.float32)
-    actual, expected = _run_both(model, {"X": x})
+    actual, expected = run_both(model, {"X": x})
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -207,12 +188,12 @@ def test_tree_walk_has_no_loop_per_tree(rng):
         target_treeids=[t for t, _ in leaves], target_nodeids=[n for _, n in leaves], target_ids=[0] * len(leaves),
         target_weights=[1.0] * len(leaves),
     )
-    model = _model(node, [_x(4)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
+    model = ml_model(node, [feature_input(4)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
     text = onnx_stablehlo.lower(model).text
     # per step: node links, feature values, thresholds; then the leaf values
     assert text.count("#stablehlo.gather<") == 3 * 3 + 1
     x = rng.normal(size=(7, 4)).astype(np.float32)
-    actual, expected = _run_both(model, {"X": x})
+    actual, expected = run_both(model, {"X": x})
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -229,8 +210,8 @@ def test_linear_classifier_post_transforms(rows, post, rng):
         classlabels_ints=labels, post_transform=post,
     )
     columns = 2 if rows == 1 else rows
-    model = _model(
-        node, [_x(4)],
+    model = ml_model(
+        node, [feature_input(4)],
         [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N"]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", columns])],
     )
     feeds = {"X": rng.normal(size=(20, 4)).astype(np.float32) * 0.3}
@@ -238,8 +219,8 @@ def test_linear_classifier_post_transforms(rows, post, rng):
         with pytest.raises(UnsupportedAttributeError, match="post_transform='PROBIT'"):
             onnx_stablehlo.compile(model).run(feeds)
         return
-    actual, expected = _run_both(model, feeds)
-    _assert_scores_close(actual, expected, post)
+    actual, expected = run_both(model, feeds)
+    assert_scores_close(actual, expected, post)
 
 
 @pytest.mark.parametrize(("kernel", "one_class"), [("LINEAR", 0), ("POLY", 1), ("RBF", 0), ("SIGMOID", 1)])
@@ -250,9 +231,9 @@ def test_svm_regressor_every_kernel(kernel, one_class, rng):
         support_vectors=[float(v) for v in rng.normal(size=15)], coefficients=[float(v) for v in rng.normal(size=5)],
         rho=[0.2],
     )
-    model = _model(node, [_x(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
+    model = ml_model(node, [feature_input(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
     feeds = {"X": rng.normal(size=(10, 3)).astype(np.float32)}
-    actual, expected = _run_both(model, feeds)
+    actual, expected = run_both(model, feeds)
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -263,11 +244,11 @@ def test_svm_classifier_linear_mode(rng):
         kernel_type="LINEAR", kernel_params=[0.1, 0.0, 1.0], coefficients=[float(v) for v in rng.normal(size=12)], rho=[0.1],
         classlabels_ints=[1, 2, 3],
     )
-    model = _model(
-        node, [_x(4)],
+    model = ml_model(
+        node, [feature_input(4)],
         [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N"]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", 3])],
     )
-    actual, expected = _run_both(model, {"X": rng.normal(size=(9, 4)).astype(np.float32)})
+    actual, expected = run_both(model, {"X": rng.normal(size=(9, 4)).astype(np.float32)})
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -277,43 +258,43 @@ def test_svm_classifier_linear_mode(rng):
 @pytest.mark.parametrize("norm", ["MAX", "L1", "L2"])
 def test_normalizer(norm, rng):
     node = helper.make_node("Normalizer", ["X"], ["Y"], domain=ML, norm=norm)
-    model = _model(node, [_x(5)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 5])])
+    model = ml_model(node, [feature_input(5)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 5])])
     x = rng.normal(size=(6, 5)).astype(np.float32)
     x[2] = 0.0  # a zero norm gives zeros in onnxruntime
     x[3] = -np.abs(x[3])  # MAX of a negative row
-    actual, expected = _run_both(model, {"X": x})
+    actual, expected = run_both(model, {"X": x})
     np.testing.assert_array_equal(actual[0], expected[0])  # the norm in float64, rounded once
 
 
 @pytest.mark.parametrize("dtype", [TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT64], ids=["f32", "f64", "i64"])
 def test_scaler(dtype, rng):
     node = helper.make_node("Scaler", ["X"], ["Y"], domain=ML, offset=[0.5, -1.0, 2.0], scale=[2.0, 0.25, -1.5])
-    model = _model(node, [_x(3, dtype)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])])
+    model = ml_model(node, [feature_input(3, dtype)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])])
     x = rng.normal(size=(4, 3)) * 4
     x = x.astype(helper.tensor_dtype_to_np_dtype(dtype))
-    actual, expected = _run_both(model, {"X": x})
+    actual, expected = run_both(model, {"X": x})
     assert_allclose_for_dtype(actual, expected)
 
 
 def test_imputer_float_nan_and_int64(rng):
     node = helper.make_node("Imputer", ["X"], ["Y"], domain=ML, imputed_value_floats=[1.0, 2.0, 3.0], replaced_value_float=float("nan"))
-    model = _model(node, [_x(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])])
+    model = ml_model(node, [feature_input(3)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 3])])
     x = rng.normal(size=(5, 3)).astype(np.float32)
     x[rng.random((5, 3)) < 0.4] = np.nan
-    actual, expected = _run_both(model, {"X": x})
+    actual, expected = run_both(model, {"X": x})
     assert_allclose_for_dtype(actual, expected)
 
     node = helper.make_node("Imputer", ["X"], ["Y"], domain=ML, imputed_value_int64s=[9], replaced_value_int64=-1)
-    model = _model(node, [_x(3, TensorProto.INT64)], [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N", 3])])
-    actual, expected = _run_both(model, {"X": rng.integers(-1, 2, (5, 3)).astype(np.int64)})
+    model = ml_model(node, [feature_input(3, TensorProto.INT64)], [helper.make_tensor_value_info("Y", TensorProto.INT64, ["N", 3])])
+    actual, expected = run_both(model, {"X": rng.integers(-1, 2, (5, 3)).astype(np.int64)})
     assert_allclose_for_dtype(actual, expected)
 
 
 def test_one_hot_encoder_and_feature_vectorizer(rng):
     encode = helper.make_node("OneHotEncoder", ["X"], ["H"], domain=ML, cats_int64s=[3, 1, 4], zeros=1)
     vectorize = helper.make_node("FeatureVectorizer", ["F", "G"], ["Y"], domain=ML, inputdimensions=[2, 4])  # cut, padded
-    model = _model(encode, [helper.make_tensor_value_info("X", TensorProto.INT64, ["N", 2])], [helper.make_tensor_value_info("H", TensorProto.FLOAT, ["N", 2, 3])])
-    actual, expected = _run_both(model, {"X": rng.integers(0, 6, (5, 2)).astype(np.int64)})
+    model = ml_model(encode, [helper.make_tensor_value_info("X", TensorProto.INT64, ["N", 2])], [helper.make_tensor_value_info("H", TensorProto.FLOAT, ["N", 2, 3])])
+    actual, expected = run_both(model, {"X": rng.integers(0, 6, (5, 2)).astype(np.int64)})
     assert_allclose_for_dtype(actual, expected)
 
     graph = helper.make_graph(
@@ -323,7 +304,7 @@ def test_one_hot_encoder_and_feature_vectorizer(rng):
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 3)], ir_version=9)
     feeds = {"F": rng.normal(size=(4, 3)).astype(np.float32), "G": rng.normal(size=(4, 2)).astype(np.float32)}
-    actual, expected = _run_both(model, feeds)
+    actual, expected = run_both(model, feeds)
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -337,8 +318,8 @@ def test_label_encoder_numeric_keys(direction, rng):
         node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_floats=[0.5, 1.5, float("nan")], values_int64s=[1, 2, 3], default_int64=-1)
         x = rng.choice(np.array([0.5, 1.5, 2.5, np.nan], np.float32), (4, 3))
         types = (TensorProto.FLOAT, TensorProto.INT64)
-    model = _model(node, [helper.make_tensor_value_info("X", types[0], ["N", 3])], [helper.make_tensor_value_info("Y", types[1], ["N", 3])])
-    actual, expected = _run_both(model, {"X": x})
+    model = ml_model(node, [helper.make_tensor_value_info("X", types[0], ["N", 3])], [helper.make_tensor_value_info("Y", types[1], ["N", 3])])
+    actual, expected = run_both(model, {"X": x})
     assert_allclose_for_dtype(actual, expected)
 
 
@@ -354,7 +335,7 @@ def _zipmap_model() -> onnx.ModelProto:
     zipmap = helper.make_node("ZipMap", ["scores"], ["probabilities"], domain=ML, classlabels_int64s=[3, 5, 8])
     seq_of_maps = helper.make_sequence_type_proto(helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, None)))
     graph = helper.make_graph(
-        [classify, zipmap], "g", [_x(2)],
+        [classify, zipmap], "g", [feature_input(2)],
         [helper.make_tensor_value_info("label", TensorProto.INT64, ["N"]), helper.make_value_info("probabilities", seq_of_maps)],
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)], ir_version=9)
@@ -388,8 +369,8 @@ def test_string_class_labels_are_a_typed_error(rng):
     node = helper.make_node(
         "LinearClassifier", ["X"], ["Y", "Z"], domain=ML, coefficients=[1.0, 2.0, 3.0, 4.0], classlabels_strings=["a", "b"],
     )
-    model = _model(
-        node, [_x(2)],
+    model = ml_model(
+        node, [feature_input(2)],
         [helper.make_tensor_value_info("Y", TensorProto.STRING, ["N"]), helper.make_tensor_value_info("Z", TensorProto.FLOAT, ["N", 2])],
     )
     with pytest.raises(UnsupportedDtypeError, match="classlabels_strings"):

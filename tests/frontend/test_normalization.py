@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from tests.util import FLOATS, FLOAT_IDS
+
 import ml_dtypes
 import numpy as np
 import onnx
@@ -19,8 +21,6 @@ from tests.util import (
     parse,
 )
 
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
 
 # LayerNormalization ---------------------------------------------------------------------------
 

@@ -8,6 +8,8 @@ is the oracle (onnx.reference fails on omitted optional inputs).
 
 from __future__ import annotations
 
+from tests.util import dims_text
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -27,8 +29,6 @@ from tests.util import (
 )
 
 
-def _dims(shape) -> str:
-    return ", ".join(str(d) for d in shape)
 
 
 def _ir_version(opset: int) -> int:
@@ -59,7 +59,7 @@ def top_k_model(opset, dtype, shape, k, axis, largest=None, sort=None):
     else:
         body = f"k = Constant <value = int64[1] {{{k}}}> ()\n  v, i = TopK <{', '.join(attrs)}> (x, k)"
     return parse(f"""<ir_version: {_ir_version(opset)}, opset_import: ["" : {opset}]>
-g ({ty}[{_dims(shape)}] x) => ({ty}[{_dims(out)}] v, int64[{_dims(out)}] i) {{
+g ({ty}[{dims_text(shape)}] x) => ({ty}[{dims_text(out)}] v, int64[{dims_text(out)}] i) {{
   {body}
 }}""")
 
@@ -172,8 +172,8 @@ def _floats(values: np.ndarray) -> str:
 
 def nms_model(boxes, scores, max_out=None, iou=None, score=None, center=0, opset=11):
     lines = [
-        f"b = Constant <value = float[{_dims(boxes.shape)}] {{{_floats(boxes)}}}> ()",
-        f"s = Constant <value = float[{_dims(scores.shape)}] {{{_floats(scores)}}}> ()",
+        f"b = Constant <value = float[{dims_text(boxes.shape)}] {{{_floats(boxes)}}}> ()",
+        f"s = Constant <value = float[{dims_text(scores.shape)}] {{{_floats(scores)}}}> ()",
     ]
     args = ["b", "s"]
     for name, value, ty in (("m", max_out, "int64"), ("t", iou, "float"), ("c", score, "float")):
