@@ -23,6 +23,7 @@ from tests.frontend.contrib_util import (
     normal,
     ort_run,
     ort_schema_defaults,
+    tolerance,
 )
 from tests.util import SLOW, slow_param
 

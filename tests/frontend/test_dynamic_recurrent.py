@@ -201,7 +201,7 @@ def test_loop_with_symbolic_carried_value_and_run_time_trip_count(rng):
     def feeds(n, b):
         return {"n": np.array(n, np.int64), "v0": rng.standard_normal((b, 2)).astype(np.float32)}
 
-    model = parse(CF_HEADER + """g (int64 n, float[B, 2] v0) => (float[B, 2] v) {
+    model = parse('<ir_version: 9, opset_import: ["" : 18]>\n' + """g (int64 n, float[B, 2] v0) => (float[B, 2] v) {
   c = Constant <value = bool {1}> ()
   v = Loop (n, c, v0) <body = g2 (int64 i, bool ci, float[B, 2] a) => (bool co, float[B, 2] a2) {
      co = Identity(ci)
