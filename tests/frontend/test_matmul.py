@@ -1,6 +1,12 @@
-"""Parity of the matmul family (frontend/lowering/matmul.py) against onnxruntime."""
+"""Parity of the matmul family (frontend/lowering/matmul.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
+
+import re
 
 import ml_dtypes
 import numpy as np
@@ -11,13 +17,77 @@ import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
 from tests.util import (
     assert_allclose_for_dtype,
+    check_symbolic,
     compile_and_run,
     emitted_text,
     onnx_type_name,
     oracle_run,
     parse,
     reference_run,
+    standard_normal,
 )
+
+# Gemm, Einsum ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_symbolic_dims(trans_a, trans_b, rng):
+    def feeds(m, k, n):
+        a = standard_normal(rng, *((k, m) if trans_a else (m, k)))
+        b = standard_normal(rng, *((n, k) if trans_b else (k, n)))
+        return {"a": a, "b": b, "c": standard_normal(rng, n)}
+
+    a_type = "float[K, M]" if trans_a else "float[M, K]"
+    b_type = "float[N, K]" if trans_b else "float[K, N]"
+    check_symbolic(
+        13,
+        f"g ({a_type} a, {b_type} b, float[N] c) => (float[M, N] y) {{\n"
+        f"  y = Gemm <alpha = 0.5, beta = 2.0, transA = {trans_a}, transB = {trans_b}> (a, b, c)\n"
+        "}",
+        feeds,
+        [(2, 3, 4), (5, 1, 3)],
+    )
+
+
+def test_gemm_scalar_bias_static_weight(rng):
+    def feeds(m):
+        return {"a": standard_normal(rng, m, 3), "c": standard_normal(rng, 1, 1)}
+
+    check_symbolic(
+        13,
+        "g (float[M, 3] a, float[1, 1] c) => (float[M, 2] y) <float[3, 2] b = {1, 2, 3, 4, 5, 6}> {\n"
+        "  y = Gemm (a, b, c)\n"
+        "}",
+        feeds,
+        [(2,), (7,)],
+    )
+
+
+@pytest.mark.parametrize(
+    "equation, inputs, output, shapes_of",
+    [
+        ("bij,bjk->bik", "float[B, I, J] x, float[B, J, K] z", "float[B, I, K]",
+         lambda n, m: [(2, n, m), (2, m, 3)]),
+        ("ii->i", "float[N, N] x", "float[N]", lambda n, m: [(n, n)]),
+        ("...ij->...ji", "float[B, I, J] x", "float[B, J, I]", lambda n, m: [(2, n, m)]),
+        ("ij->", "float[I, J] x", "float", lambda n, m: [(n, m)]),
+        ("i,i", "float[I] x, float[I] z", "float", lambda n, m: [(n,), (n,)]),
+        ("bij,jk->bk", "float[B, I, J] x, float[J, K] z", "float[B, K]", lambda n, m: [(n, 3, m), (m, 2)]),
+    ],
+)
+def test_einsum_symbolic_dims(equation, inputs, output, shapes_of, rng):
+    names = re.findall(r"\]\s+(\w+)", inputs)
+
+    def feeds(n, m):
+        return {name: standard_normal(rng, *shape) for name, shape in zip(names, shapes_of(n, m))}
+
+    check_symbolic(
+        12,
+        f'g ({inputs}) => ({output} y) {{\n  y = Einsum <equation = "{equation}"> ({", ".join(names)})\n}}',
+        feeds,
+        [(3, 4), (5, 2)],
+    )
+
 
 MATMUL_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}{a_shape} a, {ty}{b_shape} b) => ({ty} y) {{

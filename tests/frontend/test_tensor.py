@@ -2,6 +2,9 @@
 
 Data flows through graph inputs; shape-like inputs (shape, axes, split, repeats) are Constant
 nodes, since the lowering needs them at compile time.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
 """
 
 from __future__ import annotations
@@ -10,16 +13,172 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedAttributeError
 from tests.util import (
     assert_allclose_for_dtype,
+    check_symbolic,
     compile_and_run,
     emitted_text,
     onnx_type_name,
     oracle_run,
     parse,
     reference_run,
+    standard_normal,
 )
+
+# Reshape ---------------------------------------------------------------------------------------
+
+
+def test_reshape_head_split_floor_divides_a_symbolic_dim(rng):
+    # [B, S, H] -> [B, S, 3, H/3]: H is not provably a multiple of 3, so the -1 is floor(H / 3).
+    compiled = check_symbolic(
+        18,
+        """g (float[B, S, H] x) => (float[B, S, H] y) {
+  heads = Constant <value = int64[4] {0, 0, 3, -1}> ()
+  back = Constant <value = int64[3] {0, 0, -1}> ()
+  split = Reshape(x, heads)
+  t = Transpose <perm = [0, 2, 1, 3]> (split)
+  u = Transpose <perm = [0, 2, 1, 3]> (t)
+  merged = Reshape(u, back)
+  y = Add(merged, x)
+}""",
+        lambda b, s, h: {"x": standard_normal(rng, b, s, h)},
+        [(2, 3, 6), (1, 5, 12)],
+    )
+    # Adding x back assumes 3*floor(H / 3) == H, checked against each feed.
+    assert [str(e.rhs) for e in compiled.artifact.dim_equalities] == ["3*floor(H / 3)"]
+
+
+def test_reshape_minus_one_of_unrelated_symbols_is_computed_at_run_time(rng):
+    # The target takes Q's batch (B) for K ([B2, S, H]): K's -1 is B2*S*H / (3*B*S), which
+    # no dim expression states; it is divided at run time.
+    check_symbolic(
+        18,
+        """g (float[B, S, H] q, float[B2, S2, H2] k) => (float[B, S2, 3, N] y) {
+  s = Shape(q)
+  zero = Constant <value = int64[1] {0}> ()
+  one = Constant <value = int64[1] {1}> ()
+  batch = Slice(s, zero, one)
+  tail = Constant <value = int64[3] {0, 3, -1}> ()
+  target = Concat <axis = 0> (batch, tail)
+  y = Reshape(k, target)
+}""",
+        lambda b, s, h: {"q": standard_normal(rng, b, s, h), "k": standard_normal(rng, b, s + 1, h)},
+        [(2, 3, 6), (3, 2, 9)],
+    )
+
+
+# Split -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("outputs", [2, 3])
+def test_split_num_outputs_uneven_symbolic_axis(outputs, rng):
+    names = ", ".join(f"y{i}" for i in range(outputs))
+    types = ", ".join(f"float[B, D{i}] y{i}" for i in range(outputs))
+    check_symbolic(
+        18,
+        f"""g (float[B, N] x) => ({types}) {{
+  {names} = Split <axis = 1, num_outputs = {outputs}> (x)
+}}""",
+        lambda b, n: {"x": standard_normal(rng, b, n)},
+        [(2, 7), (3, 9)],
+    )
+
+
+def test_split_equal_parts_opset13_symbolic_axis(rng):
+    check_symbolic(
+        13,
+        """g (float[N, C] x) => (float[N2, C] a, float[N3, C] b) {
+  a, b = Split <axis = 0> (x)
+}""",
+        lambda n, c: {"x": standard_normal(rng, n, c)},
+        [(4, 3), (6, 5)],
+    )
+
+
+def test_split_constant_sizes_on_a_symbolic_other_axis(rng):
+    check_symbolic(
+        13,
+        """g (float[N, 5] x) => (float[N, 2] a, float[N, 3] b) {
+  sizes = Constant <value = int64[2] {2, 3}> ()
+  a, b = Split <axis = 1> (x, sizes)
+}""",
+        lambda n: {"x": standard_normal(rng, n, 5)},
+        [(1,), (4,)],
+    )
+
+
+def test_split_constant_sizes_on_the_symbolic_axis_falls_back(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 13]>
+g (float[N] x) => (float[A] a, float[B] b) {
+  sizes = Constant <value = int64[2] {2, 3}> ()
+  a, b = Split <axis = 0> (x, sizes)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None
+    assert "ShapeError" in compiled.dynamic_error and "cannot be matched" in compiled.dynamic_error
+    feeds = {"x": standard_normal(rng, 5)}
+    assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
+
+
+# DepthToSpace, SpaceToDepth -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_symbolic(mode, rng):
+    check_symbolic(
+        13,
+        f"""g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {{
+  y = DepthToSpace <blocksize = 2, mode = "{mode}"> (x)
+}}""",
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
+        [(1, 8, 2, 3), (2, 4, 3, 1)],
+    )
+
+
+def test_space_to_depth_symbolic(rng):
+    check_symbolic(
+        13,
+        """g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {
+  y = SpaceToDepth <blocksize = 2> (x)
+}""",
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
+        [(1, 3, 4, 6), (2, 1, 2, 8)],
+    )
+
+
+# GatherND ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "batch_dims, data_type, index_type, out_type",
+    [
+        (0, "float[A, B, C]", "int64[I, K]", "float[I, C]"),
+        (0, "float[A, B, C]", "int64[I, J, K]", "float[I, J, B, C]"),
+        (1, "float[A, B, C]", "int64[A2, K]", "float[A, C]"),
+    ],
+)
+def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_type, rng):
+    def feeds(a, b, c, i):
+        data = standard_normal(rng, a, b, c)
+        if batch_dims:
+            indices = rng.integers(-b, b, (a, 1))
+        elif "J" in index_type:
+            indices = rng.integers(-a, a, (i, 2, 1))
+        else:
+            indices = np.stack([rng.integers(-a, a, i), rng.integers(-b, b, i)], axis=1)
+        return {"data": data, "indices": indices.astype(np.int64)}
+
+    check_symbolic(
+        13,
+        f"""g ({data_type} data, {index_type} indices) => ({out_type} y) {{
+  y = GatherND <batch_dims = {batch_dims}> (data, indices)
+}}""",
+        feeds,
+        [(2, 3, 4, 5), (3, 2, 1, 2)],
+    )
+
 
 DTYPES = [np.float32, np.float16, np.int64, np.int32, np.bool_]
 DTYPE_IDS = ["f32", "f16", "i64", "i32", "bool"]
