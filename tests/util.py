@@ -284,3 +284,53 @@ def check_node(op: str, opset: int, inputs: list[tuple[str, np.ndarray]], attrib
     actual = compile_and_run(model, feeds)
     assert_allclose_for_dtype(actual, expected, dtype)
     return emitted_text(model)
+
+
+def check_bfloat16_matches_float32(op: str, inputs, out_shape, attributes: dict, rng: np.random.Generator,
+                                   opset: int = 22) -> None:
+    """A one-node bfloat16 model (computed in float32 by the rule) against onnxruntime's float32
+    result on the same bfloat16-representable inputs, to bfloat16 precision (rtol = atol = 2e-2).
+
+    ``inputs`` are ``(name, shape)``; an input named ``i`` is int64 indices (MaxUnpool's).
+    """
+    import ml_dtypes
+
+    def model(dtype):
+        specs = [(name, np.int64 if name == "i" else dtype, shape) for name, shape in inputs]
+        return parse(node_model_text(op, opset, specs, ("y", dtype, out_shape), attributes))
+
+    feeds = {name: rng.uniform(-1, 1, shape).astype(ml_dtypes.bfloat16) for name, shape in inputs}
+    if "i" in feeds:
+        feeds["i"] = np.array([[[[1, 6], [8, 15]]]], np.int64)
+    (actual,) = compile_and_run(model(ml_dtypes.bfloat16), feeds)
+    wide = {name: value.astype(np.float32) if value.dtype == ml_dtypes.bfloat16 else value
+            for name, value in feeds.items()}
+    (expected,) = ort_run(model(np.float32), wide)
+    assert actual.dtype == ml_dtypes.bfloat16
+    np.testing.assert_allclose(actual.astype(np.float32), expected, rtol=2e-2, atol=2e-2)
+
+
+def check_symbolic_nchw(body: str, rng: np.random.Generator) -> None:
+    """Compiles a one-node NCHW graph ``body`` over ``x: float[N, 3, H, W]`` once with symbolic
+    batch and spatial dims (initializers ``w`` [4, 3, 3, 3], ``wt`` [3, 4, 2, 2], ``b`` [4] at
+    hand), runs it at two shapes against onnxruntime, and requires one artifact refined once
+    per shape."""
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+    wt = rng.standard_normal((3, 4, 2, 2)).astype(np.float32)
+    b = rng.standard_normal(4).astype(np.float32)
+
+    def values(a: np.ndarray) -> str:
+        return ", ".join(repr(float(v)) for v in a.ravel())
+
+    model = parse(f"""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, C, OH, OW] y)
+<float[4, 3, 3, 3] w = {{{values(w)}}}, float[3, 4, 2, 2] wt = {{{values(wt)}}}, float[4] b = {{{values(b)}}}>
+{{
+  {body}
+}}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    for shape in [(1, 3, 8, 8), (2, 3, 11, 7)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    assert compiled.compile_count == 2

@@ -53,7 +53,6 @@ UNARY_CASES = [
 ]
 
 
-
 def _remainder_inputs(rng: np.random.Generator) -> list[np.ndarray]:
     y = rng.choice([-1.0, 1.0], (2, 3)) * rng.uniform(1.0, 2.0, (2, 3))
     # x / y = n + f with f in [0.2, 0.8]: away from the jumps of trunc(x / y)

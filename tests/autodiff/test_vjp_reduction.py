@@ -9,7 +9,18 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.autodiff.vjp_cases import NEG_INF, POS_INF, Case, dilated_size, check_case, distinct, inputs, normal, tensor_type, uniform
+from tests.autodiff.vjp_cases import (
+    NEG_INF,
+    POS_INF,
+    Case,
+    check_case,
+    dilated_size,
+    distinct,
+    inputs,
+    normal,
+    tensor_type,
+    uniform,
+)
 from tests.autodiff.vjp_check import compile_vjp, run
 
 
@@ -108,7 +119,6 @@ func.func @main(%x: {t}) -> {ot} {{
   return %r : {ot}
 }}"""
     return Case(case_id, ("stablehlo.reduce_window",), text, inputs(make or normal(*shape)))
-
 
 
 WINDOW_CASES = [

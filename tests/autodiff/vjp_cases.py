@@ -77,7 +77,6 @@ def inputs(*makers: Callable[[np.random.Generator], np.ndarray]) -> Inputs:
     return lambda rng: [make(rng) for make in makers]
 
 
-
 def unary(op: str, make: Callable[[np.random.Generator], np.ndarray] | None = None, shape=(2, 3)) -> Case:
     t = tensor_type(shape)
     text = f"""
@@ -96,7 +95,6 @@ func.func @main(%x: {t}, %y: {t}) -> {t} {{
   return %z : {t}
 }}"""
     return Case(case_id or op.replace(".", "-"), (op,), text, inputs(lhs or normal(*shape), rhs or normal(*shape)))
-
 
 
 def distinct(*shape: int) -> Callable[[np.random.Generator], np.ndarray]:

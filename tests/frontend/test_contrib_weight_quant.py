@@ -17,8 +17,6 @@ from tests.util import SLOW, slow_param
 F32, F16, U8, I8, I32, I64 = np.float32, np.float16, np.uint8, np.int8, np.int32, np.int64
 
 
-
-
 def pack(values: np.ndarray, bits: int) -> np.ndarray:
     """Packs unsigned ``bits``-bit values along the last axis, low bits first (MatMulNBits' layout)."""
     per = 8 // bits

@@ -12,7 +12,6 @@ Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param``
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 
 import onnx_stablehlo
@@ -28,9 +27,6 @@ from tests.util import (
 )
 
 # Loop and Scan ---------------------------------------------------------------------------------
-
-
-
 
 
 def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):

@@ -21,8 +21,10 @@ from tests.util import (
     FLOATS,
     FLOAT_IDS,
     assert_allclose_for_dtype,
+    check_bfloat16_matches_float32,
     check_node,
     check_symbolic,
+    check_symbolic_nchw,
     compile_and_run,
     emitted_text,
     int_array,
@@ -263,7 +265,6 @@ def test_conv_transpose_each_revision_matches_onnxruntime(opset, rng):
 # ConvInteger, QLinearConv ---------------------------------------------------------------------
 
 
-
 @pytest.mark.parametrize("w_dtype", [np.uint8, np.int8], ids=["w-u8", "w-i8"])
 @pytest.mark.parametrize("zero_points", ["none", "scalar", "per-channel"])
 def test_conv_integer_matches_onnxruntime(zero_points, w_dtype, rng):
@@ -309,57 +310,12 @@ _SYMBOLIC_BODIES = {
     "conv_strided": 'y = Conv <pads = [1, 1, 1, 1], strides = [2, 2]> (x, w, b)',
     "conv_same_stride1": 'y = Conv <auto_pad = "SAME_UPPER"> (x, w, b)',
     "conv_transpose": 'y = ConvTranspose <strides = [2, 2]> (x, wt, b)',
-    "maxpool_padded": 'y = MaxPool <kernel_shape = [5, 5], pads = [2, 2, 2, 2]> (x)',
-    "maxpool_same": 'y = MaxPool <kernel_shape = [2, 2], auto_pad = "SAME_UPPER"> (x)',
-    "maxpool_strided": 'y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
-    "avgpool_exclude_pad": 'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
-    "avgpool_include_pad": (
-        'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (x)'
-    ),
-    "global_average": "y = GlobalAveragePool (x)",
-    "global_max": "y = GlobalMaxPool (x)",
 }
 
 
 @pytest.mark.parametrize("body", list(_SYMBOLIC_BODIES.values()), ids=list(_SYMBOLIC_BODIES))
 def test_symbolic_batch_and_spatial_dims_lower_once(body, rng):
-    import onnx_stablehlo
-
-    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
-    wt = rng.standard_normal((3, 4, 2, 2)).astype(np.float32)
-    b = rng.standard_normal(4).astype(np.float32)
-
-    def values(a: np.ndarray) -> str:
-        return ", ".join(repr(float(v)) for v in a.ravel())
-
-    model = parse(f"""<ir_version: 9, opset_import: ["" : 19]>
-g (float[N, 3, H, W] x) => (float[N, C, OH, OW] y)
-<float[4, 3, 3, 3] w = {{{values(w)}}}, float[3, 4, 2, 2] wt = {{{values(wt)}}}, float[4] b = {{{values(b)}}}>
-{{
-  {body}
-}}""")
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is not None, compiled.dynamic_error
-    for shape in [(1, 3, 8, 8), (2, 3, 11, 7)]:
-        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
-        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
-    assert compiled.compile_count == 2
-
-
-def test_symbolic_dims_with_size_dependent_geometry_fall_back_to_per_shape(rng):
-    import onnx_stablehlo
-
-    # SAME padding with a stride above the window depends on the size mod the stride: lowered
-    # per shape instead.
-    model = parse("""<ir_version: 9, opset_import: ["" : 19]>
-g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y) {
-  y = MaxPool <kernel_shape = [2, 2], strides = [3, 3], auto_pad = "SAME_UPPER"> (x)
-}""")
-    compiled = onnx_stablehlo.compile(model)
-    assert compiled.artifact is None and "MaxPool" in compiled.dynamic_error
-    for shape in [(1, 3, 8, 7), (2, 3, 5, 8)]:
-        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
-        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    check_symbolic_nchw(body, rng)
 
 
 # Conv and pooling: SAME_* and ceil_mode with strides ----------------------------------------------
@@ -427,3 +383,17 @@ g (float[N, 4, H, W] x, float[4, {6 // groups}, 3, 3] w, float[6] b) => (float[N
         }
 
     check_symbolic(None, text, feeds, [(1, 4, 5, 4), (2, 4, 7, 9)], rng, rtol=1e-4, atol=1e-4, oracle=ort_run)
+
+
+# bfloat16 (added to DeformConv at opset 22): computed in float32, so it must match the float32 oracle
+# on the same (bfloat16-representable) inputs to bfloat16 precision.
+
+BF16_CASES = {
+    "deform-conv": ("DeformConv", [("x", (1, 2, 5, 5)), ("w", (2, 2, 2, 2)), ("offset", (1, 8, 4, 4))],
+                    (1, 2, 4, 4), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(BF16_CASES), ids=list(BF16_CASES))
+def test_bfloat16_matches_float32_oracle(case, rng):
+    check_bfloat16_matches_float32(*BF16_CASES[case], rng)

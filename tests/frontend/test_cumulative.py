@@ -21,7 +21,6 @@ from tests.util import (
     oracle_run,
     parse,
     random_array,
-    standard_normal,
 )
 
 

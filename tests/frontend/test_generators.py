@@ -13,7 +13,6 @@ import pytest
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError
 from onnx_stablehlo.frontend.importer import import_model
-from onnx_stablehlo.frontend.loader import load
 from tests.util import (
     assert_allclose_for_dtype,
     check_symbolic,

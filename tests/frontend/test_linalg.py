@@ -10,6 +10,7 @@ import pytest
 from onnx_stablehlo.errors import ShapeError
 from tests.util import (
     assert_allclose_for_dtype,
+    check_bfloat16_matches_float32,
     compile_and_run,
     emitted_text,
     node_model_text,
@@ -56,3 +57,16 @@ def test_det_of_singular_and_permuted_matrices(n, rng):
 def test_det_rejects_non_square():
     with pytest.raises(ShapeError, match=r"\[\*, n, n\]"):
         emitted_text(parse(node_model_text("Det", 22, [("x", np.float32, (2, 3))], ("y", np.float32, ()), {})))
+
+
+# bfloat16 (added to Det at opset 22): computed in float32, so it must match the float32 oracle
+# on the same (bfloat16-representable) inputs to bfloat16 precision.
+
+BF16_CASES = {
+    "det": ("Det", [("x", (3, 4, 4))], (3,), {}),
+}
+
+
+@pytest.mark.parametrize("case", list(BF16_CASES), ids=list(BF16_CASES))
+def test_bfloat16_matches_float32_oracle(case, rng):
+    check_bfloat16_matches_float32(*BF16_CASES[case], rng)

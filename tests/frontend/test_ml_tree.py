@@ -8,7 +8,6 @@ not read well in ONNX text syntax). Real converted models are in the zoo (``tool
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import pytest
 from onnx import TensorProto, helper
 

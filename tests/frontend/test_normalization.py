@@ -13,7 +13,6 @@ import onnx.parser
 import onnx_ir
 import pytest
 
-import onnx_stablehlo
 from onnx_stablehlo.errors import UnsupportedAttributeError
 from tests.util import (
     FLOATS,

@@ -21,8 +21,10 @@ from tests.util import (
     FLOAT_IDS,
     assert_allclose_for_dtype,
     attrs_text as _attrs,
+    check_bfloat16_matches_float32,
     check_node,
     check_symbolic,
+    check_symbolic_nchw,
     compile_and_run,
     emitted_text,
     int_array,
@@ -270,3 +272,53 @@ def test_pool_ceil_mode_that_may_drop_a_window_falls_back(rng):
     for shape in [(1, 2, 8, 7), (1, 2, 9, 9)]:
         feeds = normal_feeds("x")(rng, shape)
         assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+
+
+# Symbolic batch and spatial dims: one artifact, refined per input shape ----------------------
+
+_SYMBOLIC_BODIES = {
+    "maxpool_padded": 'y = MaxPool <kernel_shape = [5, 5], pads = [2, 2, 2, 2]> (x)',
+    "maxpool_same": 'y = MaxPool <kernel_shape = [2, 2], auto_pad = "SAME_UPPER"> (x)',
+    "maxpool_strided": 'y = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
+    "avgpool_exclude_pad": 'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1]> (x)',
+    "avgpool_include_pad": (
+        'y = AveragePool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], count_include_pad = 1> (x)'
+    ),
+    "global_average": "y = GlobalAveragePool (x)",
+    "global_max": "y = GlobalMaxPool (x)",
+}
+
+
+@pytest.mark.parametrize("body", list(_SYMBOLIC_BODIES.values()), ids=list(_SYMBOLIC_BODIES))
+def test_symbolic_batch_and_spatial_dims_lower_once(body, rng):
+    check_symbolic_nchw(body, rng)
+
+
+def test_symbolic_dims_with_size_dependent_geometry_fall_back_to_per_shape(rng):
+    import onnx_stablehlo
+
+    # SAME padding with a stride above the window depends on the size mod the stride: lowered
+    # per shape instead.
+    model = parse("""<ir_version: 9, opset_import: ["" : 19]>
+g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y) {
+  y = MaxPool <kernel_shape = [2, 2], strides = [3, 3], auto_pad = "SAME_UPPER"> (x)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "MaxPool" in compiled.dynamic_error
+    for shape in [(1, 3, 8, 7), (2, 3, 5, 8)]:
+        feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
+        assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+
+
+# bfloat16 (added to MaxUnpool at opset 22): computed in float32, so it must match the float32 oracle
+# on the same (bfloat16-representable) inputs to bfloat16 precision.
+
+BF16_CASES = {
+    "max-unpool": ("MaxUnpool", [("x", (1, 1, 2, 2)), ("i", (1, 1, 2, 2))], (1, 1, 4, 4),
+                   {"kernel_shape": [2, 2], "strides": [2, 2]}),
+}
+
+
+@pytest.mark.parametrize("case", list(BF16_CASES), ids=list(BF16_CASES))
+def test_bfloat16_matches_float32_oracle(case, rng):
+    check_bfloat16_matches_float32(*BF16_CASES[case], rng)

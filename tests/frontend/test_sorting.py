@@ -15,7 +15,6 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend.loader import load
 from tests.util import (
     assert_allclose_for_dtype,
     check_symbolic,
