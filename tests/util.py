@@ -148,6 +148,16 @@ def parse(text: str) -> onnx.ModelProto:
     return model
 
 
+def parse_with_scalars(text: str, scalars: tuple[str, ...] = ()) -> onnx.ModelProto:
+    """``parse``, giving the named inputs a 0-d shape (the text syntax drops ``[]``)."""
+    model = onnx.parser.parse_model(text)
+    for value in model.graph.input:
+        if value.name in scalars:
+            value.type.tensor_type.shape.SetInParent()
+    onnx.checker.check_model(model)
+    return model
+
+
 def ort_run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], *, optimize: bool = True) -> list[np.ndarray]:
     """Runs ``model`` on onnxruntime's CPU provider; ``optimize=False`` turns graph optimizations
     off, so every node runs as written (no fusion into a contrib kernel)."""

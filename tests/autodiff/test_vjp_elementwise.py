@@ -11,22 +11,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from tests.autodiff.vjp_cases import (
-    POSITIVE,
-    T23,
-    UNIT,
-    Case,
-    away_from_zero,
-    binary,
-    check_case,
-    fixed,
-    inputs,
-    normal,
-    off_integers,
-    tensor_type,
-    unary,
-    uniform,
-)
+from tests.autodiff.vjp_cases import (POSITIVE, T23, UNIT, Case, away_from_zero, binary, check_case, fixed, inputs,
+                                      normal, off_integers, tensor_type, unary, uniform)
 
 from tests.autodiff.vjp_check import compile_vjp, run
 

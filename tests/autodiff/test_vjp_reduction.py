@@ -9,18 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.autodiff.vjp_cases import (
-    NEG_INF,
-    POS_INF,
-    Case,
-    check_case,
-    dilated_size,
-    distinct,
-    inputs,
-    normal,
-    tensor_type,
-    uniform,
-)
+from tests.autodiff.vjp_cases import (NEG_INF, POS_INF, Case, check_case, dilated_size, distinct, inputs, normal,
+                                      tensor_type, uniform)
 from tests.autodiff.vjp_check import compile_vjp, run
 
 

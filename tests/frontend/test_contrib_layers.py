@@ -13,15 +13,8 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
-from tests.frontend.contrib_util import (
-    SIZES,
-    assert_close,
-    check_at_sizes,
-    node_model,
-    normal,
-    ort_run,
-    ort_schema_defaults,
-)
+from tests.frontend.contrib_util import (SIZES, assert_close, check_at_sizes, node_model, normal, ort_run,
+                                         ort_schema_defaults)
 from tests.util import slow_param
 
 F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64

@@ -17,23 +17,9 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
-from tests.util import (
-    FLOATS,
-    FLOAT_IDS,
-    assert_allclose_for_dtype,
-    check_bfloat16_matches_float32,
-    check_node,
-    check_symbolic,
-    check_symbolic_nchw,
-    compile_and_run,
-    emitted_text,
-    int_array,
-    node_model_text,
-    oracle_run,
-    ort_run,
-    parse,
-    reference_run,
-)
+from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, check_bfloat16_matches_float32, check_node,
+                        check_symbolic, check_symbolic_nchw, compile_and_run, emitted_text, int_array, node_model_text,
+                        oracle_run, ort_run, parse, reference_run)
 
 # --------------------------------------------------------------------------------------------
 # Col2Im

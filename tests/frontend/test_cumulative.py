@@ -12,16 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_symbolic,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-    random_array,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
+                        oracle_run, parse, random_array)
 
 
 @pytest.mark.parametrize("exclusive", [0, 1], ids=["inclusive", "exclusive"])

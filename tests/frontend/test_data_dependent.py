@@ -11,15 +11,8 @@ import pytest
 from onnx_stablehlo.errors import NonConstantInputError
 from onnx_stablehlo.frontend.importer import import_model
 from onnx_stablehlo.frontend.loader import load
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    ints_text,
-    oracle_run,
-    parse,
-    random_array,
-)
+from tests.util import (assert_allclose_for_dtype, compile_and_run, emitted_text, ints_text, oracle_run, parse,
+                        random_array)
 
 # Data-dependent output sizes -------------------------------------------------------------------
 

@@ -16,17 +16,8 @@ import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, UnsupportedAttributeError
 from onnx_stablehlo.frontend.importer import import_model
 from onnx_stablehlo.frontend.loader import load
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    dims_text,
-    emitted_text,
-    node_model_text,
-    oracle_run,
-    ort_run,
-    parse,
-    reference_run,
-)
+from tests.util import (assert_allclose_for_dtype, compile_and_run, dims_text, emitted_text, node_model_text,
+                        oracle_run, ort_run, parse, reference_run)
 
 # --------------------------------------------------------------------------------------------
 # RoiAlign

@@ -8,16 +8,8 @@ import numpy as np
 import pytest
 
 from onnx_stablehlo.errors import ShapeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_bfloat16_matches_float32,
-    compile_and_run,
-    emitted_text,
-    node_model_text,
-    oracle_run,
-    ort_run,
-    parse,
-)
+from tests.util import (assert_allclose_for_dtype, check_bfloat16_matches_float32, compile_and_run, emitted_text,
+                        node_model_text, oracle_run, ort_run, parse)
 
 # --------------------------------------------------------------------------------------------
 # Det

@@ -13,17 +13,8 @@ from onnx import TensorProto, helper
 import onnx_stablehlo
 from onnx_stablehlo.errors import UnsupportedValueTypeError
 from tests.frontend.ml_util import ML, feature_input, ml_model, run_both
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    dims_text,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    ort_run,
-    parse,
-    random_full_range,
-)
+from tests.util import (assert_allclose_for_dtype, compile_and_run, dims_text, emitted_text, onnx_type_name, oracle_run,
+                        ort_run, parse, random_full_range)
 
 # ai.onnx.ml ----------------------------------------------------------------------------------
 

@@ -12,17 +12,8 @@ import onnx
 import pytest
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_symbolic,
-    compile_and_run,
-    dims_text,
-    emitted_text,
-    onnx_type_name,
-    parse,
-    reference_run,
-    standard_normal,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, dims_text, emitted_text,
+                        onnx_type_name, parse, reference_run, standard_normal)
 
 # ai.onnx.preview.training optimizers ---------------------------------------------------------
 

@@ -16,26 +16,10 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
-from tests.util import (
-    FLOATS,
-    FLOAT_IDS,
-    assert_allclose_for_dtype,
-    attrs_text as _attrs,
-    check_bfloat16_matches_float32,
-    check_node,
-    check_symbolic,
-    check_symbolic_nchw,
-    compile_and_run,
-    emitted_text,
-    int_array,
-    node_model_text,
-    normal_feeds,
-    onnx_type_name,
-    ort_run,
-    parse,
-    reference_run,
-    typed,
-)
+from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, attrs_text as _attrs,
+                        check_bfloat16_matches_float32, check_node, check_symbolic, check_symbolic_nchw,
+                        compile_and_run, emitted_text, int_array, node_model_text, normal_feeds, onnx_type_name,
+                        ort_run, parse, reference_run, typed)
 
 # --------------------------------------------------------------------------------------------
 # MaxUnpool

@@ -9,16 +9,8 @@ import numpy as np
 import pytest
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_bfloat16_matches_float32,
-    compile_and_run,
-    emitted_text,
-    node_model_text,
-    ort_run,
-    parse,
-    reference_run,
-)
+from tests.util import (assert_allclose_for_dtype, check_bfloat16_matches_float32, compile_and_run, emitted_text,
+                        node_model_text, ort_run, parse, reference_run)
 
 # --------------------------------------------------------------------------------------------
 # GridSample

@@ -13,18 +13,8 @@ import numpy as np
 import pytest
 
 from onnx_stablehlo.errors import UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_symbolic,
-    compile_and_run,
-    dims_text,
-    emitted_text,
-    oracle_run,
-    parse,
-    random_array,
-    random_full_range,
-    standard_normal,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, dims_text, emitted_text, oracle_run,
+                        parse, random_array, random_full_range, standard_normal)
 
 # Scatter family --------------------------------------------------------------------------------
 

@@ -15,21 +15,9 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_symbolic,
-    compile_and_run,
-    constant_node,
-    dims_text,
-    emitted_text,
-    node_model_text,
-    normal_feeds,
-    onnx_type_name,
-    oracle_run,
-    ort_run,
-    parse,
-    random_array,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, constant_node, dims_text,
+                        emitted_text, node_model_text, normal_feeds, onnx_type_name, oracle_run, ort_run, parse,
+                        random_array)
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min

@@ -15,18 +15,8 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    check_symbolic,
-    compile_and_run,
-    dims_text,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-    reference_run,
-    standard_normal,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, dims_text, emitted_text,
+                        onnx_type_name, oracle_run, parse, reference_run, standard_normal)
 
 
 def _ir_version(opset: int) -> int:
