@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, constant_node, dims_text,
-                        emitted_text, onnx_type_name, oracle_run, parse, random_array)
+                        emitted_text, onnx_type_name, oracle_run, parse, random_array, standard_normal)
 
 # Gather ----------------------------------------------------------------------------------------
 
@@ -47,6 +47,18 @@ g (float[3, 4] x) => (float[3, {len(indices)}] y) {{
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     contiguous = indices in ([2], [-1], [0, 1, 2])
     assert ("stablehlo.gather" in emitted_text(model)) != contiguous
+
+
+def test_gather_constant_scalar_index_is_a_slice(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 13]>
+g (float[2, 5, 8] x) => (float[2, 8] y) {
+  i = Constant <value = int64 {0}> ()
+  y = Gather <axis = 1> (x, i)
+}""")
+    feeds = {"x": random_array((2, 5, 8), np.float32, rng)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+    text = emitted_text(model)
+    assert "stablehlo.slice" in text and "stablehlo.gather" not in text
 
 
 def test_gather_embedding_lookup_matches_onnxruntime(rng):
@@ -123,4 +135,36 @@ def test_gather_elements(axis, rng):
         f"g (float[N, 3] x, int64{index} i) => (float{index} y) {{ y = GatherElements <axis = {axis}> (x, i) }}",
         feeds,
         [(4, 2), (7, 5)],
+    )
+
+
+# GatherND ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "batch_dims, data_type, index_type, out_type",
+    [
+        (0, "float[A, B, C]", "int64[I, K]", "float[I, C]"),
+        (0, "float[A, B, C]", "int64[I, J, K]", "float[I, J, B, C]"),
+        (1, "float[A, B, C]", "int64[A2, K]", "float[A, C]"),
+    ],
+)
+def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_type, rng):
+    def feeds(a, b, c, i):
+        data = standard_normal(rng, a, b, c)
+        if batch_dims:
+            indices = rng.integers(-b, b, (a, 1))
+        elif "J" in index_type:
+            indices = rng.integers(-a, a, (i, 2, 1))
+        else:
+            indices = np.stack([rng.integers(-a, a, i), rng.integers(-b, b, i)], axis=1)
+        return {"data": data, "indices": indices.astype(np.int64)}
+
+    check_symbolic(
+        13,
+        f"""g ({data_type} data, {index_type} indices) => ({out_type} y) {{
+  y = GatherND <batch_dims = {batch_dims}> (data, indices)
+}}""",
+        feeds,
+        [(2, 3, 4, 5), (3, 2, 1, 2)],
     )

@@ -117,5 +117,5 @@ def test_optimizers_symbolic(op, groups, attrs, rng):
 
 
 def _reference_float32(model, feeds):
-    # onnx.reference's Adam computes in float64 (as test_misc.py notes): compare as float32.
+    # onnx.reference's Adam computes in float64 (see test_optimizer_matches_reference): compare as float32.
     return [np.asarray(e).astype(np.float32) for e in reference_run(model, feeds)]

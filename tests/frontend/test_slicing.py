@@ -110,18 +110,6 @@ g (float[4] x, int64[1] s) => (float[2] y) {
         emitted_text(model)
 
 
-def test_gather_constant_scalar_index_is_a_slice(rng):
-    model = parse("""<ir_version: 9, opset_import: ["" : 13]>
-g (float[2, 5, 8] x) => (float[2, 8] y) {
-  i = Constant <value = int64 {0}> ()
-  y = Gather <axis = 1> (x, i)
-}""")
-    feeds = {"x": random_array((2, 5, 8), np.float32, rng)}
-    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
-    text = emitted_text(model)
-    assert "stablehlo.slice" in text and "stablehlo.gather" not in text
-
-
 # Pad -------------------------------------------------------------------------------------------
 
 PADS = [

@@ -560,35 +560,3 @@ def test_space_to_depth_symbolic(rng):
         lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
         [(1, 3, 4, 6), (2, 1, 2, 8)],
     )
-
-
-# GatherND ----------------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "batch_dims, data_type, index_type, out_type",
-    [
-        (0, "float[A, B, C]", "int64[I, K]", "float[I, C]"),
-        (0, "float[A, B, C]", "int64[I, J, K]", "float[I, J, B, C]"),
-        (1, "float[A, B, C]", "int64[A2, K]", "float[A, C]"),
-    ],
-)
-def test_gather_nd_symbolic_index_depth(batch_dims, data_type, index_type, out_type, rng):
-    def feeds(a, b, c, i):
-        data = standard_normal(rng, a, b, c)
-        if batch_dims:
-            indices = rng.integers(-b, b, (a, 1))
-        elif "J" in index_type:
-            indices = rng.integers(-a, a, (i, 2, 1))
-        else:
-            indices = np.stack([rng.integers(-a, a, i), rng.integers(-b, b, i)], axis=1)
-        return {"data": data, "indices": indices.astype(np.int64)}
-
-    check_symbolic(
-        13,
-        f"""g ({data_type} data, {index_type} indices) => ({out_type} y) {{
-  y = GatherND <batch_dims = {batch_dims}> (data, indices)
-}}""",
-        feeds,
-        [(2, 3, 4, 5), (3, 2, 1, 2)],
-    )
