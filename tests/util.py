@@ -1,4 +1,6 @@
-"""Shared test helpers: the onnxruntime oracle, our compile-and-run, per-dtype tolerances."""
+"""Shared test helpers: oracles, our compile-and-run, per-dtype tolerances, seeded inputs,
+one-node models in ONNX text syntax, and the checks the family tests share (``check_node``,
+``check_symbolic``, ``check_bfloat16_matches_float32``, ``check_symbolic_nchw``)."""
 
 from __future__ import annotations
 
@@ -141,6 +143,12 @@ def random_full_range(shape, dtype, rng: np.random.Generator) -> np.ndarray:
     return rng.standard_normal(shape).astype(dtype)
 
 
+def int_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
+    """Integers drawn over the whole range of the integer ``dtype``."""
+    info = np.iinfo(dtype)
+    return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
+
+
 def parse(text: str) -> onnx.ModelProto:
     """Parses a model in ONNX text syntax and checks it."""
     model = onnx.parser.parse_model(text)
@@ -260,12 +268,6 @@ def check_symbolic(opset: int | None, text: str, feeds_at, shapes, rng=None, *, 
     model = parse(header + text)
     feeds = [feeds_at(*shape) if rng is None else feeds_at(rng, shape) for shape in shapes]
     return check_dynamic(model, feeds, oracle=oracle, rtol=rtol, atol=atol)
-
-
-def int_array(rng: np.random.Generator, shape, dtype) -> np.ndarray:
-    """Integers drawn over the whole range of the integer ``dtype``."""
-    info = np.iinfo(dtype)
-    return rng.integers(info.min, info.max + 1, size=shape).astype(dtype)
 
 
 def oracle_output_shapes(model_text: str, feeds: Mapping[str, np.ndarray], op_outputs: int, oracle) -> list[tuple]:
