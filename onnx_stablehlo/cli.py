@@ -3,6 +3,9 @@
 Commands:
     compile [MODEL] [-o OUT.mlir] [--input-shape NAME=D0,D1,...] [--weights args|inline]
             [-p PIPELINE|none] [--print-ir-after-all] [--print-ir-after NAME] [--pass-timing]
+            [--split-input-file]: with --split-input-file an .onnxtxt input is cut at lines
+            ``# -----``; each chunk is a model compiled on its own, its module named after its
+            graph (``module @GRAPH``), outputs joined by ``// -----`` lines (as mlir-opt does)
     run     [MODEL] [--input NAME=FILE.npy ...] [--input-shape ...] [-o OUT.npz] [--device D]
     shapes  [MODEL] [--input-shape ...] [--dim NAME=N] [-o ANNOTATED.onnx]: print every value's
             dtype and symbolic shape (and write them into the model's value_info)
@@ -24,6 +27,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -83,13 +87,90 @@ def _model_arg(args: argparse.Namespace) -> str:
     return example_model_path()
 
 
+_SPLIT_MARKER = re.compile(r"^# -----.*$", re.MULTILINE)
+"""Where ``compile --split-input-file`` cuts an ONNX text file (mlir-opt cuts at ``// -----``)."""
+
+
+def _onnx_text_chunks(path: str) -> list[tuple[str, int]]:
+    """(chunk text, line number of its first line - 1) for each ``# -----``-separated model."""
+    if Path(path).suffix not in (".onnxtxt", ".txt"):
+        raise UsageError(f"--split-input-file needs a model in ONNX text syntax (.onnxtxt), got {path}")
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    chunks, start = [], 0
+    for match in _SPLIT_MARKER.finditer(text):
+        chunks.append((text[start:match.start()], text.count("\n", 0, start)))
+        start = match.end()
+    chunks.append((text[start:], text.count("\n", 0, start)))
+    return chunks
+
+
+def _parse_chunk(chunk: str):
+    """The model of one chunk (errors are reported with the chunk's file and first line)."""
+    import onnx
+
+    from onnx_stablehlo.errors import ModelLoadError
+
+    try:
+        return onnx.parser.parse_model(chunk)
+    except onnx.parser.ParseError as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ModelLoadError(f"not valid ONNX text syntax: {first}") from exc
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from onnx_stablehlo.api import lower
-    from onnx_stablehlo.passes import DEFAULT_PIPELINE, Pipeline, run_pipeline
+    from onnx_stablehlo.passes import DEFAULT_PIPELINE, Pipeline
 
     pipeline = Pipeline.parse(args.pipeline or DEFAULT_PIPELINE)  # a bad -p fails before lowering
-    lowered = lower(_model_arg(args), _shapes(args), weights=args.weights, dims=_dims(args))
+    if not args.split_input_file:
+        text, lowered = _compile_one(_model_arg(args), args, pipeline)
+        if args.output and args.output != "-":
+            _io.atomic_write_text(Path(args.output), text)
+            print(
+                f"wrote {args.output}: @main takes {len(lowered.input_names)} input(s) and "
+                f"{len(lowered.parameter_names)} weight argument(s), returns "
+                f"{len(lowered.output_names)} output(s) ({lowered.seconds * 1000:.0f} ms)",
+                file=sys.stderr,
+            )
+        else:
+            sys.stdout.write(text)
+        return 0
+    if not args.model:
+        raise UsageError("--split-input-file needs a MODEL file in ONNX text syntax")
+    outputs, failed = [], False
+    for chunk, offset in _onnx_text_chunks(args.model):
+        try:
+            model = _parse_chunk(chunk)
+            outputs.append(_compile_one(model, args, pipeline, module_name=model.graph.name)[0])
+        except OnnxStableHLOError as exc:
+            if args.traceback:
+                raise
+            message = " ".join(str(exc).split("\n"))
+            print(f"error: {args.model}:{offset + 1}: {message}", file=sys.stderr)
+            failed = True
+    text = "// -----\n".join(outputs)
+    if args.output and args.output != "-":
+        _io.atomic_write_text(Path(args.output), text)
+        print(f"wrote {args.output}: {len(outputs)} module(s)", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 1 if failed else 0
+
+
+def _compile_one(model, args: argparse.Namespace, pipeline, module_name: str | None = None):
+    """Lowers ``model`` and runs ``pipeline`` on it; returns (module text, LoweredModule).
+    ``module_name`` becomes the module's ``sym_name`` (``module @NAME``)."""
+    from jaxlib.mlir import ir
+
+    from onnx_stablehlo.api import lower
+    from onnx_stablehlo.passes import run_pipeline
+
+    lowered = lower(model, _shapes(args), weights=args.weights, dims=_dims(args))
     with lowered.context:
+        if module_name:
+            lowered.module.operation.attributes["sym_name"] = ir.StringAttr.get(module_name)
         run_pipeline(
             lowered.module,
             pipeline,
@@ -103,18 +184,7 @@ def _cmd_compile(args: argparse.Namespace) -> int:
         for name, (dtype, dims) in lowered.value_shapes.items():
             shown = ", ".join(str(d) for d in dims)
             print(f"{name}: {dtype.name.lower()}[{shown}]", file=sys.stderr)
-    text = lowered.text_with_locations() if args.debug_info else lowered.text
-    if args.output and args.output != "-":
-        _io.atomic_write_text(Path(args.output), text)
-        print(
-            f"wrote {args.output}: @main takes {len(lowered.input_names)} input(s) and "
-            f"{len(lowered.parameter_names)} weight argument(s), returns "
-            f"{len(lowered.output_names)} output(s) ({lowered.seconds * 1000:.0f} ms)",
-            file=sys.stderr,
-        )
-    else:
-        sys.stdout.write(text)
-    return 0
+    return (lowered.text_with_locations() if args.debug_info else lowered.text), lowered
 
 
 def _cmd_shapes(args: argparse.Namespace) -> int:
@@ -476,6 +546,12 @@ def _parser() -> argparse.ArgumentParser:
     compile_cmd.add_argument(
         "--print-shapes", action="store_true",
         help="print every ONNX value's dtype and (symbolic) shape to stderr",
+    )
+    compile_cmd.add_argument(
+        "--split-input-file", action="store_true",
+        help="cut the .onnxtxt input at '# -----' lines and compile each chunk on its own, as a module "
+        "named after its graph (module @GRAPH); outputs are joined by '// -----' lines; a chunk that "
+        "fails prints its error and the others still compile (exit 1)",
     )
     compile_cmd.set_defaults(handler=_cmd_compile)
 

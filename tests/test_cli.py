@@ -187,3 +187,52 @@ g (float[6] x, int64[2] shape) => (float[?, ?] y) {
     np.save(tmp_path / "x.npy", np.arange(6, dtype=np.int64))
     lines = _error_lines(["run", str(path), "--input", f"x={tmp_path / 'x.npy'}"], capsys)
     assert lines == ["error: input 'x': expected dtype float32, got int64"]
+
+
+SPLIT_INPUT = """# RUN: (not read by the CLI)
+<ir_version: 9, opset_import: ["" : 18]>
+relu_case (float[2, 3] x) => (float[2, 3] y) {
+  [relu_1] y = Relu(x)
+}
+# CHECK-LABEL: module @relu_case
+# -----
+<ir_version: 9, opset_import: ["" : 18]>
+broken_case (float[2, 3] x) => (float[2, 3] y) {
+  [frob_1] y = Frobnicate(x)
+}
+# -----
+<ir_version: 9, opset_import: ["" : 18]>
+neg_case (float[4] x) => (float[4] y) {
+  [neg_1] y = Neg(x)
+}
+"""
+
+
+def test_compile_split_input_file_compiles_each_chunk_as_a_named_module(tmp_path, capsys):
+    path = tmp_path / "cases.onnxtxt"
+    path.write_text(SPLIT_INPUT)
+    assert main(["compile", "-p", "none", "--split-input-file", str(path)]) == 1  # one chunk fails
+    captured = capsys.readouterr()
+    modules = captured.out.split("// -----\n")
+    assert len(modules) == 2
+    assert modules[0].startswith("module @relu_case {")
+    assert "stablehlo.maximum" in modules[0] and "stablehlo.negate" not in modules[0]
+    assert modules[1].startswith("module @neg_case {")
+    assert "func.func public @main(%arg0: tensor<4xf32>)" in modules[1]
+    assert "stablehlo.negate" in modules[1]
+    # the failing chunk is named by the line it starts on (after the first '# -----', line 7)
+    assert f"error: {path}:7: " in captured.err and "Frobnicate" in captured.err
+
+
+def test_compile_without_split_keeps_the_anonymous_module(tmp_path, capsys):
+    path = tmp_path / "one.onnxtxt"
+    path.write_text(SPLIT_INPUT.split("# -----")[0])
+    assert main(["compile", "-p", "none", str(path)]) == 0
+    assert capsys.readouterr().out.startswith("module {")
+
+
+def test_compile_split_input_file_needs_onnx_text(tmp_path, capsys):
+    path = tmp_path / "model.onnx"
+    onnx.save(parse(SPLIT_INPUT.split("# -----")[0].split("\n", 1)[1]), path)
+    assert main(["compile", "--split-input-file", str(path)]) == 1
+    assert "--split-input-file needs a model in ONNX text syntax" in capsys.readouterr().err

@@ -1,23 +1,17 @@
-"""Parity of the activation family (frontend/lowering/activation.py) against onnxruntime."""
+"""Parity of the activation family (frontend/lowering/activation.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    ort_run,
-    parse,
-    reference_run,
-)
-
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
+import onnx_stablehlo
+from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text,
+                        onnx_type_name, oracle_run, ort_run, parse, reference_run, standard_normal)
 
 SOFTMAX_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}[2, 3, 5] x) => ({ty}[2, 3, 5] y) {{
@@ -353,3 +347,76 @@ g (float[1, 1000, 13, 13] x) => (float[1, 1000] y) {
     (actual,) = compile_and_run(model, {"x": x})
     assert not np.isnan(actual).any()
     np.testing.assert_allclose(actual, ort_run(model, {"x": x})[0], rtol=1e-5, atol=1e-6)
+
+
+# Softmax family ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_hardmax(opset, axis, rng):
+    def feeds(a, b, c):
+        # integer-valued inputs, so ties (the first maximum wins) happen
+        return {"x": rng.integers(0, 3, (a, b, c)).astype(np.float32)}
+
+    check_symbolic(
+        opset,
+        f"g (float[A, B, C] x) => (float[A, B, C] y) {{\n  y = Hardmax <axis = {axis}> (x)\n}}",
+        feeds,
+        [(2, 3, 4), (3, 1, 5)],
+    )
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("opset", [11, 13])
+def test_softmax_legacy_and_current(op, opset, rng):
+    def feeds(a, b, c):
+        return {"x": standard_normal(rng, a, b, c)}
+
+    check_symbolic(
+        opset,
+        f"g (float[A, B, C] x) => (float[A, B, C] y) {{\n  y = {op} <axis = 1> (x)\n}}",
+        feeds,
+        [(2, 3, 4), (3, 2, 5)],
+    )
+
+
+def _compile(opset: int, text: str, extra_opsets: str = "") -> tuple[onnx_stablehlo.CompiledModel, object]:
+    model = parse(f'<ir_version: 9, opset_import: ["" : {opset}{extra_opsets}]>\n' + text)
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    return compiled, model
+
+
+# Dropout -------------------------------------------------------------------------------------------
+
+
+def test_training_dropout_zero_ratio_symbolic(rng):
+    check_symbolic(
+        13,
+        """g (float[N, M] x, float r, bool t) => (float[N, M] y, bool[N, M] mask) {
+  y, mask = Dropout <seed = 3> (x, r, t)
+}""",
+        lambda n, m: {"x": standard_normal(rng, n, m), "r": np.array(0.0, np.float32), "t": np.array(True)},
+        [(2, 3), (4, 5)],
+    )
+
+
+def test_training_dropout_symbolic_draws_a_seeded_mask(rng):
+    compiled, _ = _compile(
+        13,
+        """g (float[N, M] x) => (float[N, M] y, bool[N, M] mask) {
+  r = Constant <value = float {0.25}> ()
+  t = Constant <value = bool {1}> ()
+  y, mask = Dropout <seed = 7> (x, r, t)
+}""",
+    )
+    assert "stablehlo.rng_bit_generator" not in compiled.mlir
+    for n, m in [(64, 50), (30, 101)]:
+        x = standard_normal(rng, n, m)
+        y, mask = compiled.run({"x": x})
+        assert 0.7 < mask.mean() < 0.8  # keep probability 1 - ratio
+        np.testing.assert_allclose(y, np.where(mask, x / 0.75, 0), rtol=1e-6)
+        again = compiled.run({"x": x})[1]
+        np.testing.assert_array_equal(mask, again)  # the module's seed is fixed
+    assert compiled.artifact is not None

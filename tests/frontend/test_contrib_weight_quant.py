@@ -11,15 +11,10 @@ import pytest
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend.lowering import contrib_weight_quant
-from tests.frontend.contrib_util import assert_close, node_model, ort_run
-from tests.frontend.test_contrib_transformer import _ort_schema_defaults
+from tests.frontend.contrib_util import assert_close, node_model, ort_run, ort_schema_defaults
+from tests.util import SLOW, slow_param
 
 F32, F16, U8, I8, I32, I64 = np.float32, np.float16, np.uint8, np.int8, np.int32, np.int64
-SLOW = pytest.mark.slow  # more variants of the same op: kept out of the default run (compile time)
-
-
-def slow(*values, id):
-    return pytest.param(*values, id=id, marks=SLOW)
 
 
 def pack(values: np.ndarray, bits: int) -> np.ndarray:
@@ -32,7 +27,7 @@ def pack(values: np.ndarray, bits: int) -> np.ndarray:
 
 
 def test_stated_defaults_match_onnxruntime_schemas():
-    ort_defaults = _ort_schema_defaults()
+    ort_defaults = ort_schema_defaults()
     for key, value in contrib_weight_quant.DEFAULTS.items():
         if key in ort_defaults:
             assert ort_defaults[key] == value, key
@@ -53,10 +48,10 @@ def _nbits_case(rng, n, k, bits, block, zero_points, dtype):
 
 @pytest.mark.parametrize(
     "bits,block,k,zero_points,bias",
-    [slow(4, 32, 64, None, False, id="int4-b32"), pytest.param(4, 16, 40, "packed", True, id="int4-b16-zp-bias-ragged"),
-     slow(4, 128, 256, "packed", False, id="int4-b128-zp"), pytest.param(4, 256, 300, None, True, id="int4-b256-ragged"),
-     pytest.param(8, 32, 64, "packed", False, id="int8-b32-zp"), slow(8, 64, 100, None, True, id="int8-b64-ragged"),
-     slow(2, 16, 48, "packed", False, id="int2-b16-zp"), slow(4, 32, 64, "float", False, id="int4-float-zp")],
+    [slow_param(4, 32, 64, None, False, id="int4-b32"), pytest.param(4, 16, 40, "packed", True, id="int4-b16-zp-bias-ragged"),
+     slow_param(4, 128, 256, "packed", False, id="int4-b128-zp"), pytest.param(4, 256, 300, None, True, id="int4-b256-ragged"),
+     pytest.param(8, 32, 64, "packed", False, id="int8-b32-zp"), slow_param(8, 64, 100, None, True, id="int8-b64-ragged"),
+     slow_param(2, 16, 48, "packed", False, id="int2-b16-zp"), slow_param(4, 32, 64, "float", False, id="int4-float-zp")],
 )
 def test_matmul_nbits(bits, block, k, zero_points, bias, rng):
     n = 24
@@ -96,7 +91,7 @@ def test_matmul_nbits_float16(rng):
 
 
 @pytest.mark.parametrize("bits,k,zero_points", [pytest.param(4, 100, "packed", id="int4-ragged-zp"),
-                                               slow(4, 128, None, id="int4"), slow(8, 64, "packed", id="int8-zp")])
+                                               slow_param(4, 128, None, id="int4"), slow_param(8, 64, "packed", id="int8-zp")])
 def test_matmul_nbits_accuracy_level_4_quantizes_a_like_onnxruntime(bits, k, zero_points, rng):
     """accuracy_level 4: A is quantized to int8 per block (ORT's CompInt8), int products exact."""
     n, block = 64, 32
@@ -128,8 +123,8 @@ def test_matmul_nbits_rejects_3_bits():
         onnx_stablehlo.lower(model)
 
 
-@pytest.mark.parametrize("bits,zero_points", [pytest.param(4, True, id="u8-4bit-zp"), slow(4, False, id="u8-4bit"),
-                                              slow(8, True, id="u8-8bit-zp"), slow(8, False, id="u8-8bit")])
+@pytest.mark.parametrize("bits,zero_points", [pytest.param(4, True, id="u8-4bit-zp"), slow_param(4, False, id="u8-4bit"),
+                                              slow_param(8, True, id="u8-8bit-zp"), slow_param(8, False, id="u8-8bit")])
 def test_gather_block_quantized_uint8(bits, zero_points, rng):
     rows, columns, block = 20, 64, 32
     blocks = columns // block
@@ -161,9 +156,9 @@ def _weights(rng, dtype, shape):
     return rng.integers(0, 256, shape).astype(dtype)
 
 
-@pytest.mark.parametrize("b_dtype,per_column,zero_point,bias", [slow(I8, False, False, True, id="s8-tensor-bias"),
+@pytest.mark.parametrize("b_dtype,per_column,zero_point,bias", [slow_param(I8, False, False, True, id="s8-tensor-bias"),
                                                               pytest.param(U8, True, True, False, id="u8-column-zp"),
-                                                              slow(I8, True, False, True, id="s8-column-bias")])
+                                                              slow_param(I8, True, False, True, id="s8-column-bias")])
 def test_dynamic_quantize_matmul(b_dtype, per_column, zero_point, bias, rng):
     k, n = 32, 12
     inits = {"b": _weights(rng, b_dtype, (k, n)),
@@ -185,8 +180,8 @@ def test_dynamic_quantize_matmul(b_dtype, per_column, zero_point, bias, rng):
         assert_close(compiled.run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
 
 
-@pytest.mark.parametrize("a_dtype,b_dtype,zero_points", [pytest.param(U8, I8, True, id="u8s8-zp"), slow(I8, I8, False, id="s8s8"),
-                                                        slow(U8, U8, True, id="u8u8-zp")])
+@pytest.mark.parametrize("a_dtype,b_dtype,zero_points", [pytest.param(U8, I8, True, id="u8s8-zp"), slow_param(I8, I8, False, id="s8s8"),
+                                                        slow_param(U8, U8, True, id="u8u8-zp")])
 def test_matmul_integer_to_float(a_dtype, b_dtype, zero_points, rng):
     k, n = 16, 10
     inits = {"b": _weights(rng, b_dtype, (k, n)),
@@ -239,7 +234,7 @@ def test_dynamic_quantize_lstm_from_quantize_dynamic(tmp_path, rng):
             np.testing.assert_allclose(g, w, rtol=0, atol=1e-6 if steps == 1 else 2e-3)
 
 
-@pytest.mark.parametrize("kind", ["int4", slow("uint4", id="uint4")])
+@pytest.mark.parametrize("kind", ["int4", slow_param("uint4", id="uint4")])
 def test_gather_block_quantized_4bit_types(kind, rng):
     """ONNX int4/uint4 tables (default zero point 0), gathered while still 4-bit."""
     from onnx import helper

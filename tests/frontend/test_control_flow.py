@@ -4,6 +4,9 @@ Conditions, trip counts and data are graph inputs, so the rules see run-time val
 where a test is about a compile-time constant (a Constant node). The runtime specializes small
 integer and bool inputs on their values when a rule asks for a constant, so a few tests call
 ``emitted_text``/``onnx_stablehlo.lower`` to see what happens without that help.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedDtypeError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, ort_run, parse
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
+                        ort_run, parse)
 
 # The IR version each opset needs (onnx.helper.VERSION_TABLE).
 _IR_VERSION = {9: 4, 11: 6, 13: 7, 16: 8, 19: 9, 21: 10, 23: 11, 24: 12, 25: 13}
@@ -565,3 +569,93 @@ def test_scan8_batched_matches_onnxruntime(lens, attrs, rng):
     model = parse(text)
     feeds = {"s0": _values((2, 3), np.float32, rng), "x": _values((2, 4, 3), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
+
+
+# Loop and Scan ---------------------------------------------------------------------------------
+
+
+def test_scan_over_symbolic_length_with_symbolic_batch_state(rng):
+    def feeds(t, b):
+        return {
+            "s0": rng.standard_normal((b, 2)).astype(np.float32),
+            "x": rng.standard_normal((t, b, 2)).astype(np.float32),
+        }
+
+    check_symbolic(
+        18,
+        """g (float[B, 2] s0, float[T, B, 2] x) => (float[B, 2] s, float[T, B, 2] ys) {
+  s, ys = Scan <num_scan_inputs = 1, body = g2 (float[B, 2] a, float[B, 2] xi) => (float[B, 2] a2, float[B, 2] y) {
+     a2 = Add(a, xi)
+     y = Mul(a2, xi)
+  }> (s0, x)
+}""",
+        feeds,
+        [(3, 2), (6, 5)],
+        oracle=ort_run,
+    )
+
+
+def test_scan_reverse_on_axis_1_with_reverse_output(rng):
+    def feeds(t, b):
+        return {"s0": np.ones(2, np.float32), "x": rng.standard_normal((b, t)).astype(np.float32)}
+
+    check_symbolic(
+        18,
+        """g (float[2] s0, float[B, T] x) => (float[2] s, float[T, 2] ys) {
+  s, ys = Scan <num_scan_inputs = 1, scan_input_axes = [1], scan_input_directions = [1],
+                scan_output_directions = [1],
+                body = g2 (float[2] a, float[B] xi) => (float[2] a2, float[2] y) {
+     r = ReduceSum <keepdims = 0> (xi)
+     a2 = Add(a, r)
+     y = Identity(a2)
+  }> (s0, x)
+}""",
+        feeds,
+        [(4, 3), (1, 2)],
+        oracle=ort_run,
+    )
+
+
+def test_loop_with_symbolic_carried_value_and_run_time_trip_count(rng):
+    def feeds(n, b):
+        return {"n": np.array(n, np.int64), "v0": rng.standard_normal((b, 2)).astype(np.float32)}
+
+    model = parse('<ir_version: 9, opset_import: ["" : 18]>\n' + """g (int64 n, float[B, 2] v0) => (float[B, 2] v) {
+  c = Constant <value = bool {1}> ()
+  v = Loop (n, c, v0) <body = g2 (int64 i, bool ci, float[B, 2] a) => (bool co, float[B, 2] a2) {
+     co = Identity(ci)
+     k = Constant <value = float {1.5}> ()
+     a2 = Mul(a, k)
+  }>
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    for n, b in [(3, 2), (5, 4)]:
+        f = feeds(n, b)
+        assert_allclose_for_dtype(compiled.run(f), ort_run(model, f))
+    assert compiled.artifact is not None, compiled.dynamic_error
+
+
+def test_loop_scan_outputs_with_trip_count_from_a_symbolic_dim(rng):
+    # M = Shape(x)[0]: the scan outputs stack a symbolic number of rows of symbolic width.
+    def feeds(t, b):
+        return {"x": np.zeros((t, b), np.float32), "v0": rng.standard_normal((b, 2)).astype(np.float32)}
+
+    check_symbolic(
+        18,
+        """g (float[T, B] x, float[B, 2] v0) => (float[B, 2] v, float[T, B, 2] ys) {
+  c = Constant <value = bool {1}> ()
+  sh = Shape(x)
+  z = Constant <value = int64 {0}> ()
+  n = Gather(sh, z)
+  v, ys = Loop (n, c, v0) <body = g2 (int64 i, bool ci, float[B, 2] a) => (bool co, float[B, 2] a2, float[B, 2] y) {
+     co = Identity(ci)
+     k = Constant <value = float {1.5}> ()
+     a2 = Mul(a, k)
+     y = Add(a2, a)
+  }>
+}""",
+        feeds,
+        [(3, 2), (5, 4)],
+        oracle=ort_run,
+    )

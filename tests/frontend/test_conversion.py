@@ -1,4 +1,8 @@
-"""Parity of the conversion family (frontend/lowering/conversion.py) against onnxruntime / onnx.reference."""
+"""Parity of the conversion family (frontend/lowering/conversion.py) against onnxruntime / onnx.reference.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,12 @@ import ml_dtypes
 import numpy as np
 import onnx
 import pytest
+from onnx import TensorProto, helper
 
 import onnx_stablehlo
-from onnx_stablehlo.errors import UnsupportedDtypeError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, oracle_run, parse, reference_run
+from onnx_stablehlo.errors import UnsupportedAttributeError, UnsupportedDtypeError
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, oracle_run, parse,
+                        parse_with_scalars, random_full_range, reference_run, standard_normal)
 
 CAST_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
 g ({src}[{n}] x) => ({dst}[{n}] y) {{
@@ -233,16 +239,6 @@ def test_cast_like_matches_reference(opset, src, dst):
     np.testing.assert_array_equal(actual.astype(np.float32)[defined], expected.astype(np.float32)[defined])
 
 
-def _parse_with_scalars(text: str, scalars: tuple[str, ...]) -> onnx.ModelProto:
-    """``parse``, giving the named inputs a 0-d shape (the text syntax drops ``[]``)."""
-    model = onnx.parser.parse_model(text)
-    for value in model.graph.input:
-        if value.name in scalars:
-            value.type.tensor_type.shape.SetInParent()
-    onnx.checker.check_model(model)
-    return model
-
-
 QUANTIZE_MODEL = """<ir_version: 10, opset_import: ["" : {opset}]>
 g ({x_ty}[2, 6] x, {s_ty}{s_shape} scale{zp_decl}) => ({y_ty}[2, 6] y) {{
   y = QuantizeLinear {attrs} (x, scale{zp_use})
@@ -270,7 +266,7 @@ def _quantize_model(opset, target, scale_shape, attrs, with_zero_point=True, x_t
         opset=opset, x_ty=x_ty, s_ty="float", s_shape=shape, y_ty=y_ty if with_zero_point else "uint8",
         zp_decl=zp_decl, zp_use=", zp" if with_zero_point else "", attrs=attrs,
     )
-    return _parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
+    return parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
 
 
 @pytest.mark.parametrize(
@@ -337,7 +333,7 @@ def test_dequantize_linear_matches_reference(opset, source, s_ty, scale_shape, a
         opset=opset, x_ty=x_ty, s_ty=s_ty, s_shape=shape, y_ty=s_ty,
         zp_decl=f", {x_ty}{shape} zp" if with_zp else "", zp_use=", zp" if with_zp else "", attrs=attrs,
     )
-    model = _parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
+    model = parse_with_scalars(text, ("scale", "zp") if scale_shape == () else ())
     if "float" in np.dtype(source).name:
         x = rng.standard_normal((2, 6)) * 10
     else:
@@ -356,7 +352,7 @@ def test_dequantize_linear_output_dtype_opset23(rng):
         opset=23, x_ty="int8", s_ty="float", s_shape="", y_ty="float16", zp_decl="", zp_use="",
         attrs="<output_dtype = 10>",
     )
-    model = _parse_with_scalars(text, ("scale",))
+    model = parse_with_scalars(text, ("scale",))
     feeds = {"x": rng.integers(-128, 128, (2, 6)).astype(np.int8), "scale": np.array(0.25, np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
 
@@ -373,3 +369,188 @@ def test_dynamic_quantize_linear_matches_onnxruntime(kind, rng):
     x = (rng.standard_normal((3, 4)) * 5).astype(np.float32)
     x = {"mixed": x, "positive": np.abs(x), "negative": -np.abs(x), "zeros": np.zeros_like(x)}[kind]
     assert_allclose_for_dtype(compile_and_run(model, {"x": x}), oracle_run(model, {"x": x}))
+
+
+# BitCast -------------------------------------------------------------------------------------
+
+
+def bit_cast_model(source: int, target: int, shape=(2, 3)) -> onnx.ModelProto:
+    node = helper.make_node("BitCast", ["x"], ["y"], to=target)
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", source, shape)],
+        [helper.make_tensor_value_info("y", target, shape)],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)], ir_version=13)
+    onnx.checker.check_model(model)
+    return model
+
+
+ORT_BIT_CASTS = [
+    (np.float32, np.int32),
+    (np.int32, np.float32),
+    (np.float64, np.uint64),
+    (np.int64, np.float64),
+    (np.uint16, np.float16),
+    (np.float16, np.int16),
+    (np.int8, np.uint8),
+    (np.uint32, np.int32),
+    (np.bool_, np.uint8),
+    (np.float32, np.float32),
+]
+
+
+@pytest.mark.parametrize("pair", ORT_BIT_CASTS, ids=lambda p: f"{np.dtype(p[0]).name}-to-{np.dtype(p[1]).name}")
+def test_bit_cast_matches_onnxruntime(pair, rng):
+    source, target = (helper.np_dtype_to_tensor_dtype(np.dtype(d)) for d in pair)
+    model = bit_cast_model(source, target)
+    feeds = {"x": random_full_range((2, 3), pair[0], rng)}
+    actual, expected = compile_and_run(model, feeds), oracle_run(model, feeds)
+    assert actual[0].dtype == expected[0].dtype
+    np.testing.assert_array_equal(actual[0].view(np.uint8), expected[0].view(np.uint8))  # NaN bits too
+
+
+def _values_of(dtype: int, rng: np.random.Generator) -> np.ndarray:
+    np_dtype = helper.tensor_dtype_to_np_dtype(dtype)
+    if dtype == TensorProto.COMPLEX64:
+        return (rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))).astype(np.complex64)
+    if dtype == TensorProto.BOOL:
+        return rng.integers(0, 2, (2, 3)).astype(bool)
+    if np.dtype(np_dtype).itemsize == 1:  # float8, int4, uint4, float4, int2, uint2
+        finite = np.asarray([0, 1, 2, -1, 0.5, 1.5], np.float32).reshape(2, 3)
+        if dtype in (TensorProto.UINT4, TensorProto.UINT2):
+            finite = np.abs(finite)
+        if dtype in (TensorProto.INT2,):
+            finite = np.clip(finite, -2, 1)
+        if dtype == TensorProto.UINT2:
+            finite = np.clip(finite, 0, 3)
+        return finite.astype(np_dtype)
+    return random_full_range((2, 3), np_dtype, rng)
+
+
+REFERENCE_BIT_CASTS = [
+    (TensorProto.COMPLEX64, TensorProto.INT64),
+    (TensorProto.UINT64, TensorProto.COMPLEX64),
+    (TensorProto.COMPLEX64, TensorProto.DOUBLE),
+    (TensorProto.UINT8, TensorProto.BOOL),
+    (TensorProto.FLOAT8E4M3FN, TensorProto.INT8),
+    (TensorProto.UINT8, TensorProto.FLOAT8E5M2),
+    (TensorProto.INT4, TensorProto.UINT4),
+    (TensorProto.UINT4, TensorProto.FLOAT4E2M1),
+    (TensorProto.BFLOAT16, TensorProto.UINT16),
+    (TensorProto.INT2, TensorProto.UINT2),
+]
+
+
+@pytest.mark.parametrize(
+    "pair", REFERENCE_BIT_CASTS,
+    ids=lambda p: f"{helper.tensor_dtype_to_string(p[0])[12:].lower()}-to-{helper.tensor_dtype_to_string(p[1])[12:].lower()}",
+)
+def test_bit_cast_matches_reference(pair, rng):
+    source, target = pair
+    model = bit_cast_model(*pair)
+    x = _values_of(source, rng)
+    if source == TensorProto.UINT8 and target == TensorProto.BOOL:
+        x = rng.integers(0, 2, (2, 3)).astype(np.uint8)  # bytes other than 0/1 are no valid bools
+    actual, expected = compile_and_run(model, {"x": x}), reference_run(model, {"x": x})
+    assert actual[0].dtype == expected[0].dtype
+    np.testing.assert_array_equal(actual[0].view(np.uint8), expected[0].view(np.uint8))
+
+
+def test_bit_cast_is_a_bitcast_convert():
+    text = emitted_text(bit_cast_model(TensorProto.FLOAT, TensorProto.INT32))
+    assert "stablehlo.bitcast_convert" in text and "stablehlo.convert" not in text
+
+
+def test_bit_cast_rejects_a_different_width():
+    node = helper.make_node("BitCast", ["x"], ["y"], to=TensorProto.INT64)
+    graph = helper.make_graph(
+        [node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (2,))],
+        [helper.make_tensor_value_info("y", TensorProto.INT64, (2,))],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 26)], ir_version=13)
+    with pytest.raises(UnsupportedAttributeError, match=r"to=7 \(INT64\).*same bit width \(32 bits"):
+        emitted_text(model, check=False)
+
+
+def test_bit_cast_symbolic(rng):
+    check_symbolic(
+        26,
+        """g (float[N, M] x) => (int32[N, M] y) {
+  y = BitCast <to = 6> (x)
+}""",
+        lambda n, m: {"x": standard_normal(rng, n, m)},
+        [(2, 3), (4, 1)],
+    )
+
+
+# Quantization ------------------------------------------------------------------------------------
+
+
+def test_quantize_linear_per_axis_symbolic(rng):
+    def feeds(n, c, h):
+        return {
+            "x": standard_normal(rng, n, c, h) * 10,
+            "scale": rng.uniform(0.05, 0.5, c).astype(np.float32),
+            "zero": rng.integers(-5, 5, c).astype(np.int8),
+        }
+
+    check_symbolic(
+        21,
+        """g (float[N, C, H] x, float[C2] scale, int8[C3] zero) => (int8[N, C, H] y) {
+  y = QuantizeLinear <axis = 1> (x, scale, zero)
+}""",
+        feeds,
+        [(2, 3, 4), (1, 5, 2)],
+    )
+
+
+def test_quantize_linear_blocked_symbolic(rng):
+    def feeds(n, d):
+        blocks = -(-d // 2)
+        return {
+            "x": standard_normal(rng, n, d) * 10,
+            "scale": rng.uniform(0.05, 0.5, (n, blocks)).astype(np.float32),
+            "zero": rng.integers(0, 9, (n, blocks)).astype(np.uint8),
+        }
+
+    check_symbolic(
+        21,
+        """g (float[N, D] x, float[N2, NB] scale, uint8[N3, NB2] zero) => (uint8[N, D] y) {
+  y = QuantizeLinear <axis = 1, block_size = 2> (x, scale, zero)
+}""",
+        feeds,
+        [(2, 5), (3, 4)],
+    )
+
+
+@pytest.mark.parametrize("per_axis", [False, True])
+def test_dequantize_linear_symbolic(per_axis, rng):
+    def feeds(n, c):
+        size = c if per_axis else 1
+        return {
+            "x": rng.integers(-128, 127, (n, c)).astype(np.int8),
+            "scale": rng.uniform(0.05, 0.5, size).astype(np.float32),
+            "zero": rng.integers(-5, 5, size).astype(np.int8),
+        }
+
+    check_symbolic(
+        21,
+        """g (int8[N, C] x, float[S] scale, int8[Z] zero) => (float[N, C] y) {
+  y = DequantizeLinear <axis = 1> (x, scale, zero)
+}""",
+        feeds,
+        [(2, 3), (4, 6)],
+    )
+
+
+def test_dynamic_quantize_linear_symbolic(rng):
+    check_symbolic(
+        11,
+        """g (float[N, M] x) => (uint8[N, M] y, float s, uint8 z) {
+  y, s, z = DynamicQuantizeLinear(x)
+}""",
+        lambda n, m: {"x": standard_normal(rng, n, m)},
+        [(2, 3), (5, 4)],
+    )

@@ -8,10 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, ort_run, parse
-
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
+from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name,
+                        oracle_run, ort_run, parse)
 
 UNARY_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}[3, 4] x) => ({ty}[3, 4] y) {{

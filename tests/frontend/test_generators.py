@@ -1,4 +1,8 @@
-"""Parity of the generator family (frontend/lowering/generators.py) against onnxruntime."""
+"""Parity of the generator family (frontend/lowering/generators.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ import pytest
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError
 from onnx_stablehlo.frontend.importer import import_model
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, oracle_run, parse
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, dims_text, emitted_text, oracle_run,
+                        parse)
 
 CONSTANT_CASES = [
     ("value = float[2, 3] {1, 2, 3, 4, 5, 6}", "float", "[2, 3]", 13),
@@ -254,3 +259,50 @@ def test_random_ops_use_rng_bit_generator():
     text = emitted_text(parse(RANDOM_MODEL.format(opset=22)))
     assert "stablehlo.rng_bit_generator" in text and "THREE_FRY" in text
     assert "stablehlo.reduce_window" in text  # Multinomial's cumulative sum
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1], ids=["axis-neg1", "axis0", "axis1"])
+@pytest.mark.parametrize("opset", [9, 11], ids=lambda v: f"opset{v}")
+def test_one_hot_matches_onnxruntime(axis, opset, rng):
+    depth = 5
+    shape = [2, 3]
+    result = list(shape)
+    result.insert(axis % 3 if axis < 0 else axis, depth)
+    model = parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
+g (int64[2, 3] i, float[2] v) => (float[{dims_text(result)}] y) {{
+  d = Constant <value = int64 {{{depth}}}> ()
+  y = OneHot <axis = {axis}> (i, d, v)
+}}""")
+    low = -depth if opset >= 11 else 0
+    indices = rng.integers(low, depth, shape)
+    indices[0, 0] = depth + 2  # out of range: an all-off row
+    feeds = {"i": indices.astype(np.int64), "v": np.array([-1.0, 3.0], np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+def test_one_hot_float_indices_and_depth(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 11]>
+g (float[4] i) => (int32[4, 3] y) {
+  d = Constant <value = float {3.0}> ()
+  v = Constant <value = int32[2] {0, 1}> ()
+  y = OneHot(i, d, v)
+}""")
+    feeds = {"i": np.array([0.0, 2.7, -1.0, 1.2], np.float32)}
+    assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_one_hot(axis, rng):
+    def feeds(n, t):
+        return {"i": rng.integers(-5, 6, (n, t)).astype(np.int64), "v": np.array([0.5, 2.0], np.float32)}
+
+    out = "[N, T, 5]" if axis == -1 else "[5, N, T]"
+    check_symbolic(
+        18,
+        f"""g (int64[N, T] i, float[2] v) => (float{out} y) {{
+  d = Constant <value = int64 {{5}}> ()
+  y = OneHot <axis = {axis}> (i, d, v)
+}}""",
+        feeds,
+        [(2, 3), (4, 1)],
+    )

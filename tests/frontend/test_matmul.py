@@ -1,6 +1,12 @@
-"""Parity of the matmul family (frontend/lowering/matmul.py) against onnxruntime."""
+"""Parity of the matmul family (frontend/lowering/matmul.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
+
+import re
 
 import ml_dtypes
 import numpy as np
@@ -9,15 +15,8 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-    reference_run,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
+                        oracle_run, parse, parse_with_scalars, reference_run, standard_normal)
 
 MATMUL_MODEL = """<ir_version: 9, opset_import: ["" : {opset}]>
 g ({ty}{a_shape} a, {ty}{b_shape} b) => ({ty} y) {{
@@ -48,16 +47,6 @@ def _matmul_model(a_shape, b_shape, dtype, opset: int = 13):
     return parse(
         MATMUL_MODEL.format(opset=opset, ty=onnx_type_name(dtype), a_shape=_dims(a_shape), b_shape=_dims(b_shape))
     )
-
-
-def _parse_with_scalars(text: str, scalars: tuple[str, ...] = ()) -> onnx.ModelProto:
-    """``parse``, giving the named inputs a 0-d shape (the text syntax drops ``[]``)."""
-    model = onnx.parser.parse_model(text)
-    for value in model.graph.input:
-        if value.name in scalars:
-            value.type.tensor_type.shape.SetInParent()
-    onnx.checker.check_model(model)
-    return model
 
 
 def _values(shape, dtype, rng: np.random.Generator) -> np.ndarray:
@@ -146,7 +135,7 @@ def _gemm_model(trans_a, trans_b, alpha, beta, c_shape, dtype, opset):
     text = GEMM_MODEL.format(
         opset=opset, ty=ty, a_shape=_dims(a_shape), b_shape=_dims(b_shape), c_decl=c_decl, c_use=c_use, attrs=attrs
     )
-    return _parse_with_scalars(text, ("c",) if c_shape == () else ()), a_shape, b_shape
+    return parse_with_scalars(text, ("c",) if c_shape == () else ()), a_shape, b_shape
 
 
 @pytest.mark.parametrize("case", GEMM_CASES, ids=[_gemm_id(c) for c in GEMM_CASES])
@@ -273,7 +262,7 @@ def test_matmul_integer_matches_numpy(a_ty, b_ty, zero_points, rng):
         b32 = b32 - feeds["zb"].astype(np.int32)
     text = MATMUL_INTEGER_MODEL.format(a_ty=a_ty, b_ty=b_ty, m=2, zp_decl=zp_decl, zp_use=zp_use)
     scalars = tuple(n for n, z in zip(("za", "zb"), zero_points or ()) if z == ())
-    model = _parse_with_scalars(text, scalars)
+    model = parse_with_scalars(text, scalars)
     assert_allclose_for_dtype(compile_and_run(model, feeds), [a32 @ b32])
     assert "-> tensor<2x3xi32>" in emitted_text(model)
 
@@ -303,7 +292,7 @@ def test_matmul_integer_matches_onnxruntime(rng):
     text = MATMUL_INTEGER_MODEL.format(
         a_ty="uint8", b_ty="uint8", m=2, zp_decl=", uint8 za, uint8 zb", zp_use=", za, zb"
     )
-    model = _parse_with_scalars(text, ("za", "zb"))
+    model = parse_with_scalars(text, ("za", "zb"))
     feeds = {
         "a": rng.integers(0, 256, (2, 4)).astype(np.uint8),
         "b": rng.integers(0, 256, (4, 3)).astype(np.uint8),
@@ -324,7 +313,7 @@ g ({ty}[2, 2, 4] a, float a_scale, {ty} a_zp, {ty}[4, 3] b, float b_scale, {ty} 
 @pytest.mark.parametrize("opset", [10, 21])
 def test_qlinear_matmul_matches_onnxruntime(ty, opset, rng):
     text = QLINEAR_MATMUL_MODEL.format(ty=ty, opset=opset)
-    model = _parse_with_scalars(text, ("a_scale", "a_zp", "b_scale", "b_zp", "y_scale", "y_zp"))
+    model = parse_with_scalars(text, ("a_scale", "a_zp", "b_scale", "b_zp", "y_scale", "y_zp"))
     low, high = (0, 256) if ty == "uint8" else (-128, 128)
     feeds = {
         "a": rng.integers(low, high, (2, 2, 4)).astype(ty),
@@ -342,3 +331,65 @@ def test_qlinear_matmul_matches_onnxruntime(ty, opset, rng):
     # Requantization rounds a float product: onnxruntime may differ by one step at .5 ties.
     assert np.max(np.abs(actual.astype(np.int32) - expected.astype(np.int32))) <= 1
     np.testing.assert_array_equal(actual, reference_run(model, feeds)[0])
+
+
+# Gemm, Einsum ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("trans_a, trans_b", [(0, 0), (1, 0), (0, 1), (1, 1)])
+def test_gemm_symbolic_dims(trans_a, trans_b, rng):
+    def feeds(m, k, n):
+        a = standard_normal(rng, *((k, m) if trans_a else (m, k)))
+        b = standard_normal(rng, *((n, k) if trans_b else (k, n)))
+        return {"a": a, "b": b, "c": standard_normal(rng, n)}
+
+    a_type = "float[K, M]" if trans_a else "float[M, K]"
+    b_type = "float[N, K]" if trans_b else "float[K, N]"
+    check_symbolic(
+        13,
+        f"g ({a_type} a, {b_type} b, float[N] c) => (float[M, N] y) {{\n"
+        f"  y = Gemm <alpha = 0.5, beta = 2.0, transA = {trans_a}, transB = {trans_b}> (a, b, c)\n"
+        "}",
+        feeds,
+        [(2, 3, 4), (5, 1, 3)],
+    )
+
+
+def test_gemm_scalar_bias_static_weight(rng):
+    def feeds(m):
+        return {"a": standard_normal(rng, m, 3), "c": standard_normal(rng, 1, 1)}
+
+    check_symbolic(
+        13,
+        "g (float[M, 3] a, float[1, 1] c) => (float[M, 2] y) <float[3, 2] b = {1, 2, 3, 4, 5, 6}> {\n"
+        "  y = Gemm (a, b, c)\n"
+        "}",
+        feeds,
+        [(2,), (7,)],
+    )
+
+
+@pytest.mark.parametrize(
+    "equation, inputs, output, shapes_of",
+    [
+        ("bij,bjk->bik", "float[B, I, J] x, float[B, J, K] z", "float[B, I, K]",
+         lambda n, m: [(2, n, m), (2, m, 3)]),
+        ("ii->i", "float[N, N] x", "float[N]", lambda n, m: [(n, n)]),
+        ("...ij->...ji", "float[B, I, J] x", "float[B, J, I]", lambda n, m: [(2, n, m)]),
+        ("ij->", "float[I, J] x", "float", lambda n, m: [(n, m)]),
+        ("i,i", "float[I] x, float[I] z", "float", lambda n, m: [(n,), (n,)]),
+        ("bij,jk->bk", "float[B, I, J] x, float[J, K] z", "float[B, K]", lambda n, m: [(n, 3, m), (m, 2)]),
+    ],
+)
+def test_einsum_symbolic_dims(equation, inputs, output, shapes_of, rng):
+    names = re.findall(r"\]\s+(\w+)", inputs)
+
+    def feeds(n, m):
+        return {name: standard_normal(rng, *shape) for name, shape in zip(names, shapes_of(n, m))}
+
+    check_symbolic(
+        12,
+        f'g ({inputs}) => ({output} y) {{\n  y = Einsum <equation = "{equation}"> ({", ".join(names)})\n}}',
+        feeds,
+        [(3, 4), (5, 2)],
+    )

@@ -1,4 +1,8 @@
-"""Parity of the normalization family (frontend/lowering/normalization.py) against onnxruntime."""
+"""Parity of the normalization family (frontend/lowering/normalization.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +14,8 @@ import onnx_ir
 import pytest
 
 from onnx_stablehlo.errors import UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-)
-
-FLOATS = [np.float32, np.float16, np.float64]
-FLOAT_IDS = ["f32", "f16", "f64"]
-
-# LayerNormalization ---------------------------------------------------------------------------
+from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text,
+                        onnx_type_name, oracle_run, parse, standard_normal)
 
 LAYER_NORM_MODEL = """<ir_version: 9, opset_import: ["" : 17]>
 g ({ty}[2, 3, 8] x, {ty}[{scale}] s{bias_input}) => ({ty}[2, 3, 8] y{extra_outputs}) {{
@@ -374,3 +367,129 @@ def test_mean_variance_normalization_matches_onnxruntime(opset, axes, dtype, rng
         centered = wide - wide.mean(axis=axes, keepdims=True)
         expected = [(centered / (np.sqrt((centered**2).mean(axis=axes, keepdims=True)) + 1e-9)).astype(dtype)]
     assert_allclose_for_dtype(compile_and_run(model, feeds), expected)
+
+
+# Normalizations --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [-1, 1, 0])
+def test_layer_normalization_symbolic_normalized_axes(axis, rng):
+    def feeds(b, s, h):
+        return {"x": standard_normal(rng, b, s, h), "scale": standard_normal(rng, h), "bias": standard_normal(rng, h)}
+
+    check_symbolic(
+        17,
+        "g (float[B, S, H] x, float[H] scale, float[H] bias) => (float[B, S, H] y, float mean, float inv) {\n"
+        f"  y, mean, inv = LayerNormalization <axis = {axis}, epsilon = 0.001> (x, scale, bias)\n"
+        "}",
+        feeds,
+        [(2, 3, 8), (3, 5, 4)],
+    )
+
+
+def test_layer_normalization_static_hidden(rng):
+    def feeds(b, s):
+        return {"x": standard_normal(rng, b, s, 16)}
+
+    check_symbolic(
+        17,
+        "g (float[B, S, 16] x) => (float[B, S, 16] y)\n"
+        "<float[16] scale = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, float[16] bias = "
+        "{0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1}> {\n"
+        "  y = LayerNormalization <axis = -1> (x, scale, bias)\n"
+        "}",
+        feeds,
+        [(1, 7), (4, 3)],
+    )
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_rms_normalization(axis, rng):
+    def feeds(b, s, h):
+        scale_shape = (h,) if axis == -1 else (s, h)
+        return {"x": standard_normal(rng, b, s, h), "scale": standard_normal(rng, *scale_shape)}
+
+    scale = "float[H]" if axis == -1 else "float[S, H]"
+    check_symbolic(
+        23,
+        f"g (float[B, S, H] x, {scale} scale) => (float[B, S, H] y) {{\n"
+        f"  y = RMSNormalization <axis = {axis}, epsilon = 0.01> (x, scale)\n"
+        "}",
+        feeds,
+        [(2, 3, 8), (3, 5, 4)],
+    )
+
+
+def test_mean_variance_normalization(rng):
+    def feeds(n, c, h, w):
+        return {"x": standard_normal(rng, n, c, h, w)}
+
+    check_symbolic(
+        13,
+        "g (float[N, C, H, W] x) => (float[N, C, H, W] y) {\n  y = MeanVarianceNormalization (x)\n}",
+        feeds,
+        [(2, 3, 4, 5), (1, 2, 6, 3)],
+    )
+
+
+def test_instance_normalization(rng):
+    def feeds(n, c, h, w):
+        return {"x": standard_normal(rng, n, c, h, w), "s": standard_normal(rng, c), "b": standard_normal(rng, c)}
+
+    check_symbolic(
+        22,
+        "g (float[N, C, H, W] x, float[C] s, float[C] b) => (float[N, C, H, W] y) {\n"
+        "  y = InstanceNormalization <epsilon = 0.01> (x, s, b)\n"
+        "}",
+        feeds,
+        [(2, 3, 4, 5), (1, 2, 6, 3)],
+    )
+
+
+BATCH_NORM = {
+    "inference": ("float[N, C, H] y", "y", "epsilon = 0.01"),
+    "training": (
+        "float[N, C, H] y, float[C] rm, float[C] rv", "y, rm, rv",
+        "epsilon = 0.01, momentum = 0.8, training_mode = 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", list(BATCH_NORM))
+def test_batch_normalization(mode, rng):
+    outputs, names, attributes = BATCH_NORM[mode]
+
+    def feeds(n, c, h):
+        return {
+            "x": standard_normal(rng, n, c, h),
+            "s": standard_normal(rng, c),
+            "b": standard_normal(rng, c),
+            "m": standard_normal(rng, c),
+            "v": rng.random(c).astype(np.float32) + 0.5,
+        }
+
+    check_symbolic(
+        15,
+        f"g (float[N, C, H] x, float[C] s, float[C] b, float[C] m, float[C] v) => ({outputs}) {{\n"
+        f"  {names} = BatchNormalization <{attributes}> (x, s, b, m, v)\n"
+        "}",
+        feeds,
+        [(2, 3, 4), (3, 5, 2)],
+    )
+
+
+def test_group_normalization_symbolic_channels(rng):
+    def feeds(n, c, h):
+        return {"x": standard_normal(rng, n, c, h), "s": standard_normal(rng, c), "b": standard_normal(rng, c)}
+
+    check_symbolic(
+        21,
+        "g (float[N, C, H] x, float[C] s, float[C] b) => (float[N, C, H] y) {\n"
+        "  y = GroupNormalization <epsilon = 0.01, num_groups = 2> (x, s, b)\n"
+        "}",
+        feeds,
+        [(2, 4, 3), (1, 6, 5)],
+    )
+
+
+# LayerNormalization ---------------------------------------------------------------------------

@@ -1,4 +1,8 @@
-"""Parity of the reduction family (frontend/lowering/reduction.py) against onnxruntime."""
+"""Parity of the reduction family (frontend/lowering/reduction.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError
-from tests.util import assert_allclose_for_dtype, compile_and_run, emitted_text, onnx_type_name, oracle_run, parse
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
+                        oracle_run, parse, standard_normal)
 
 REDUCE_OPS = [
     "ReduceSum",
@@ -284,3 +289,39 @@ def test_arg_reduce_picks_the_first_nan_like_numpy(op):
 def test_arg_max_is_one_variadic_reduce():
     text = emitted_text(arg_model("ArgMax", 13, 1, 1, 0, np.float32))
     assert text.count("stablehlo.reduce") == 1 and "stablehlo.iota" in text
+
+
+# Reductions --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("keepdims", [0, 1])
+@pytest.mark.parametrize("last", [0, 1])
+def test_arg_reduce(op, keepdims, last, rng):
+    def feeds(a, b):
+        return {"x": rng.integers(0, 4, (a, b, 3)).astype(np.float32)}
+
+    out = "[A, 1, 3]" if keepdims else "[A, 3]"
+    check_symbolic(
+        13,
+        f"g (float[A, B, 3] x) => (int64{out} y) {{\n"
+        f"  y = {op} <axis = 1, keepdims = {keepdims}, select_last_index = {last}> (x)\n"
+        "}",
+        feeds,
+        [(2, 5), (4, 3)],
+    )
+
+
+@pytest.mark.parametrize("op", ["ReduceMean", "ReduceLogSumExp", "ReduceL2", "ReduceMax"])
+def test_reduce_constant_axes(op, rng):
+    def feeds(a, b):
+        return {"x": standard_normal(rng, a, b, 4)}
+
+    check_symbolic(
+        18,
+        "g (float[A, B, 4] x) => (float[A, 1, 1] y) <int64[2] axes = {1, 2}> {\n"
+        f"  y = {op} <keepdims = 1> (x, axes)\n"
+        "}",
+        feeds,
+        [(2, 5), (3, 2)],
+    )

@@ -6,6 +6,9 @@ that are not 4-D NCHW, and run-time ``scales`` (whose coordinate arithmetic the 
 float64, as onnx.reference does). Cases where the two oracles disagree by design are left out:
 align_corners/tf_crop_and_resize with a fractional ``in * scale``, and pytorch_half_pixel with a
 length-1 output (see the rules' docstrings).
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
 """
 
 from __future__ import annotations
@@ -13,20 +16,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedAttributeError
-from tests.util import (
-    attrs_text as _attrs,
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    ort_run,
-    parse,
-    reference_run,
-)
-
-
+from tests.util import (assert_allclose_for_dtype, attrs_text as _attrs, check_symbolic, compile_and_run, emitted_text,
+                        normal_feeds, onnx_type_name, oracle_run, ort_run, parse, reference_run)
 
 
 def _floats(values) -> str:
@@ -380,3 +373,78 @@ g (float[N, 3, H, W] x) => (float[N, 3, OH, OW] y)
     for shape in [(1, 3, 4, 5), (2, 3, 7, 3)]:
         feeds = {"x": rng.standard_normal(shape).astype(np.float32)}
         np.testing.assert_allclose(compiled.run(feeds)[0], ort_run(model, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+# Resize: linear, cubic and general nearest ----------------------------------------------------------
+
+
+def _symbolic_resize_model(attrs: str, scales: list[float] | None = None, sizes: list[int] | None = None,
+                  dtype: str = "float", opset: int = 19) -> str:
+    if scales is not None:
+        inputs = f"roi = Constant <value = float[0] {{}}> ()\n  scales = Constant <value = float[{len(scales)}] {{{', '.join(map(str, scales))}}}> ()\n  y = Resize <{attrs}> (x, roi, scales)"
+    else:
+        inputs = f"roi = Constant <value = float[0] {{}}> ()\n  sizes = Constant <value = int64[{len(sizes)}] {{{', '.join(map(str, sizes))}}}> ()\n  y = Resize <{attrs}> (x, roi, , sizes)"
+    return f"""<ir_version: 9, opset_import: ["" : {opset}]>
+g ({dtype}[N, 2, H, W] x) => ({dtype}[N, 2, P, Q] y) {{
+  {inputs}
+}}"""
+
+
+_RESIZE_CASES = {
+    "linear_half_pixel_x2": ('mode = "linear"', [1.0, 1.0, 2.0, 2.0]),
+    "linear_half_pixel_x0.5": ('mode = "linear"', [1.0, 1.0, 0.5, 0.5]),
+    # align_corners with a fractional in * scale is a documented deviation (onnxruntime uses the
+    # integer output length), so its scales keep in * scale integral
+    "linear_align_corners": ('mode = "linear", coordinate_transformation_mode = "align_corners"',
+                             [1.0, 1.0, 2.0, 3.0]),
+    "linear_pytorch_half_pixel": ('mode = "linear", coordinate_transformation_mode = "pytorch_half_pixel"',
+                                  [1.0, 1.0, 2.0, 0.75]),
+    "linear_asymmetric": ('mode = "linear", coordinate_transformation_mode = "asymmetric"', [1.0, 1.0, 3.0, 2.0]),
+    "linear_half_pixel_symmetric": ('mode = "linear", coordinate_transformation_mode = "half_pixel_symmetric"',
+                                    [1.0, 1.0, 2.5, 0.5]),
+    "cubic_half_pixel_x2": ('mode = "cubic"', [1.0, 1.0, 2.0, 2.0]),
+    "cubic_exclude_outside": ('mode = "cubic", exclude_outside = 1, cubic_coeff_a = -0.5', [1.0, 1.0, 0.5, 1.5]),
+    "cubic_align_corners": ('mode = "cubic", coordinate_transformation_mode = "align_corners"', [1.0, 1.0, 2.0, 4.0]),
+    "linear_antialias_down": ('mode = "linear", antialias = 1', [1.0, 1.0, 0.5, 0.75]),
+    "nearest_down": ('mode = "nearest", nearest_mode = "floor"', [1.0, 1.0, 0.5, 0.75]),
+    "nearest_half_pixel_x1.5": ('mode = "nearest"', [1.0, 1.0, 1.5, 2.0]),
+}
+
+
+@pytest.mark.parametrize("attrs, scales", list(_RESIZE_CASES.values()), ids=list(_RESIZE_CASES))
+def test_resize_scales_with_symbolic_dims(attrs, scales, rng):
+    compiled = check_symbolic(None, _symbolic_resize_model(attrs, scales=scales), normal_feeds("x"), [(1, 2, 8, 6), (2, 2, 13, 11)], rng,
+                              rtol=1e-5, atol=1e-5, oracle=ort_run)
+    assert "stablehlo.dynamic_iota" in compiled.artifact.text
+
+
+@pytest.mark.parametrize("mode", ["linear", "cubic", "nearest"])
+def test_resize_sizes_with_symbolic_dims(mode, rng):
+    attrs = f'mode = "{mode}"'
+    text = _symbolic_resize_model(attrs, sizes=[1, 2, 9, 5]).replace("float[N, 2, H, W] x", "float[1, 2, H, W] x")
+    check_symbolic(None, text, normal_feeds("x"), [(1, 2, 8, 6), (1, 2, 13, 3)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
+
+
+def test_resize_linear_uint8_with_symbolic_dims(rng):
+    def feeds(rng, shape):
+        return {"x": rng.integers(0, 256, shape).astype(np.uint8)}
+
+    check_symbolic(None, _symbolic_resize_model('mode = "linear"', scales=[1.0, 1.0, 2.0, 2.0], dtype="uint8"), feeds,
+                   [(1, 2, 5, 4), (1, 2, 7, 3)], rng, rtol=0, atol=1, oracle=ort_run)
+
+
+def test_resize_10_linear_with_symbolic_dims(rng):
+    text = """<ir_version: 9, opset_import: ["" : 10]>
+g (float[N, 2, H, W] x) => (float[N, 2, P, Q] y) {
+  scales = Constant <value = float[4] {1.0, 1.0, 2.0, 0.5}> ()
+  y = Resize <mode = "linear"> (x, scales)
+}"""
+    check_symbolic(None, text, normal_feeds("x"), [(1, 2, 4, 6), (2, 2, 5, 9)], rng, rtol=1e-5, atol=1e-5, oracle=ort_run)
+
+
+def test_resize_scale_one_third_falls_back(rng):
+    model = parse(_symbolic_resize_model('mode = "linear"', scales=[1.0, 1.0, 0.3333333, 1.0]))
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "2**16" in compiled.dynamic_error
+    feeds = normal_feeds("x")(rng, (1, 2, 9, 4))
+    assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))

@@ -1,4 +1,8 @@
-"""Parity of sequence and optional ops (frontend/lowering/sequence.py) against onnxruntime."""
+"""Parity of sequence and optional ops (frontend/lowering/sequence.py) against onnxruntime.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ import numpy as np
 import pytest
 
 import onnx_stablehlo
-from tests.util import assert_allclose_for_dtype, ort_run, parse
+from tests.util import assert_allclose_for_dtype, check_symbolic, oracle_run, ort_run, parse, standard_normal
 
 
 def _compare(model, feeds):
@@ -81,3 +85,35 @@ g (seq(float[2]) xs) => (int64 n) {
     with pytest.raises(onnx_stablehlo.errors.FeedError, match="feed a list of arrays"):
         compiled.run({"xs": np.zeros(2, np.float32)})
     assert int(compiled.run({"xs": [np.zeros(2, np.float32)] * 4})[0]) == 4
+
+
+# SplitToSequence, ConcatFromSequence -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("new_axis", [0, 1])
+def test_split_to_sequence_static_axis_symbolic_rest(new_axis, rng):
+    check_symbolic(
+        18,
+        f"""g (float[N, 6] x) => (float[M, K] y) {{
+  sizes = Constant <value = int64[3] {{1, 2, 3}}> ()
+  seq = SplitToSequence <axis = 1> (x, sizes)
+  y = ConcatFromSequence <axis = 1, new_axis = {new_axis}> (seq)
+}}""" if not new_axis else f"""g (float[N, 6] x) => (float[M, K, J] y) {{
+  seq = SplitToSequence <axis = 1, keepdims = 1> (x)
+  y = ConcatFromSequence <axis = 0, new_axis = {new_axis}> (seq)
+}}""",
+        lambda n: {"x": standard_normal(rng, n, 6)},
+        [(2,), (5,)],
+    )
+
+
+def test_split_to_sequence_symbolic_axis_without_split_falls_back(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[N, C] x) => (float[M, K] y) {
+  seq = SplitToSequence <axis = 1, keepdims = 0> (x)
+  y = ConcatFromSequence <axis = 0> (seq)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None and "the sequence length depends on the size" in compiled.dynamic_error
+    feeds = {"x": standard_normal(rng, 2, 3)}
+    assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))

@@ -1,9 +1,10 @@
-"""Parity of the sorting family (frontend/lowering/sorting.py) against onnxruntime.
+"""Parity of the sorting family (frontend/lowering/sorting.py: TopK) against onnxruntime.
 
 TopK data flows through graph inputs (with many ties, which the spec orders by index); K is a
-Constant node. NonMaxSuppression runs at compile time, so its inputs are Constant nodes and the
-importer's own folding is switched off (``fold_max_elements=0``) to reach the rule; onnxruntime
-is the oracle (onnx.reference fails on omitted optional inputs).
+Constant node.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
 """
 
 from __future__ import annotations
@@ -13,22 +14,9 @@ import numpy as np
 import pytest
 
 import onnx_stablehlo
-from onnx_stablehlo.errors import NonConstantInputError, ShapeError
-from onnx_stablehlo.frontend.importer import import_model
-from onnx_stablehlo.frontend.loader import load
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-    reference_run,
-)
-
-
-def _dims(shape) -> str:
-    return ", ".join(str(d) for d in shape)
+from onnx_stablehlo.errors import ShapeError
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, dims_text, emitted_text,
+                        onnx_type_name, oracle_run, parse, reference_run, standard_normal)
 
 
 def _ir_version(opset: int) -> int:
@@ -59,7 +47,7 @@ def top_k_model(opset, dtype, shape, k, axis, largest=None, sort=None):
     else:
         body = f"k = Constant <value = int64[1] {{{k}}}> ()\n  v, i = TopK <{', '.join(attrs)}> (x, k)"
     return parse(f"""<ir_version: {_ir_version(opset)}, opset_import: ["" : {opset}]>
-g ({ty}[{_dims(shape)}] x) => ({ty}[{_dims(out)}] v, int64[{_dims(out)}] i) {{
+g ({ty}[{dims_text(shape)}] x) => ({ty}[{dims_text(out)}] v, int64[{dims_text(out)}] i) {{
   {body}
 }}""")
 
@@ -163,89 +151,34 @@ g (float[3, 7] x, int64[1] k) => (float[3, ?] v, int64[3, ?] i) {
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
-# NonMaxSuppression ---------------------------------------------------------------------------
+# TopK --------------------------------------------------------------------------------------------
 
 
-def _floats(values: np.ndarray) -> str:
-    return ", ".join(repr(float(v)) for v in values.reshape(-1))
+@pytest.mark.parametrize("largest", [0, 1])
+@pytest.mark.parametrize("axis", [1, -1, 0])
+def test_top_k_constant_k_symbolic_axis(largest, axis, rng):
+    def feeds(a, b):
+        # few distinct values, so ties (lower index first) happen
+        return {"x": rng.integers(0, 5, (a, b)).astype(np.float32)}
+
+    out = "[3, B]" if axis == 0 else "[A, 3]"
+    check_symbolic(
+        11,
+        f"g (float[A, B] x) => (float{out} v, int64{out} i) <int64[1] k = {{3}}> {{\n"
+        f"  v, i = TopK <axis = {axis}, largest = {largest}> (x, k)\n"
+        "}",
+        feeds,
+        [(4, 5), (6, 3)],
+    )
 
 
-def nms_model(boxes, scores, max_out=None, iou=None, score=None, center=0, opset=11):
-    lines = [
-        f"b = Constant <value = float[{_dims(boxes.shape)}] {{{_floats(boxes)}}}> ()",
-        f"s = Constant <value = float[{_dims(scores.shape)}] {{{_floats(scores)}}}> ()",
-    ]
-    args = ["b", "s"]
-    for name, value, ty in (("m", max_out, "int64"), ("t", iou, "float"), ("c", score, "float")):
-        if value is None:
-            args.append("")
-            continue
-        text = str(int(value)) if ty == "int64" else repr(float(value))
-        lines.append(f"{name} = Constant <value = {ty}[1] {{{text}}}> ()")
-        args.append(name)
-    while args and args[-1] == "":
-        args.pop()
-    body = "\n  ".join([*lines, f"y = NonMaxSuppression <center_point_box = {center}> ({', '.join(args)})"])
-    return parse(f"""<ir_version: 9, opset_import: ["" : {opset}]>
-g (float[1] unused) => (int64[?, 3] y) {{
-  {body}
-}}""")
+def test_top_k_attribute_revision(rng):
+    def feeds(a, b):
+        return {"x": standard_normal(rng, a, b)}
 
-
-def _compile_time_outputs(model) -> list[np.ndarray]:
-    """The constants @main returns when the rule (not the importer's folding) computes them."""
-    lowered = import_model(load(model), fold_max_elements=0)
-    with lowered.context:
-        main = lowered.module.body.operations[0]
-        ret = main.regions[0].blocks[0].operations[-1]
-        return [np.array(v.owner.attributes["value"]) for v in ret.operands]
-
-
-def _random_boxes(rng, batches, count, center):
-    if center:
-        xy = rng.uniform(0, 10, (batches, count, 2))
-        wh = rng.uniform(0.5, 4, (batches, count, 2))
-        return np.concatenate([xy, wh], axis=-1).astype(np.float32)
-    corners = rng.uniform(0, 10, (batches, count, 4))
-    return corners.astype(np.float32)  # unordered corners (flipped boxes) included
-
-
-# (batches, classes, boxes, max_out, iou, score, center)
-NMS_CASES = [
-    (1, 1, 12, 5, 0.5, None, 0),
-    (2, 3, 10, 4, 0.3, 0.4, 0),
-    (1, 2, 15, 100, 0.0, 0.2, 1),
-    (2, 1, 8, 3, 0.7, None, 1),
-    (1, 1, 6, None, None, None, 0),
-]
-
-
-@pytest.mark.parametrize("opset", [10, 11], ids=lambda v: f"opset{v}")
-@pytest.mark.parametrize("case", NMS_CASES, ids=["single-class", "score-threshold", "center-boxes", "batches", "defaults"])
-def test_non_max_suppression_of_constants_matches_onnxruntime(case, opset, rng):
-    batches, classes, count, max_out, iou, score, center = case
-    boxes = _random_boxes(rng, batches, count, center)
-    scores = rng.random((batches, classes, count)).astype(np.float32)
-    scores[..., 1] = scores[..., 0]  # a tie, ordered by box index
-    model = nms_model(boxes, scores, max_out, iou, score, center, opset)
-    (actual,) = _compile_time_outputs(model)
-    (expected,) = oracle_run(model, {"unused": np.zeros(1, np.float32)})
-    assert actual.dtype == np.int64
-    np.testing.assert_array_equal(actual, np.asarray(expected).reshape(-1, 3))
-
-
-def test_non_max_suppression_of_identical_boxes_keeps_one():
-    boxes = np.tile(np.array([0, 0, 1, 1], np.float32), (1, 5, 1))
-    scores = np.full((1, 1, 5), 0.9, np.float32)
-    (actual,) = _compile_time_outputs(nms_model(boxes, scores, 3, 0.5))
-    np.testing.assert_array_equal(actual, [[0, 0, 0]])
-
-
-def test_non_max_suppression_of_run_time_boxes_is_rejected():
-    model = parse("""<ir_version: 9, opset_import: ["" : 11]>
-g (float[1, 6, 4] boxes, float[1, 1, 6] scores) => (int64[?, 3] y) {
-  m = Constant <value = int64[1] {3}> ()
-  y = NonMaxSuppression (boxes, scores, m)
-}""")
-    with pytest.raises(NonConstantInputError, match=r"output size depends on the values of input 0 \('boxes'\)"):
-        onnx_stablehlo.lower(model)
+    check_symbolic(
+        1,
+        "g (float[A, B] x) => (float[A, 2] v, int64[A, 2] i) {\n  v, i = TopK <k = 2> (x)\n}",
+        feeds,
+        [(2, 4), (5, 3)],
+    )

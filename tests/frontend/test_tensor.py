@@ -2,6 +2,9 @@
 
 Data flows through graph inputs; shape-like inputs (shape, axes, split, repeats) are Constant
 nodes, since the lowering needs them at compile time.
+
+Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param`` dims kept as
+``?``, keep that artifact through runs at two shapes, and compare each run with the oracle.
 """
 
 from __future__ import annotations
@@ -10,27 +13,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+import onnx_stablehlo
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedAttributeError
-from tests.util import (
-    assert_allclose_for_dtype,
-    compile_and_run,
-    emitted_text,
-    onnx_type_name,
-    oracle_run,
-    parse,
-    reference_run,
-)
+from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
+                        oracle_run, parse, random_array, reference_run, standard_normal)
 
 DTYPES = [np.float32, np.float16, np.int64, np.int32, np.bool_]
 DTYPE_IDS = ["f32", "f16", "i64", "i32", "bool"]
-
-
-def _random(shape, dtype, rng: np.random.Generator) -> np.ndarray:
-    if np.dtype(dtype) == np.bool_:
-        return rng.integers(0, 2, shape).astype(bool)
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(-100, 100, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
 
 
 def _ints(values) -> str:
@@ -73,7 +62,7 @@ def test_reshape_matches_onnxruntime(case, opset, rng):
     attrs = f"<allowzero = {allowzero}>" if opset >= 14 else ""
     model = parse(RESHAPE_MODEL.format(opset=opset, ty="float", src=_dims(src), dst=_dims(dst), k=len(shape),
                                        shape=_ints(shape), attrs=attrs))
-    feeds = {"x": _random(src, np.float32, rng)}
+    feeds = {"x": random_array(src, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -81,7 +70,7 @@ def test_reshape_matches_onnxruntime(case, opset, rng):
 def test_reshape_dtypes_match_onnxruntime(dtype, rng):
     ty = onnx_type_name(dtype)
     model = parse(RESHAPE_MODEL.format(opset=14, ty=ty, src="2, 6", dst="3, 4", k=2, shape="3, -1", attrs=""))
-    feeds = {"x": _random((2, 6), dtype, rng)}
+    feeds = {"x": random_array((2, 6), dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     assert "stablehlo.reshape" in emitted_text(model)
 
@@ -129,7 +118,7 @@ g (float[2, 5, 12] x) => (float[2, 5, 3, 4] y) {{
   target = Concat <axis = 0> (bu, tu, heads)
   y = Reshape(x, target)
 }}""")
-    feeds = {"x": _random((2, 5, 12), np.float32, rng)}
+    feeds = {"x": random_array((2, 5, 12), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     text = emitted_text(model)
     assert "stablehlo.reshape" in text and "stablehlo.gather" not in text and "concatenate" not in text
@@ -170,7 +159,7 @@ g (float[2, 3, 4] x) => (float[24] y) {
   s = Unsqueeze(n, ax)
   y = Reshape(x, s)
 }""")
-    feeds = {"x": _random((2, 3, 4), np.float32, rng)}
+    feeds = {"x": random_array((2, 3, 4), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -196,7 +185,7 @@ def test_flatten_matches_onnxruntime(axis, opset, rng):
 g (float[2, 3, 4, 5] x) => (float[{outer}, {120 // outer}] y) {{
   y = Flatten <axis = {axis}> (x)
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng)}
+    feeds = {"x": random_array(shape, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -218,7 +207,7 @@ def test_squeeze_matches_onnxruntime(case, opset, rng):
 g (float[{_dims(shape)}] x) => (float[{_dims(result)}] y) {{
   {node}
 }}""".replace("float[]", "float"))
-    feeds = {"x": _random(shape, np.float32, rng)}
+    feeds = {"x": random_array(shape, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -247,7 +236,7 @@ def test_unsqueeze_matches_onnxruntime(case, opset, rng):
 g (float[{_dims(shape)}] x) => (float[{_dims(result)}] y) {{
   {node}
 }}""".replace("float[] x", "float x"))
-    feeds = {"x": _random(shape, np.float32, rng)}
+    feeds = {"x": random_array(shape, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -266,7 +255,7 @@ def test_transpose_matches_onnxruntime(perm, dtype, opset, rng):
 g ({ty}[2, 3, 4, 5] x) => ({ty}[{_dims(result)}] y) {{
   y = Transpose {attrs} (x)
 }}""")
-    feeds = {"x": _random(shape, dtype, rng)}
+    feeds = {"x": random_array(shape, dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -283,7 +272,7 @@ def test_concat_matches_onnxruntime(axis, dtype, rng):
 g ({ty}[{_dims(shapes[0])}] a, {ty}[{_dims(shapes[1])}] b, {ty}[{_dims(shapes[2])}] c) => ({ty}[{_dims(result)}] y) {{
   y = Concat <axis = {axis}> (a, b, c)
 }}""")
-    feeds = {name: _random(tuple(s), dtype, rng) for name, s in zip("abc", shapes)}
+    feeds = {name: random_array(tuple(s), dtype, rng) for name, s in zip("abc", shapes)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
     assert "stablehlo.concatenate" in emitted_text(model)
 
@@ -294,7 +283,7 @@ g (float[2, 3] a, float[2, 0] e) => (float[2, 5] y) {
   k = Constant <value = float[2, 2] {1, 2, 3, 4}> ()
   y = Concat <axis = -1> (a, e, k)
 }""")
-    feeds = {"a": _random((2, 3), np.float32, rng), "e": np.zeros((2, 0), np.float32)}
+    feeds = {"a": random_array((2, 3), np.float32, rng), "e": np.zeros((2, 0), np.float32)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -316,7 +305,7 @@ g (float[{_dims(src)}] x) => (float[{_dims(result)}] y) {{
   s = Constant <value = int64[{len(shape)}] {{{_ints(shape)}}}> ()
   y = Expand(x, s)
 }}""")
-    feeds = {"x": _random(src, np.float32, rng)}
+    feeds = {"x": random_array(src, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -336,7 +325,7 @@ def test_identity_forwards_its_input(opset, rng):
 g (float[2, 3] x) => (float[2, 3] y) {{
   y = Identity(x)
 }}""")
-    feeds = {"x": _random((2, 3), np.float32, rng)}
+    feeds = {"x": random_array((2, 3), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -379,7 +368,7 @@ def test_split_matches_onnxruntime(case, rng):
 g (float[{_dims(shape)}] x) => ({outputs}) {{
   {node}
 }}""")
-    feeds = {"x": _random(shape, np.float32, rng)}
+    feeds = {"x": random_array(shape, np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -401,7 +390,7 @@ g ({ty}[2, 3] x) => ({ty}[{2 * repeats[0]}, {3 * repeats[1]}] y) {{
   r = Constant <value = int64[2] {{{_ints(repeats)}}}> ()
   y = Tile(x, r)
 }}""")
-    feeds = {"x": _random((2, 3), dtype, rng)}
+    feeds = {"x": random_array((2, 3), dtype, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -416,7 +405,7 @@ def test_depth_to_space_matches_onnxruntime(mode, opset, rng):
 g (float[2, 8, 3, 2] x) => (float[2, 2, 6, 4] y) {{
   y = DepthToSpace <{attrs}> (x)
 }}""")
-    feeds = {"x": _random((2, 8, 3, 2), np.float32, rng)}
+    feeds = {"x": random_array((2, 8, 3, 2), np.float32, rng)}
     assert_allclose_for_dtype(compile_and_run(model, feeds), oracle_run(model, feeds))
 
 
@@ -428,7 +417,7 @@ def test_space_to_depth_matches_reference(mode, opset, rng):
 g (float[2, 3, 4, 6] x) => (float[2, 12, 2, 3] y) {{
   y = SpaceToDepth <{attrs}> (x)
 }}""")
-    feeds = {"x": _random((2, 3, 4, 6), np.float32, rng)}
+    feeds = {"x": random_array((2, 3, 4, 6), np.float32, rng)}
     # onnxruntime has no SpaceToDepth mode (SpaceToDepth-28): onnx.reference is the oracle.
     assert_allclose_for_dtype(compile_and_run(model, feeds), reference_run(model, feeds))
 
@@ -439,7 +428,7 @@ g (float[1, 8, 2, 3] x) => (float[1, 8, 2, 3] y) {
   s = DepthToSpace <blocksize = 2, mode = "CRD"> (x)
   y = SpaceToDepth <blocksize = 2, mode = "CRD"> (s)
 }""")
-    x = _random((1, 8, 2, 3), np.float32, rng)
+    x = random_array((1, 8, 2, 3), np.float32, rng)
     np.testing.assert_array_equal(compile_and_run(model, {"x": x})[0], x)
 
 
@@ -450,3 +439,124 @@ g (float[1, 4, 2, 2] x) => (float[1, 1, 4, 4] y) {
 }""")
     with pytest.raises(UnsupportedAttributeError, match="mode='XYZ'.*DCR, CRD"):
         compile_and_run(model, {"x": np.zeros((1, 4, 2, 2), np.float32)})
+
+
+# Reshape ---------------------------------------------------------------------------------------
+
+
+def test_reshape_head_split_floor_divides_a_symbolic_dim(rng):
+    # [B, S, H] -> [B, S, 3, H/3]: H is not provably a multiple of 3, so the -1 is floor(H / 3).
+    compiled = check_symbolic(
+        18,
+        """g (float[B, S, H] x) => (float[B, S, H] y) {
+  heads = Constant <value = int64[4] {0, 0, 3, -1}> ()
+  back = Constant <value = int64[3] {0, 0, -1}> ()
+  split = Reshape(x, heads)
+  t = Transpose <perm = [0, 2, 1, 3]> (split)
+  u = Transpose <perm = [0, 2, 1, 3]> (t)
+  merged = Reshape(u, back)
+  y = Add(merged, x)
+}""",
+        lambda b, s, h: {"x": standard_normal(rng, b, s, h)},
+        [(2, 3, 6), (1, 5, 12)],
+    )
+    # Adding x back assumes 3*floor(H / 3) == H, checked against each feed.
+    assert [str(e.rhs) for e in compiled.artifact.dim_equalities] == ["3*floor(H / 3)"]
+
+
+def test_reshape_minus_one_of_unrelated_symbols_is_computed_at_run_time(rng):
+    # The target takes Q's batch (B) for K ([B2, S, H]): K's -1 is B2*S*H / (3*B*S), which
+    # no dim expression states; it is divided at run time.
+    check_symbolic(
+        18,
+        """g (float[B, S, H] q, float[B2, S2, H2] k) => (float[B, S2, 3, N] y) {
+  s = Shape(q)
+  zero = Constant <value = int64[1] {0}> ()
+  one = Constant <value = int64[1] {1}> ()
+  batch = Slice(s, zero, one)
+  tail = Constant <value = int64[3] {0, 3, -1}> ()
+  target = Concat <axis = 0> (batch, tail)
+  y = Reshape(k, target)
+}""",
+        lambda b, s, h: {"q": standard_normal(rng, b, s, h), "k": standard_normal(rng, b, s + 1, h)},
+        [(2, 3, 6), (3, 2, 9)],
+    )
+
+
+# Split -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("outputs", [2, 3])
+def test_split_num_outputs_uneven_symbolic_axis(outputs, rng):
+    names = ", ".join(f"y{i}" for i in range(outputs))
+    types = ", ".join(f"float[B, D{i}] y{i}" for i in range(outputs))
+    check_symbolic(
+        18,
+        f"""g (float[B, N] x) => ({types}) {{
+  {names} = Split <axis = 1, num_outputs = {outputs}> (x)
+}}""",
+        lambda b, n: {"x": standard_normal(rng, b, n)},
+        [(2, 7), (3, 9)],
+    )
+
+
+def test_split_equal_parts_opset13_symbolic_axis(rng):
+    check_symbolic(
+        13,
+        """g (float[N, C] x) => (float[N2, C] a, float[N3, C] b) {
+  a, b = Split <axis = 0> (x)
+}""",
+        lambda n, c: {"x": standard_normal(rng, n, c)},
+        [(4, 3), (6, 5)],
+    )
+
+
+def test_split_constant_sizes_on_a_symbolic_other_axis(rng):
+    check_symbolic(
+        13,
+        """g (float[N, 5] x) => (float[N, 2] a, float[N, 3] b) {
+  sizes = Constant <value = int64[2] {2, 3}> ()
+  a, b = Split <axis = 1> (x, sizes)
+}""",
+        lambda n: {"x": standard_normal(rng, n, 5)},
+        [(1,), (4,)],
+    )
+
+
+def test_split_constant_sizes_on_the_symbolic_axis_falls_back(rng):
+    model = parse("""<ir_version: 9, opset_import: ["" : 13]>
+g (float[N] x) => (float[A] a, float[B] b) {
+  sizes = Constant <value = int64[2] {2, 3}> ()
+  a, b = Split <axis = 0> (x, sizes)
+}""")
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is None
+    assert "ShapeError" in compiled.dynamic_error and "cannot be matched" in compiled.dynamic_error
+    feeds = {"x": standard_normal(rng, 5)}
+    assert_allclose_for_dtype(compiled.run(feeds), oracle_run(model, feeds))
+
+
+# DepthToSpace, SpaceToDepth -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_depth_to_space_symbolic(mode, rng):
+    check_symbolic(
+        13,
+        f"""g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {{
+  y = DepthToSpace <blocksize = 2, mode = "{mode}"> (x)
+}}""",
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
+        [(1, 8, 2, 3), (2, 4, 3, 1)],
+    )
+
+
+def test_space_to_depth_symbolic(rng):
+    check_symbolic(
+        13,
+        """g (float[N, C, H, W] x) => (float[N, C2, H2, W2] y) {
+  y = SpaceToDepth <blocksize = 2> (x)
+}""",
+        lambda n, c, h, w: {"x": standard_normal(rng, n, c, h, w)},
+        [(1, 3, 4, 6), (2, 1, 2, 8)],
+    )
