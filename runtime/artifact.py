@@ -149,10 +149,22 @@ def module_bytecode(module: ir.Module | ir.Operation | ir.OpView) -> bytes:
     return buffer.getvalue()
 
 
-def entry_bytecode(module: ir.Module, func: str, *, drop: Sequence[str] = ()) -> bytes:
+def entry_bytecode(module: ir.Module, func: str, *, drop: Sequence[str] = (), whole: bytes | None = None) -> bytes:
     """Bytecode of a copy of ``module`` whose ``@main`` is ``func``; functions it does not call
-    (and those named in ``drop``) are left out."""
+    (and those named in ``drop``) are left out.
+
+    ``whole``: ``module``'s own bytecode, returned as it is when the copy would not differ
+    (``func`` is ``main`` and calls every other function), saving a clone and a write.
+    """
     with module.context:
+        if func == "main" and whole is not None and not drop:
+            functions = {
+                ir.StringAttr(op.attributes["sym_name"]).value: op
+                for op in module.body.operations
+                if op.operation.name == "func.func"
+            }
+            if "main" in functions and _called(functions, "main") == set(functions):
+                return whole
         copy = module.operation.clone()
         functions = {
             ir.StringAttr(op.attributes["sym_name"]).value: op

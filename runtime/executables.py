@@ -334,7 +334,8 @@ class Executables:
         artifact = Artifact.freeze(lowered, entry=entry, hoisted_count=hoisted_count)
         hoisted_key = self._hoist(lowered, artifact) if hoisted_count else None
         drop = ("hoisted_weights",) if hoisted_count else ()
-        executable = pjrt.compile_module(entry_bytecode(lowered.module, entry, drop=drop), self.device)
+        entry_module = entry_bytecode(lowered.module, entry, drop=drop, whole=artifact.bytecode)
+        executable = pjrt.compile_module(entry_module, self.device)
         compile_seconds = time.perf_counter() - start
         spec = Specialization(artifact, executable, hoisted_key, lowered.seconds, pass_seconds, compile_seconds)
         with self._lock:
