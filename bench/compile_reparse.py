@@ -3,8 +3,9 @@ several times per compile").
 
 Counts calls of ``ir.Module.parse`` (parses), ``Operation.get_asm`` and ``Module.__str__``
 (prints to text), ``Operation.write_bytecode`` (bytecode writes) and PJRT compiles of text
-(each one a parse inside XLA) while compiling the bundled tiny model: statically shaped,
-through the symbolic artifact (two shapes), and one Trainer step.
+(each one a parse inside XLA) while compiling: the bundled tiny model (static), a small MLP
+with a symbolic batch through its artifact (two shapes) and lowered per shape, and one Trainer
+step per engine.
 
     python bench/compile_reparse.py [--quick]
 """
@@ -119,9 +120,10 @@ def main() -> None:
     if not args.quick:
         from onnx_stablehlo.runtime.training import Trainer
 
-        trainer = Trainer(symbolic, "mse")
         batch = {**x, "labels": np.zeros((2, 4), np.float32)}
-        measure("Trainer.train_step (first)", lambda: trainer.train_step(batch))
+        for engine in ("pjrt", "bridge"):
+            trainer = Trainer(symbolic, "mse", engine=engine)
+            measure(f"Trainer(engine={engine!r}).train_step (first)", lambda: trainer.train_step(batch))
 
 
 if __name__ == "__main__":

@@ -4,6 +4,9 @@ A crash or an error half-way leaves the old file (or none) in place, never a tru
 The temporary file is named ``.<target>.<pid>.<random>.tmp``; a writer killed before it could
 remove it leaves it behind, and the next write to the same target removes every such file
 whose process is gone (:func:`sweep_stale`), so debris never outlives the next save.
+
+It sits below the runtime (checkpoints and ``save_onnx`` write through it); ``onnx_stablehlo._io``
+re-exports it under its former name.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Graph surgery shared by :mod:`onnx_stablehlo.heads` and :mod:`onnx_stablehlo.losses`.
+"""Graph surgery shared by :mod:`onnx_stablehlo.heads` and :mod:`onnx_stablehlo.runtime.losses`.
 
 * :class:`FragmentBuilder` writes a small ONNX graph (a head, a loss) at a given opset, picking
   the attribute or input form of ops whose ``axes`` moved (Unsqueeze/ReduceSum at 13).
@@ -7,6 +7,9 @@
   fragment's other inputs become new graph inputs, and the merged graph returns the outputs
   asked for, in that order.
 * :func:`to_proto` reads any model source into a fresh ``onnx.ModelProto`` (never the caller's).
+
+It sits below the runtime (the trainer and ``save_onnx`` use it); ``onnx_stablehlo._compose``
+re-exports it under its former name.
 """
 
 from __future__ import annotations

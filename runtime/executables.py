@@ -199,9 +199,7 @@ class Executables:
             return
         self.artifact = Artifact.freeze(lowered)
 
-    def _lower(
-        self, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray], feeds: Mapping[str, Any] | None
-    ) -> LoweredModule | tuple[str, Any]:
+    def _lower(self, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray]) -> LoweredModule:
         """A fresh lowering for ``shapes`` (refined from the artifact when there is one)."""
         refine_error: str | None = None
         lowered = None
@@ -310,7 +308,7 @@ class Executables:
         self, key: Any, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray], feeds: Mapping[str, Any] | None
     ) -> Specialization:
         try:
-            lowered = self._lower(shapes, values, feeds)
+            lowered = self._lower(shapes, values)
         except NonConstantInputError:
             # A rule needs an input's value at compile time (an axes or shape input fed as a
             # graph input): specialize the small integer inputs on their values and retry.
