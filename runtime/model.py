@@ -25,11 +25,16 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError, ShapeError, UnsupportedDtypeError
+from onnx_stablehlo.errors import (
+    DataDependentShapeError,
+    InvalidOptionError,
+    NonConstantInputError,
+    ShapeError,
+    UnsupportedDtypeError,
+)
 from onnx_stablehlo.frontend.importer import check_supported, graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
 from onnx_stablehlo.frontend.loader import zipmap_outputs
-from onnx_stablehlo.frontend.shapes import SymbolicDim
 from onnx_stablehlo.runtime import pjrt, split
 from onnx_stablehlo.runtime.artifact import Artifact
 from onnx_stablehlo.runtime.call_plan import CallPlan, raise_failed_checks
@@ -75,8 +80,6 @@ class CompiledModel:
         options: CompileOptions | None = None,
         no_values: frozenset[str] = frozenset(),
     ) -> None:
-        from onnx_stablehlo.errors import InvalidOptionError
-
         options = options if options is not None else CompileOptions()
         self.model = model
         self.device = device
@@ -272,7 +275,7 @@ class CompiledModel:
             self.executables.bindings({n: np.shape(a) for n, a in arrays.items()})  # mismatches fail before padding
         except AssumptionFailed:
             return self._run_checked(arrays)  # a merged dim is 1 here: no artifact, no buckets
-        rename = _bucket_names(artifact, bucketing)
+        rename = bucketing.renamer(artifact.dim_equalities)
         input_dims = {n: [rename(d) for d in dims] for n, (_, dims) in zip(artifact.input_names, artifact.input_types)}
         padded, actual, padded_sizes = bucketing.pad_feeds(arrays, input_dims)
         others = self.executables.bindings({n: np.shape(a) for n, a in padded.items()})
@@ -347,36 +350,6 @@ class CompiledModel:
         lowered per shape."""
         options = dataclasses.replace(self.options, input_shapes=dict(input_shapes), dynamic=False, bucketing=None)
         return CompiledModel(model, device=self.device, options=options, no_values=no_values)
-
-
-def _bucket_names(artifact: Artifact, bucketing: Any):
-    """Maps a symbol to the one name its merged class goes by for bucketing.
-
-    Symbols the artifact merged (``N == M`` from an Add) must get the same bucket, or the
-    padded feeds would break the equality; the class takes the name the policy uses.
-    """
-    parent: dict[str, str] = {}
-
-    def find(name: str) -> str:
-        while parent.get(name, name) != name:
-            name = parent[name]
-        return name
-
-    for equality in artifact.dim_equalities:
-        a, b = equality.lhs, equality.rhs
-        if isinstance(a, SymbolicDim) and isinstance(b, SymbolicDim) and a.name and b.name:
-            parent[find(b.name)] = find(a.name)
-    chosen: dict[str, str] = {}
-    for name in bucketing.dims:
-        chosen.setdefault(find(name), name)
-
-    def rename(dim: Any) -> Any:
-        if not isinstance(dim, SymbolicDim):
-            return dim
-        names = {s: chosen.get(find(s), find(s)) for s in dim.symbols()}
-        return dim.substitute({s: SymbolicDim(n) for s, n in names.items() if n != s})
-
-    return rename
 
 
 def _to_device_value(value: Any, device: pjrt.Device) -> Any:
