@@ -60,3 +60,25 @@ def test_float64_weights_train_on_the_pjrt_engine_by_default():
     losses = [trainer.train_step(data) for _ in range(6)]
     assert losses[-1] < losses[0]
     assert trainer.trainable_params["w1"].dtype == np.float64
+
+
+def test_finetune_engine_option_trains_on_either_engine(tmp_path, capsys):
+    from onnx_stablehlo.cli import main
+    from onnx_stablehlo.runtime.export_onnx import load_initializers
+
+    onnx.save(mlp_classifier(), str(tmp_path / "mlp.onnx"))
+    data = classification_data(64, seed=1)
+    np.savez(tmp_path / "train.npz", x=data["x"], labels=data["labels"])
+    weights = {}
+    for engine in ("pjrt", "bridge"):
+        out = tmp_path / f"{engine}.onnx"
+        code = main([
+            "finetune", str(tmp_path / "mlp.onnx"), "--train", str(tmp_path / "train.npz"),
+            "--loss", "softmax_cross_entropy", "--steps", "3", "--optimizer", "sgd", "--lr", "0.1",
+            "--batch-size", "16", "--engine", engine, "--no-progress", "-o", str(out),
+        ])
+        assert code == 0, capsys.readouterr().out
+        weights[engine] = load_initializers(out)
+    for name, value in weights["pjrt"].items():
+        np.testing.assert_allclose(weights["bridge"][name], value, rtol=1e-5, atol=1e-6)
+    assert not np.array_equal(weights["pjrt"]["w1"], onnx.numpy_helper.to_array(mlp_classifier().graph.initializer[0]))
