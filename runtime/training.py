@@ -7,16 +7,17 @@
 
 How a step runs:
 
-1. The loss is appended to the model as ONNX nodes (:mod:`onnx_stablehlo.losses`), so model
-   and loss lower to one ``@main(inputs..., labels, weights...) -> (loss, outputs...)``.
-2. An engine (``runtime/training_engines.py``) runs the step. ``"pjrt"``: per batch-shape
+1. The loss is appended to the model as ONNX nodes (:mod:`onnx_stablehlo.runtime.losses`), so
+   model and loss lower to one ``@main(inputs..., labels, weights...) -> (loss, outputs...)``.
+2. An engine (``runtime/training_engines.py``) runs the step. ``"bridge"`` (the default):
+   one ``jax.jit`` step (forward, ``build-vjp`` backward, optax update) through the JAX
+   bridge. ``"pjrt"`` (also the default for 64-bit trainable weights): per batch-shape
    signature the model is lowered with ``weights="args"``, the gradient transform adds
    ``@main_value_and_grad`` with respect to the trainable weights only (frozen weights stay
    arguments but get no gradient code), the passes run, and PJRT compiles it: the path of
    inference (``runtime/executables.py``), so its device choices (TPU float64, CPU
    convolution layout) hold for training too; the optax update is a ``jax.jit`` function on
-   the device arrays, with the old parameters and optimizer state donated. ``"bridge"``: one
-   ``jax.jit`` step (forward, ``build-vjp`` backward, optax update) through the JAX bridge.
+   the device arrays, with the old parameters and optimizer state donated.
 3. Weights live on the device and stay there between steps.
 
 Determinism and resuming: given a seed, a run is reproducible. The trainer owns the seed;
