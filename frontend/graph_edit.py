@@ -27,9 +27,9 @@ import onnx_ir
 
 from onnx_stablehlo.errors import ModelLoadError, OnnxStableHLOError
 
-__all__ = ["GraphEditError", "FragmentBuilder", "attach", "to_proto", "default_opset", "value_types"]
+__all__ = ["GraphEditError", "FragmentBuilder", "PROTO_LIMIT", "attach", "to_proto", "default_opset", "value_types"]
 
-_PROTO_LIMIT = 2**31 - 1
+PROTO_LIMIT = 2**31 - 1
 """Largest serialized ModelProto protobuf can hold (bytes)."""
 
 
@@ -104,7 +104,7 @@ def value_types(model: onnx.ModelProto) -> dict[str, onnx.TypeProto]:
             init.name,
             onnx.helper.make_tensor_type_proto(init.data_type, list(init.dims)),
         )
-    if model.ByteSize() < _PROTO_LIMIT:
+    if model.ByteSize() < PROTO_LIMIT:
         try:
             inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
         except Exception:  # inference is best effort: declared types still answer

@@ -45,7 +45,7 @@ import onnx_ir
 
 from onnx_stablehlo.errors import FeedError
 from onnx_stablehlo.frontend import atomic_io, dtypes
-from onnx_stablehlo.frontend.graph_edit import to_proto
+from onnx_stablehlo.frontend.graph_edit import PROTO_LIMIT, to_proto
 from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import load as load_model
@@ -87,9 +87,6 @@ ENGINES = ("bridge", "pjrt")
 """The ``Trainer``'s engines (``runtime/training_engines.py``)."""
 
 DEFAULT_ENGINE = "bridge"
-
-_PROTO_LIMIT = 2**31 - 1
-"""Largest serialized ModelProto (bytes)."""
 """The engine a ``Trainer`` uses when given no ``engine`` (``"pjrt"`` for 64-bit trainable weights)."""
 
 _THROUGHPUT_WINDOW = 20
@@ -191,7 +188,7 @@ class Trainer:
         self.accuracy = accuracy or with_loss.accuracy
         self.label_inputs = list(with_loss.label_inputs)
         # (the onnx checker cannot take a ModelProto of 2 GB or more)
-        self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < _PROTO_LIMIT)
+        self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < PROTO_LIMIT)
         graph = self._training_model.graph
         self.output_names = [o.name for o in graph.outputs]
         self._loss_index = self.output_names.index(with_loss.loss_output)
