@@ -102,7 +102,7 @@ def measure(name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds:
     for ours_out, ort_out in zip(ours.run(feeds), session.run(None, feeds)):
         np.testing.assert_allclose(ours_out, ort_out, rtol=1e-4, atol=1e-5)
     on_device = {n: ours.to_device(a) for n, a in feeds.items()}
-    spec = ours._last
+    spec = ours.executables.last
     arguments = [on_device[n] for n in spec.lowered.input_names] + ours._plan.constants
 
     def run_device():

@@ -17,11 +17,12 @@ from onnx_stablehlo import errors  # noqa: E402
 from onnx_stablehlo.api import compile, load, lower  # noqa: A004, E402
 from onnx_stablehlo.runtime.bucketing import Bucketing  # noqa: E402
 from onnx_stablehlo.runtime.model import CompiledModel  # noqa: E402
+from onnx_stablehlo.runtime.training import ArrayBatches, Trainer  # noqa: E402
 from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes  # noqa: E402
 
 __all__ = [
     "compile", "load", "lower", "infer_shapes", "annotate_shapes", "ShapeInference", "Bucketing",
-    "CompiledModel", "errors", "example_model_path",
+    "CompiledModel", "Trainer", "ArrayBatches", "errors", "example_model_path",
 ]
 __version__ = "0.1.0"
 

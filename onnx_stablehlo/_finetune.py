@@ -7,7 +7,7 @@
         [--optimizer adamw] [--lr 1e-3] [--weight-decay W] [--schedule constant|cosine|linear]
         [--warmup-steps N] [--clip-norm C] [--steps N | --epochs N] [--batch-size 32] [--seed 0]
         [--eval-every N] [--checkpoint PATH [--checkpoint-every N]] [--device cpu]
-        [--external-data] [--no-progress] -o OUT.onnx
+        [--engine bridge|pjrt] [--external-data] [--no-progress] -o OUT.onnx
 
 Each .npz holds one array per model input, named after it, plus ``labels`` (one row per
 example). Arrays are cast to the dtypes the model declares when the cast is exact in kind
@@ -67,6 +67,10 @@ def add_finetune_command(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--checkpoint", metavar="PATH", help="checkpoint file: resumed when present, written at the end")
     cmd.add_argument("--checkpoint-every", type=int, help="also write the checkpoint every N steps")
     cmd.add_argument("--device", default="cpu", help="cpu, cuda, rocm, tpu or gpu (default cpu)")
+    cmd.add_argument(
+        "--engine", choices=("bridge", "pjrt"),
+        help="one jitted JAX step (bridge; the default for float32 weights) or PJRT executables (pjrt)",
+    )
     cmd.add_argument("--external-data", action="store_true", help="write tensors to a side .data file")
     cmd.add_argument("--no-progress", action="store_true", help="no progress bar")
     cmd.add_argument("-o", "--output", required=True, help="the fine-tuned .onnx to write")
@@ -120,7 +124,7 @@ def run_finetune(args: argparse.Namespace) -> int:
     )
     trainer = Trainer(
         model, args.loss, prediction=args.prediction, trainable=args.trainable or "*",
-        optimizer=optimizer, device=args.device, seed=args.seed,
+        optimizer=optimizer, device=args.device, seed=args.seed, engine=args.engine,
     )
     wanted = trainer.input_dtypes
     train = ArrayBatches(_cast(train_arrays, wanted, args.train), args.batch_size, shuffle=True, drop_last=True)

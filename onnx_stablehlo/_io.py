@@ -1,121 +1,16 @@
-"""Atomic file writes: write to a temporary file in the same folder, then rename over the target.
+"""Atomic file writes; they live in ``onnx_stablehlo.frontend.atomic_io``.
 
-A crash or an error half-way leaves the old file (or none) in place, never a truncated one.
-The temporary file is named ``.<target>.<pid>.<random>.tmp``; a writer killed before it could
-remove it leaves it behind, and the next write to the same target removes every such file
-whose process is gone (:func:`sweep_stale`), so debris never outlives the next save.
+Kept so that ``onnx_stablehlo._io`` imports keep working; new code imports the frontend module
+(the runtime never imports the package face).
 """
 
-from __future__ import annotations
+from onnx_stablehlo.frontend.atomic_io import (
+    atomic_write_bytes,
+    atomic_write_npz,
+    atomic_write_text,
+    atomic_writer,
+    pid_alive,
+    sweep_stale,
+)
 
-import contextlib
-import io
-import os
-import re
-import tempfile
-import time
-from collections.abc import Iterator, Mapping
-from pathlib import Path
-
-import numpy as np
-
-from onnx_stablehlo.errors import WriteError
-
-__all__ = [
-    "atomic_writer",
-    "atomic_write_bytes",
-    "atomic_write_text",
-    "atomic_write_npz",
-    "pid_alive",
-    "sweep_stale",
-]
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process ``pid`` exists on this machine (ours counts as alive)."""
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError, ValueError):
-        return pid > 0  # exists but belongs to someone else (or a bogus pid we leave alone)
-    return True
-
-
-_LEGACY_AGE_S = 3600.0
-
-
-def sweep_stale(path: Path) -> list[Path]:
-    """Removes temporary files ``.<path name>.<pid>.<random>.tmp`` of writers that are gone.
-
-    Returns the removed paths. Files of live processes (a concurrent writer) are kept.
-    """
-    path = Path(path)
-    pattern = re.compile(rf"^\.{re.escape(path.name)}\.(\d+)\.[A-Za-z0-9_]+\.tmp$")
-    # Before the pid was part of the name: ".<name>.<8 random>.tmp", removed once an hour old.
-    legacy = re.compile(rf"^\.{re.escape(path.name)}\.[a-z0-9_]{{8}}\.tmp$")
-    removed = []
-    try:
-        entries = list(os.scandir(path.parent))
-    except OSError:
-        return removed
-    for entry in entries:
-        match = pattern.match(entry.name)
-        stale = match is not None and not pid_alive(int(match.group(1)))
-        if not stale and legacy.match(entry.name):
-            with contextlib.suppress(OSError):
-                stale = time.time() - entry.stat().st_mtime > _LEGACY_AGE_S
-        if stale:
-            with contextlib.suppress(OSError):
-                os.unlink(entry.path)
-                removed.append(Path(entry.path))
-    return removed
-
-
-@contextlib.contextmanager
-def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
-    """Yields a binary file that replaces ``path`` only if the block finishes without error.
-
-    Raises:
-        WriteError: ``path`` is a folder, or its folder cannot be created or written.
-    """
-    path = Path(path)
-    if path.is_dir():
-        raise WriteError(f"cannot write {path}: it is a folder")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        sweep_stale(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp creates 0600; give the file the usual mode
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):
-            raise WriteError(f"cannot write {path}: {exc.strerror or exc}") from exc
-        raise
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    with atomic_writer(path) as handle:
-        handle.write(data)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    atomic_write_bytes(path, text.encode())
-
-
-def atomic_write_npz(path: Path, arrays: Mapping[str, np.ndarray]) -> None:
-    with atomic_writer(path) as handle:
-        np.savez(handle, **arrays)
+__all__ = ["atomic_writer", "atomic_write_bytes", "atomic_write_text", "atomic_write_npz", "pid_alive", "sweep_stale"]

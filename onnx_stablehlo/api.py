@@ -14,6 +14,7 @@ from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import pjrt
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
+from onnx_stablehlo.runtime.options import CompileOptions
 
 __all__ = ["load", "lower", "compile"]
 
@@ -134,8 +135,18 @@ def compile(  # noqa: A001 - the field's verb
         ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError,
         CompileError.
     """
-    if weights not in ("args", "inline"):
-        raise ValueError(f"weights must be 'args' or 'inline', got {weights!r}")
+    options = CompileOptions(
+        weights=weights,  # type: ignore[arg-type]
+        input_shapes=dict(input_shapes or {}),
+        dims=dict(dims or {}),
+        dynamic=dynamic,
+        pipeline=pipeline,
+        hoist_weights=hoist_weights,
+        runtime_checks=runtime_checks,
+        bucketing=bucketing,
+        cache_size=cache_size,
+        registry=registry,
+    )
     if devices is not None:
         from onnx_stablehlo.runtime.sharded import ShardedModel
 
@@ -143,17 +154,4 @@ def compile(  # noqa: A001 - the field's verb
         return ShardedModel(ir_model, devices, input_shapes=input_shapes, dims=dims, pipeline=pipeline)  # type: ignore[return-value]
     target = pjrt.get_device(device)
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
-    return CompiledModel(
-        ir_model,
-        device=target,
-        input_shapes=input_shapes,
-        weights=weights,
-        registry=registry,
-        cache_size=cache_size,
-        pipeline=pipeline,
-        dims=dims,
-        dynamic=dynamic,
-        bucketing=bucketing,
-        hoist_weights=hoist_weights,
-        runtime_checks=runtime_checks,
-    )
+    return CompiledModel(ir_model, device=target, options=options)

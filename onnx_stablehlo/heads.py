@@ -28,7 +28,7 @@ import onnx
 import onnx.helper
 import onnx_ir
 
-from onnx_stablehlo._compose import FragmentBuilder, GraphEditError, attach, default_opset, to_proto, value_types
+from onnx_stablehlo.frontend.graph_edit import FragmentBuilder, GraphEditError, attach, default_opset, to_proto, value_types
 
 __all__ = ["POOLINGS", "add_classifier_head", "GraphEditError"]
 

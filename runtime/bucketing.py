@@ -23,7 +23,7 @@ the end. Padding a batch dim is safe for models whose rows are independent.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,36 @@ class Bucketing:
             if candidate >= size:
                 return int(candidate)
         return int(size)
+
+    def renamer(self, dim_equalities: Sequence[Any]) -> Callable[[Any], Any]:
+        """Maps a dim to one where each symbol takes the name its merged class goes by.
+
+        Symbols the artifact merged (``N == M`` from an Add, in ``dim_equalities``) must get the
+        same bucket, or the padded feeds would break the equality; the class takes the name
+        this policy uses.
+        """
+        parent: dict[str, str] = {}
+
+        def find(name: str) -> str:
+            while parent.get(name, name) != name:
+                name = parent[name]
+            return name
+
+        for equality in dim_equalities:
+            a, b = equality.lhs, equality.rhs
+            if isinstance(a, SymbolicDim) and isinstance(b, SymbolicDim) and a.name and b.name:
+                parent[find(b.name)] = find(a.name)
+        chosen: dict[str, str] = {}
+        for name in self.dims:
+            chosen.setdefault(find(name), name)
+
+        def rename(dim: Any) -> Any:
+            if not isinstance(dim, SymbolicDim):
+                return dim
+            names = {s: chosen.get(find(s), find(s)) for s in dim.symbols()}
+            return dim.substitute({s: SymbolicDim(n) for s, n in names.items() if n != s})
+
+        return rename
 
     def pad_feeds(
         self,

@@ -4,11 +4,11 @@ XLA compiles MiniLM in about 0.4 s on a quiet 2-core machine (seconds on a busy 
 every new process paid it again. ``pjrt.compile_module`` looks a module up here first and
 stores what it compiled, so a second process deserializes the executable (milliseconds).
 
-Key: SHA-256 of the StableHLO text that is compiled together with everything else that changes
-the machine code: platform, device index and kind, the PJRT platform version, the jaxlib version,
-``XLA_FLAGS``, the host CPU (machine and ``/proc/cpuinfo`` flags: XLA CPU code uses the host's
-vector instructions) and the entry format version. Two processes that compile the same module
-with the same toolchain on the same kind of machine share one entry.
+Key: SHA-256 of the module that is compiled (StableHLO text or MLIR bytecode) together with
+everything else that changes the machine code: platform, device index and kind, the PJRT platform
+version, the jaxlib version, ``XLA_FLAGS``, the host CPU (machine and ``/proc/cpuinfo`` flags: XLA
+CPU code uses the host's vector instructions) and the entry format version. Two processes that
+compile the same module with the same toolchain on the same kind of machine share one entry.
 
 Entries: ``<key>.xla`` files, written to a temporary file in the same folder and renamed into
 place (``os.replace``), so a reader never sees half an entry and concurrent writers of one key
@@ -87,14 +87,15 @@ class ExecutableCache:
         return f"ExecutableCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
 
     @staticmethod
-    def key(module_text: str, parts: Iterable[str]) -> str:
-        """The entry key of ``module_text`` compiled under ``parts`` (toolchain, device, flags)."""
+    def key(module: str | bytes, parts: Iterable[str]) -> str:
+        """The entry key of ``module`` (StableHLO text or MLIR bytecode) compiled under
+        ``parts`` (toolchain, device, flags)."""
         digest = hashlib.sha256(_MAGIC)
         for part in parts:
             encoded = part.encode()
             digest.update(len(encoded).to_bytes(8, "little"))
             digest.update(encoded)
-        digest.update(module_text.encode())
+        digest.update(module.encode() if isinstance(module, str) else bytes(module))
         return digest.hexdigest()
 
     def path(self, key: str) -> Path:

@@ -33,8 +33,8 @@ import onnx.external_data_helper
 import onnx.numpy_helper
 import onnx_ir
 
-from onnx_stablehlo import _io
-from onnx_stablehlo._compose import to_proto
+from onnx_stablehlo.frontend import atomic_io as _io
+from onnx_stablehlo.frontend.graph_edit import to_proto
 from onnx_stablehlo.errors import OnnxStableHLOError
 
 __all__ = [

@@ -162,11 +162,12 @@ def get_device(spec: str = "cpu") -> Device:
 _DEFAULT_CACHE: Any = object()
 
 
-def compile_module(module_text: str, device: Device, *, cache: Any = _DEFAULT_CACHE) -> Any:
-    """Compiles StableHLO text to a loaded PJRT executable on ``device``.
+def compile_module(module_text: str | bytes, device: Device, *, cache: Any = _DEFAULT_CACHE) -> Any:
+    """Compiles a StableHLO module to a loaded PJRT executable on ``device``.
 
     Args:
-        module_text: the StableHLO module.
+        module_text: the StableHLO module, as text or as MLIR bytecode (what
+            ``runtime/executables.py`` hands over: no print and no text parse).
         device: where the executable runs.
         cache: an :class:`~onnx_stablehlo.runtime.executable_cache.ExecutableCache`, or None for
             none; by default the process's on-disk cache (``executable_cache.default_cache``:

@@ -65,8 +65,8 @@ shape (no symbolic artifact).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import onnx
@@ -79,7 +79,7 @@ from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.node_names import describe_node
-from onnx_stablehlo.runtime.model import CompiledModel  # model.py imports this module lazily
+from onnx_stablehlo.runtime.executables import VALUE_SPECIALIZATION_ELEMENTS
 
 __all__ = ["DATA_DEPENDENT_OPS", "SplitModel", "find_split_node", "split_for"]
 
@@ -90,9 +90,6 @@ DATA_DEPENDENT_OPS: dict[str, tuple[int, ...]] = {
     "Compress": (1,),
     "NonMaxSuppression": (0, 1, 2, 3, 4),
 }
-
-# Mirrors runtime/model.py: integer inputs up to this many elements are value-specialized.
-_VALUE_SPECIALIZATION_ELEMENTS = 64
 
 
 def _is_default_domain(node: onnx_ir.Node) -> bool:
@@ -130,11 +127,31 @@ def find_split_node(graph: onnx_ir.Graph, error: DataDependentShapeError | None 
     return None
 
 
-def split_for(compiled: CompiledModel, error: DataDependentShapeError, *, eager: bool = False) -> SplitModel | None:
+class Compiled(Protocol):
+    """What the split needs of the ``CompiledModel`` it takes over from (and of its parts).
+
+    ``runtime/model.py`` imports this module, never the reverse: the model hands itself in.
+    """
+
+    model: onnx_ir.Model
+    options: Any
+    input_names: list[str]
+    output_names: list[str]
+    compile_count: int
+    no_values: frozenset[str]
+    mlir: str
+
+    def run(self, feeds: Mapping[str, Any]) -> list[Any]: ...
+
+    def part(self, model: onnx_ir.Model, *, input_shapes: Mapping[str, Any], no_values: frozenset[str]) -> Compiled: ...
+
+
+def split_for(compiled: Compiled, error: DataDependentShapeError, *, eager: bool = False) -> SplitModel | None:
     """The ``SplitModel`` a ``CompiledModel`` delegates to after lowering raised ``error``.
 
     Args:
-        compiled: the model whose lowering failed.
+        compiled: the model whose lowering failed; its ``part`` compiles the parts with its
+            options (lowered per shape, no bucketing).
         error: the error; it names the node to split at.
         eager: called at construction, without feeds. Returns ``None`` (decide at ``run``)
             when value specialization of small integer inputs may still make the node's
@@ -155,21 +172,16 @@ def split_for(compiled: CompiledModel, error: DataDependentShapeError, *, eager:
     return SplitModel(
         compiled.model,
         index,
-        no_values=getattr(compiled, "no_values", frozenset()),
-        device=compiled.device,
-        input_shapes=getattr(compiled, "_fixed_shapes", None),
-        weights=compiled.weights,
-        registry=getattr(compiled, "_registry", None),
-        cache_size=compiled.cache_size,
-        pipeline=compiled.pipeline,
-        dims=compiled.dims,
+        make_part=compiled.part,
+        input_shapes=compiled.options.input_shapes,
+        no_values=compiled.no_values,
     )
 
 
-def _values_may_help(compiled: CompiledModel, graph: onnx_ir.Graph, index: int) -> bool:
+def _values_may_help(compiled: Compiled, graph: onnx_ir.Graph, index: int) -> bool:
     """Whether every graph input whose values reach node ``index`` is small enough to be
     value-specialized (ignoring paths through Shape and Size, which read only shapes)."""
-    fixed = getattr(compiled, "_fixed_shapes", {}) or {}
+    fixed = compiled.options.input_shapes
     inputs = {id(v): v for v in graph_input_values(graph)}
     reached: list[onnx_ir.Value] = []
     seen: set[int] = set()
@@ -196,7 +208,7 @@ def _values_may_help(compiled: CompiledModel, graph: onnx_ir.Graph, index: int) 
             shape = tuple(value.shape)
         size = None if shape is None else int(np.prod(shape, dtype=np.int64))
         if dtypes.is_integer(value.dtype) or value.dtype == DataType.BOOL:
-            if size is not None and size > _VALUE_SPECIALIZATION_ELEMENTS:
+            if size is not None and size > VALUE_SPECIALIZATION_ELEMENTS:
                 return False
         elif size != 1:
             return False
@@ -246,22 +258,6 @@ def _unique(values: Sequence[onnx_ir.Value]) -> list[onnx_ir.Value]:
     return result
 
 
-class _Part(CompiledModel):
-    """A part of a split model: a ``CompiledModel`` that does not specialize on the values of
-    the host node's outputs unless a rule needs them as constants (see ``SplitModel.run``).
-
-    Specializing on them would compile once per distinct *value* (NonZero's index set), where
-    a further split compiles once per distinct *size*.
-    """
-
-    def __init__(self, model: onnx_ir.Model, *, no_values: frozenset[str] = frozenset(), **options: Any) -> None:
-        self.no_values = no_values
-        super().__init__(model, **options)
-
-    def _small_integer_inputs(self, feeds: Mapping[str, np.ndarray] | None) -> set[str]:
-        return super()._small_integer_inputs(feeds) - self.no_values
-
-
 class SplitModel:
     """A model run as compiled prefix -> host node -> compiled suffix (see the module docstring).
 
@@ -271,6 +267,9 @@ class SplitModel:
         host_node: the display name of the node run on the host (``'nms'`` or
             ``node #3 producing 'y'``), with its op type in ``host_op_type``.
         prefix: the ``CompiledModel`` of the nodes before the cut, or ``None`` when empty.
+            A part does not specialize on the values of the host node's outputs unless a rule
+            needs them as constants (see ``_run_part``): that would compile once per distinct
+            *value* (NonZero's index set), where a further split compiles once per *size*.
         suffix: the ``CompiledModel`` of the nodes after it (made at the first ``run``, when
             the types of D's outputs are known), or ``None`` when empty or not made yet.
     """
@@ -280,13 +279,8 @@ class SplitModel:
         model: onnx_ir.Model,
         node_index: int,
         *,
-        device: Any,
+        make_part: Callable[..., Compiled],
         input_shapes: Mapping[str, Sequence[int]] | None = None,
-        weights: str = "args",
-        registry: Any = None,
-        cache_size: int = 16,
-        pipeline: str = "default",
-        dims: Mapping[str, int] | None = None,
         no_values: frozenset[str] = frozenset(),
     ) -> None:
         graph = model.graph
@@ -296,10 +290,7 @@ class SplitModel:
         self.host_op_type = host.op_type
         self.host_node = describe_node(host, node_index)
         self._model = model
-        self._options = dict(
-            device=device, weights=weights, registry=registry, cache_size=cache_size,
-            pipeline=pipeline, dims=dims, dynamic=False,
-        )
+        self._make_part = make_part
         self._input_shapes = dict(input_shapes or {})
         inputs = graph_input_values(graph)
         self.input_names = [v.name for v in inputs]
@@ -340,7 +331,7 @@ class SplitModel:
         host_inputs = [v for v in host.inputs if v is not None and v.name]
         self._prefix_outputs = _unique([v for v in host_inputs if id(v) in prefix_values] + crossing)
         self._prefix_nodes = [nodes[i] for i in sorted(prefix)]
-        self.prefix: _Part | None = None
+        self.prefix: Compiled | None = None
         if self._prefix_nodes:
             prefix_uses = {id(v) for i in prefix for v in _uses(nodes[i])}
             self.prefix = self._part(
@@ -408,7 +399,7 @@ class SplitModel:
         external_ids = {id(v) for v in external}
         ordered_inputs = [v for v in inputs if id(v) in external_ids]
         self._suffix_inputs = _unique(ordered_inputs + [v for v in external if id(v) not in graph_input_ids])
-        self.suffix: _Part | None = None
+        self.suffix: Compiled | None = None
 
     # Parts ------------------------------------------------------------------------------------
 
@@ -420,7 +411,7 @@ class SplitModel:
         nodes: Sequence[onnx_ir.Node],
         types: Mapping[str, Any] | None = None,
         no_values: frozenset[str] = frozenset(),
-    ) -> _Part:
+    ) -> Compiled:
         used = [v for node in nodes for v in _uses(node)]
         initializers = _unique([v for v in used + list(outputs) if id(v) in self._initializers])
         graph = self._model.graph
@@ -438,9 +429,9 @@ class SplitModel:
         )
         shapes = {v.name: s for v in inputs if (s := self._input_shapes.get(v.name)) is not None}
         no_values = (no_values | self._no_values) & {v.name for v in inputs}
-        return _Part(part, input_shapes=shapes, no_values=frozenset(no_values), **self._options)
+        return self._make_part(part, input_shapes=shapes, no_values=frozenset(no_values))
 
-    def _make_suffix(self, env: Mapping[str, Any]) -> _Part:
+    def _make_suffix(self, env: Mapping[str, Any]) -> Compiled:
         graph_inputs = {id(v) for v in self._graph_inputs}
         types: dict[str, Any] = {}
         for value in self._suffix_inputs:
@@ -551,7 +542,7 @@ class SplitModel:
         )
 
 
-def _run_part(part: _Part, env: Mapping[str, Any]) -> list[Any]:
+def _run_part(part: Compiled, env: Mapping[str, Any]) -> list[Any]:
     feeds = {n: env[n] for n in part.input_names}
     try:
         return part.run(feeds)
@@ -564,7 +555,7 @@ def _run_part(part: _Part, env: Mapping[str, Any]) -> list[Any]:
         return part.run(feeds)
 
 
-def _text(part: CompiledModel) -> str:
+def _text(part: Compiled) -> str:
     try:
         return part.mlir.rstrip("\n")
     except ShapeError:

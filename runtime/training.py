@@ -1,4 +1,4 @@
-"""Fine-tuning ONNX models: one PJRT executable per training step, optax on the device.
+"""Fine-tuning ONNX models: ``Trainer``, with optax on the device.
 
 >>> trainer = Trainer("classifier.onnx", "softmax_cross_entropy", trainable=["head.*"])  # doctest: +SKIP
 >>> trainer.fit(ArrayBatches(train, batch_size=32), steps=300, eval_data=test)          # doctest: +SKIP
@@ -7,15 +7,18 @@
 
 How a step runs:
 
-1. The loss is appended to the model as ONNX nodes (:mod:`onnx_stablehlo.losses`), so model
-   and loss lower to one ``@main(inputs..., labels, weights...) -> (loss, outputs...)``.
-2. Per batch-shape signature the model is lowered with ``weights="args"``, the gradient
-   transform adds ``@main_value_and_grad`` with respect to the trainable weights only (frozen
-   weights stay arguments but get no gradient code), the default pass pipeline simplifies the
-   module, and PJRT compiles it. Executables are cached by input shapes and dtypes.
-3. Weights live on the device. The step executable returns the loss, the model outputs and
-   the gradients as device arrays; the optax update runs as a ``jax.jit`` function on them,
-   with the old parameters and optimizer state donated (updated in place).
+1. The loss is appended to the model as ONNX nodes (:mod:`onnx_stablehlo.runtime.losses`), so
+   model and loss lower to one ``@main(inputs..., labels, weights...) -> (loss, outputs...)``.
+2. An engine (``runtime/training_engines.py``) runs the step. ``"bridge"`` (the default):
+   one ``jax.jit`` step (forward, ``build-vjp`` backward, optax update) through the JAX
+   bridge. ``"pjrt"`` (also the default for 64-bit trainable weights): per batch-shape
+   signature the model is lowered with ``weights="args"``, the gradient transform adds
+   ``@main_value_and_grad`` with respect to the trainable weights only (frozen weights stay
+   arguments but get no gradient code), the passes run, and PJRT compiles it: the path of
+   inference (``runtime/executables.py``), so its device choices (TPU float64, CPU
+   convolution layout) hold for training too; the optax update is a ``jax.jit`` function on
+   the device arrays, with the old parameters and optimizer state donated.
+3. Weights live on the device and stay there between steps.
 
 Determinism and resuming: given a seed, a run is reproducible. The trainer owns the seed;
 data sources with randomness (:class:`ArrayBatches`) derive each epoch's order from
@@ -27,12 +30,9 @@ same data continues the same run (the same weights, bit for bit, as an uninterru
 from __future__ import annotations
 
 import collections
-import dataclasses
-import fnmatch
 import itertools
 import json
 import os
-import re
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -43,16 +43,29 @@ import numpy as np
 import onnx
 import onnx_ir
 
-from onnx_stablehlo import _io
-from onnx_stablehlo._compose import to_proto
-from onnx_stablehlo.errors import FeedError, OnnxStableHLOError
-from onnx_stablehlo.frontend import dtypes
-from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
+from onnx_stablehlo.errors import FeedError
+from onnx_stablehlo.frontend import atomic_io, dtypes
+from onnx_stablehlo.frontend.graph_edit import PROTO_LIMIT, to_proto
+from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import load as load_model
-from onnx_stablehlo.losses import Accuracy, ModelWithLoss, add_loss
 from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.runtime.feeds import FeedChecker
+from onnx_stablehlo.runtime.losses import Accuracy, ModelWithLoss, add_loss
 from onnx_stablehlo.runtime.model import CompiledModel
+from onnx_stablehlo.runtime.optimizers import OPTIMIZERS, SCHEDULES, make_optimizer
+from onnx_stablehlo.runtime.training_data import (
+    ArrayBatches,
+    CheckpointError,
+    EvalResult,
+    NoTrainableParametersError,
+    TrainingError,
+    batch_size,
+    progress_bar,
+    select_trainable,
+    throughput,
+)
+from onnx_stablehlo.runtime.training_engines import BridgeEngine, PjrtEngine
 
 __all__ = [
     "ArrayBatches",
@@ -70,142 +83,16 @@ __all__ = [
 CHECKPOINT_FORMAT = 1
 """Version of the checkpoint layout written by :meth:`Trainer.save_checkpoint`."""
 
-_PROTO_LIMIT = 2**31 - 1
-"""Largest serialized ModelProto (bytes)."""
+ENGINES = ("bridge", "pjrt")
+"""The ``Trainer``'s engines (``runtime/training_engines.py``)."""
+
+DEFAULT_ENGINE = "bridge"
+"""The engine a ``Trainer`` uses when given no ``engine`` (``"pjrt"`` for 64-bit trainable weights)."""
 
 _THROUGHPUT_WINDOW = 20
 """Steps over which the progress bar's examples/s is measured."""
 
 ModelLike = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
-
-
-class TrainingError(OnnxStableHLOError):
-    """Training cannot go on: bad trainable patterns, a loss that is not a scalar, bad data."""
-
-
-class NoTrainableParametersError(TrainingError):
-    """A trainable pattern matches no float initializer of the model."""
-
-
-class CheckpointError(TrainingError):
-    """A checkpoint cannot be read or does not belong to this trainer's model and optimizer."""
-
-
-@dataclasses.dataclass(frozen=True)
-class EvalResult:
-    """The result of :meth:`Trainer.evaluate`.
-
-    Attributes:
-        loss: mean loss per example over the whole set.
-        accuracy: fraction of correct predictions (per example for softmax cross-entropy, per
-            element for binary cross-entropy), or ``None`` for a loss without accuracy.
-        examples: how many examples were evaluated.
-    """
-
-    loss: float
-    accuracy: float | None
-    examples: int
-
-    def __str__(self) -> str:
-        accuracy = "n/a" if self.accuracy is None else f"{self.accuracy:.4f}"
-        return f"loss {self.loss:.4f}  accuracy {accuracy}  ({self.examples} examples)"
-
-
-class ArrayBatches:
-    """Batches of same-length arrays, shuffled per epoch from ``(seed, epoch)``.
-
-    >>> data = ArrayBatches({"x": np.arange(10.0), "labels": np.arange(10)}, batch_size=4)
-    >>> len(data), [b["labels"].tolist() for b in data]
-    (2, [[0, 1, 2, 3], [4, 5, 6, 7]])
-
-    Args:
-        arrays: name -> array; every array has the same first dim (the examples).
-        batch_size: examples per batch.
-        shuffle: draw a new order per epoch (``iter()`` always gives the stored order).
-        drop_last: drop the last, smaller batch (one batch shape means one executable).
-
-    Raises:
-        ValueError: no arrays, different lengths, a batch size below 1.
-    """
-
-    def __init__(
-        self, arrays: Mapping[str, np.ndarray], batch_size: int, *, shuffle: bool = True, drop_last: bool = True
-    ) -> None:
-        if not arrays:
-            raise ValueError("ArrayBatches needs at least one array")
-        self.arrays = {name: np.asarray(array) for name, array in arrays.items()}
-        lengths = {name: len(array) for name, array in self.arrays.items()}
-        if len(set(lengths.values())) != 1:
-            raise ValueError(f"arrays have different lengths: {lengths}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
-        self.examples = next(iter(lengths.values()))
-        self.batch_size = batch_size
-        self.shuffle = shuffle
-        self.drop_last = drop_last
-
-    def __len__(self) -> int:
-        full, rest = divmod(self.examples, self.batch_size)
-        return full + (1 if rest and not self.drop_last else 0)
-
-    def order(self, epoch: int, seed: int) -> np.ndarray:
-        """The example order of ``epoch``."""
-        if not self.shuffle:
-            return np.arange(self.examples)
-        return np.random.default_rng([seed, epoch]).permutation(self.examples)
-
-    def epoch_batches(self, epoch: int, *, seed: int, start: int = 0) -> Iterator[dict[str, np.ndarray]]:
-        """The batches of ``epoch``, from batch ``start`` on (used by :meth:`Trainer.fit`)."""
-        return self._batches(self.order(epoch, seed), start)
-
-    def __iter__(self) -> Iterator[dict[str, np.ndarray]]:
-        """The batches in the stored order (what :meth:`Trainer.evaluate` iterates)."""
-        return self._batches(np.arange(self.examples), 0)
-
-    def _batches(self, order: np.ndarray, start: int) -> Iterator[dict[str, np.ndarray]]:
-        for index in range(start, len(self)):
-            chosen = order[index * self.batch_size : (index + 1) * self.batch_size]
-            yield {name: array[chosen] for name, array in self.arrays.items()}
-
-
-def select_trainable(names: Sequence[str], patterns: str | Sequence[str]) -> list[str]:
-    """The names matching any pattern, in the order of ``names``.
-
-    A pattern is a shell-style wildcard (``fnmatch``, case-sensitive: ``head.*``,
-    ``*.layer.5.*``) or, after ``re:``, a regular expression matched against the whole name.
-
-    Raises:
-        NoTrainableParametersError: a pattern matches no name.
-    """
-    if isinstance(patterns, str):
-        patterns = [patterns]
-    matchers: list[tuple[str, Callable[[str], bool]]] = []
-    for pattern in patterns:
-        if pattern.startswith("re:"):
-            try:
-                regex = re.compile(pattern[3:])
-            except re.error as exc:
-                raise TrainingError(f"trainable pattern {pattern!r} is not a valid regular expression: {exc}") from exc
-            matchers.append((pattern, lambda name, r=regex: r.fullmatch(name) is not None))
-        else:
-            matchers.append((pattern, lambda name, p=pattern: fnmatch.fnmatchcase(name, p)))
-    for pattern, match in matchers:
-        if not any(match(name) for name in names):
-            shown = ", ".join(repr(n) for n in list(names)[:10]) + (" ..." if len(names) > 10 else "")
-            raise NoTrainableParametersError(
-                f"trainable pattern {pattern!r} matches no float initializer; some are: {shown or 'none'}"
-            )
-    return [name for name in names if any(match(name) for _, match in matchers)]
-
-
-@dataclasses.dataclass
-class _Specialization:
-    """One batch-shape signature: its lowered module and (lazily) its executables."""
-
-    lowered: LoweredModule
-    train: Any = None
-    eval: Any = None
-    optimized: bool = False
 
 
 class Trainer:
@@ -232,10 +119,12 @@ class Trainer:
         accuracy: per-example correctness ``(prediction, labels) -> bool array`` for
             :meth:`evaluate`; default the built-in loss's (classification losses only).
         optimize: run the default pass pipeline on each training module before compiling.
-        engine: ``"pjrt"`` (one PJRT executable per step for forward and backward, then a
-            jitted optax update) or ``"bridge"``: one ``jax.jit`` step (forward, backward,
-            optax update) through :mod:`onnx_stablehlo.jax`, the gradient from ``build-vjp``.
-            The bridge needs float32 (or narrower) trainable weights (JAX's x64 mode is off).
+        engine: ``"bridge"``: one ``jax.jit`` step (forward, backward, optax update) through
+            :mod:`onnx_stablehlo.jax`, the gradient from ``build-vjp``; it needs float32 (or
+            narrower) trainable weights (JAX's x64 mode is off). ``"pjrt"``: one PJRT
+            executable per step for forward and backward, then a jitted optax update; it
+            trains 64-bit weights too. Default (``None``): the bridge, or ``"pjrt"`` when a
+            trainable weight is 64-bit.
         devices: with ``engine="bridge"``, train data-parallel over these local devices (a
             count of the default platform's devices or specs such as ``["cpu:0", "cpu:1"]``):
             every batch array is split along its first axis over a mesh, the weights and the
@@ -268,13 +157,13 @@ class Trainer:
         import jax
         import optax
 
-        engine = engine or ("bridge" if devices is not None else "pjrt")
-        if engine not in ("pjrt", "bridge"):
+        chosen = engine or ("bridge" if devices is not None else DEFAULT_ENGINE)
+        if chosen not in ENGINES:
             raise TrainingError(f"engine must be 'pjrt' or 'bridge', got {engine!r}")
-        if devices is not None and engine != "bridge":
+        if devices is not None and chosen != "bridge":
             raise TrainingError("devices= trains through the JAX bridge: use engine='bridge' (or leave engine out)")
-        self.engine = engine
-        self._devices = devices
+        self.engine = chosen
+        """The engine in use: ``"bridge"`` or ``"pjrt"``."""
 
         if isinstance(model, CompiledModel):
             target = model.device if device is None else pjrt.get_device(device)
@@ -299,7 +188,7 @@ class Trainer:
         self.accuracy = accuracy or with_loss.accuracy
         self.label_inputs = list(with_loss.label_inputs)
         # (the onnx checker cannot take a ModelProto of 2 GB or more)
-        self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < _PROTO_LIMIT)
+        self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < PROTO_LIMIT)
         graph = self._training_model.graph
         self.output_names = [o.name for o in graph.outputs]
         self._loss_index = self.output_names.index(with_loss.loss_output)
@@ -312,6 +201,7 @@ class Trainer:
             raise TrainingError(f"training needs tensor inputs; {', '.join(map(repr, non_tensors))} are not tensors")
         self.input_names = [v.name for v in inputs]
         self._input_dtypes = {v.name: v.dtype for v in inputs}
+        self._feeds = FeedChecker(inputs, {}, {})
         floats = [
             name
             for name, value in graph.initializers.items()
@@ -325,8 +215,10 @@ class Trainer:
         self._params: dict[str, Any] = {}
         for name in self.trainable:
             self._params[name] = pjrt.to_device(self._initial_value(name), self.device)
+        wide = [n for n in self.trainable if np.dtype(self._params[n].dtype).itemsize > 4]
+        if engine is None and devices is None and wide:
+            self.engine = "pjrt"  # the bridge trains 32-bit weights (JAX's x64 mode is off)
         if self.engine == "bridge":
-            wide = [n for n in self.trainable if np.dtype(self._params[n].dtype).itemsize > 4]
             if wide:
                 raise TrainingError(
                     f"engine='bridge' trains float32 or narrower weights (JAX's x64 mode is off); "
@@ -336,14 +228,12 @@ class Trainer:
         else:
             with jax.enable_x64(True):
                 self._opt_state = self.optimizer.init({n: self._params[n] for n in self.trainable})
-        self._bridge: Any = None
-        self._bridge_shapes: set[tuple] = set()
-        self._update = jax.jit(_optax_step(self.optimizer), donate_argnums=(0, 2))
-        self._cache: dict[tuple, _Specialization] = {}
+        self.timings: dict[str, float] = {}
+        """Seconds of the last compile's phases (``lower_seconds``, ``gradient_seconds``, ...)."""
         self._predict_model: onnx_ir.Model | None = None
-        self._predict_cache: dict[tuple, tuple[LoweredModule, Any]] = {}
-        self.compile_count = 0
-        """Executables compiled so far (one per batch shape and kind: train, eval, predict)."""
+        self._engine: PjrtEngine | BridgeEngine = (
+            BridgeEngine(self, devices) if self.engine == "bridge" else PjrtEngine(self)
+        )
         self.step = 0
         """Training steps taken so far in this run (restored from checkpoints)."""
         self.epoch = 0
@@ -354,7 +244,6 @@ class Trainer:
         """One record per step of :meth:`fit` (``step``, ``loss``, ``examples``, ``seconds`` since the
         previous step ended, so data loading counts; ``compiled`` when the step compiled an
         executable) and one per evaluation (``eval_step``, ``eval_loss``, ``eval_accuracy``)."""
-        self.timings: dict[str, float] = {}
 
     # Weights ---------------------------------------------------------------------------------
 
@@ -391,10 +280,16 @@ class Trainer:
         """The optax state (a pytree of device arrays)."""
         return self._opt_state
 
-    # Compilation -----------------------------------------------------------------------------
+    @property
+    def compile_count(self) -> int:
+        """Executables compiled so far (one per batch shape and kind: train, eval, predict)."""
+        return self._engine.compile_count
+
+    # Steps -----------------------------------------------------------------------------------
 
     def _check_batch(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
-        arrays = {}
+        """The batch's arrays for the training model's inputs (other keys are ignored), checked
+        as ``CompiledModel.run`` checks feeds (dtype, rank, static dims)."""
         for name in self.input_names:
             if name not in batch:
                 raise FeedError(
@@ -402,77 +297,8 @@ class Trainer:
                     f"{', '.join(map(repr, self.input_names))} (extra keys are ignored)",
                     name,
                 )
-            array = np.asarray(batch[name])
-            want = dtypes.numpy_dtype(self._input_dtypes[name])
-            if array.dtype != want:
-                raise FeedError(f"batch {name!r}: expected dtype {np.dtype(want)}, got {array.dtype}", name)
-            arrays[name] = np.ascontiguousarray(array)
-        return arrays
-
-    def _specialization(self, arrays: Mapping[str, np.ndarray]) -> _Specialization:
-        key = tuple((name, arrays[name].shape) for name in self.input_names)
-        found = self._cache.get(key)
-        if found is None:
-            start = time.perf_counter()
-            lowered = import_model(self._training_model, {n: a.shape for n, a in arrays.items()}, weights="args")
-            self.timings["lower_seconds"] = time.perf_counter() - start
-            loss_type = lowered.output_types[self._loss_index]
-            if int(np.prod([int(d) for d in loss_type[1]], dtype=np.int64)) != 1:
-                raise TrainingError(
-                    f"the loss output {self.output_names[self._loss_index]!r} has shape {list(loss_type[1])}; "
-                    "a loss must have one element"
-                )
-            missing = [n for n in self.trainable if n not in lowered.parameter_names]
-            if missing:
-                raise TrainingError(
-                    f"trainable initializers {', '.join(map(repr, missing[:5]))} are not weight arguments "
-                    "of the lowered module (folded into constants?)"
-                )
-            found = _Specialization(lowered)
-            self._cache[key] = found
-        return found
-
-    def _train_executable(self, spec: _Specialization) -> Any:
-        if spec.train is None:
-            from onnx_stablehlo.passes.autodiff import build_value_and_grad, entry_module_text
-
-            lowered = spec.lowered
-            start = time.perf_counter()
-            name = build_value_and_grad(lowered.module, wrt=self.trainable, loss_output=self._loss_index)
-            self.timings["gradient_seconds"] = time.perf_counter() - start
-            self._optimize(spec)
-            start = time.perf_counter()
-            spec.train = pjrt.compile_module(entry_module_text(lowered.module, name), self.device)
-            self.compile_count += 1
-            self.timings["compile_seconds"] = time.perf_counter() - start
-        return spec.train
-
-    def _eval_executable(self, spec: _Specialization) -> Any:
-        if spec.eval is None:
-            from onnx_stablehlo.passes.autodiff import entry_module_text
-
-            self._optimize(spec)
-            spec.eval = pjrt.compile_module(entry_module_text(spec.lowered.module, "main"), self.device)
-            self.compile_count += 1
-        return spec.eval
-
-    def _optimize(self, spec: _Specialization) -> None:
-        if self.optimize and not spec.optimized:
-            from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
-
-            start = time.perf_counter()
-            with spec.lowered.context:
-                run_pipeline(spec.lowered.module, DEFAULT_PIPELINE)
-            self.timings["optimize_seconds"] = time.perf_counter() - start
-            spec.optimized = True
-
-    def _arguments(self, spec: _Specialization, arrays: Mapping[str, np.ndarray]) -> list[Any]:
-        lowered = spec.lowered
-        return [pjrt.to_device(arrays[n], self.device) for n in lowered.input_names] + [
-            self._param(n) for n in lowered.parameter_names
-        ]
-
-    # Training --------------------------------------------------------------------------------
+        arrays = self._feeds.check(batch, names=self.input_names)
+        return {name: np.ascontiguousarray(array) for name, array in arrays.items()}
 
     def train_step(self, batch: Mapping[str, Any]) -> float:
         """Runs one step on ``batch`` (forward, backward, optimizer update); returns the loss.
@@ -484,140 +310,11 @@ class Trainer:
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_batch(batch)
-        if self.engine == "bridge":
-            return self._bridge_train_step(arrays)
-        spec = self._specialization(arrays)
-        executable = self._train_executable(spec)
-        results = pjrt.execute(executable, self._arguments(spec, arrays))
-        outputs = len(self.output_names)
-        grads = dict(zip(self.trainable, results[outputs:], strict=True))
-        params = {name: self._params[name] for name in self.trainable}
-        new_params, self._opt_state = self._run_update(params, grads, self._opt_state)
-        self._params.update(new_params)
+        loss = self._engine.train_step(arrays)
         self.step += 1
-        loss = float(np.asarray(results[self._loss_index]).reshape(()))
         if not np.isfinite(loss):
             warnings.warn(f"step {self.step}: the loss is {loss}", RuntimeWarning, stacklevel=2)
         return loss
-
-    def _bridge_train_step(self, arrays: Mapping[str, np.ndarray]) -> float:
-        """One jitted step through the JAX bridge: forward, ``build-vjp`` backward, optax update."""
-        import jax
-
-        bridge = self._bridge_state()
-        fn, step, place = bridge["function"], bridge["step"], bridge["place"]
-        shapes = tuple((n, arrays[n].shape) for n in fn.input_names)
-        if shapes not in self._bridge_shapes:  # jax.jit traces and compiles once per batch shape
-            self._bridge_shapes.add(shapes)
-            self.compile_count += 1
-        inputs = [place(arrays[n], batched=True) for n in fn.input_names]
-        trainable = {name: self._params[name] for name in self.trainable}
-        new_params, self._opt_state, loss = step(trainable, bridge["frozen"], self._opt_state, inputs)
-        self._params.update(new_params)
-        self.step += 1
-        value = float(jax.device_get(loss))
-        if not np.isfinite(value):
-            warnings.warn(f"step {self.step}: the loss is {value}", RuntimeWarning, stacklevel=3)
-        return value
-
-    def _bridge_params(self) -> dict[str, Any]:
-        bridge = self._bridge_state()
-        return {**bridge["frozen"], **{name: self._params[name] for name in self.trainable}}
-
-    def _bridge_predict(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
-        """``predict`` on the bridge: the inference model as a jitted ``OnnxFunction``."""
-        import jax
-
-        from onnx_stablehlo.jax import OnnxFunction
-
-        bridge = self._bridge_state()
-        if "predict" not in bridge:
-            fn = OnnxFunction(self._predict_model, input_shapes=None, dims=None, pipeline="default" if self.optimize else "none",
-                              platforms=None, batch_dim=None)
-            bridge["predict"] = (fn, jax.jit(fn))
-        fn, run = bridge["predict"]
-        for name in fn.input_names:
-            if name not in feeds:
-                raise FeedError(f"missing feed for input {name!r}", name)
-        trained = self._bridge_params()
-        params = {name: trained[name] for name in fn.parameter_names if name in trained}
-        params.update({name: value for name, value in fn.params.items() if name not in params})
-        inputs = [bridge["place"](np.asarray(feeds[n]), batched=True) for n in fn.input_names]
-        return [np.asarray(o) for o in run(params, *inputs)]
-
-    def _bridge_state(self) -> dict[str, Any]:
-        if self._bridge is not None:
-            return self._bridge
-        import jax
-        import optax
-
-        from onnx_stablehlo.jax import OnnxFunction
-
-        start = time.perf_counter()
-        fn = OnnxFunction(
-            self._training_model, input_shapes=None, dims=None, pipeline="default" if self.optimize else "none",
-            platforms=None, batch_dim=None,
-        )
-        self.timings["lower_seconds"] = time.perf_counter() - start
-        missing = [n for n in self.trainable if n not in fn.parameter_names]
-        if missing:
-            raise TrainingError(
-                f"trainable initializers {', '.join(map(repr, missing[:5]))} are not weight arguments "
-                "of the lowered module (folded into constants?)"
-            )
-        loss_index, optimizer = self._loss_index, self.optimizer
-
-        def step(trainable: Any, frozen: Any, state: Any, inputs: list) -> tuple[Any, Any, Any]:
-            def loss_of(trainable: Any) -> Any:
-                outputs = fn({**frozen, **trainable}, *inputs)
-                return outputs[loss_index].reshape(())
-
-            loss, grads = jax.value_and_grad(loss_of)(trainable)
-            updates, state = optimizer.update(grads, state, trainable)
-            return optax.apply_updates(trainable, updates), state, loss
-
-        place: Callable[..., Any]
-        if self._devices is None:
-            def place(array: np.ndarray, batched: bool) -> Any:
-                return array
-        else:
-            from jax.sharding import Mesh, NamedSharding
-            from jax.sharding import PartitionSpec as P
-
-            from onnx_stablehlo.runtime.sharded import resolve_devices
-
-            devices = resolve_devices(self._devices)
-            mesh = Mesh(np.array(devices), ("batch",))
-            rows, replicated = NamedSharding(mesh, P("batch")), NamedSharding(mesh, P())
-
-            def place(array: np.ndarray, batched: bool) -> Any:
-                if batched and array.ndim > 0:
-                    if array.shape[0] % len(devices):
-                        raise TrainingError(
-                            f"a batch of {array.shape[0]} examples does not split over {len(devices)} devices"
-                        )
-                    return jax.device_put(array, rows)
-                return jax.device_put(array, replicated)
-
-            self._params.update(jax.device_put({n: self._params[n] for n in self.trainable}, replicated))
-            self._opt_state = jax.device_put(self._opt_state, replicated)
-        all_params = fn.params
-        frozen = {n: place(np.asarray(v), batched=False) if self._devices is not None else v
-                  for n, v in all_params.items() if n not in set(self.trainable)}
-        self._bridge = {
-            "function": fn,
-            "step": jax.jit(step, donate_argnums=(0, 2)),
-            "forward": jax.jit(lambda params, inputs: fn(params, *inputs)),
-            "place": place,
-            "frozen": frozen,
-        }
-        return self._bridge
-
-    def _run_update(self, params: Any, grads: Any, state: Any) -> tuple[Any, Any]:
-        import jax
-
-        with jax.enable_x64(True):  # keep 64-bit weights 64-bit; 32-bit ones stay 32-bit
-            return self._update(params, grads, state)
 
     def fit(
         self,
@@ -659,7 +356,7 @@ class Trainer:
         total = steps
         if total is None and hasattr(data, "__len__") and epochs is not None:
             total = epochs * len(data)  # type: ignore[arg-type]
-        bar = _progress_bar(total=total, initial=self.step, disable=not progress)
+        bar = progress_bar(total=total, initial=self.step, disable=not progress)
         window: collections.deque[tuple[float, int]] = collections.deque(maxlen=_THROUGHPUT_WINDOW)
         last = time.perf_counter()  # end of the previous step: data loading counts too
         try:
@@ -668,7 +365,7 @@ class Trainer:
                 for batch in self._epoch_batches(data):
                     compiled = self.compile_count
                     loss = self.train_step(batch)
-                    examples = _batch_size(batch, self.input_names)
+                    examples = batch_size(batch, self.input_names)
                     now = time.perf_counter()
                     record = {"step": self.step, "loss": loss, "examples": examples, "seconds": now - last}
                     if self.compile_count == compiled:  # steps that compiled are not counted
@@ -682,7 +379,7 @@ class Trainer:
                     bar.update(1)
                     postfix = {"loss": f"{loss:.4f}"}
                     if window:
-                        postfix["ex/s"] = f"{_throughput(window):.1f}"
+                        postfix["ex/s"] = f"{throughput(window):.1f}"
                     bar.set_postfix(postfix, refresh=False)
                     if eval_data is not None and eval_every and self.step % eval_every == 0:
                         self._record_eval(eval_data, bar)
@@ -750,7 +447,7 @@ class Trainer:
         for batch in data:
             arrays = self._check_batch(batch)
             outputs = self.run_training_model(arrays)
-            size = _batch_size(arrays, self.input_names)
+            size = batch_size(arrays, self.input_names)
             total_loss += float(np.asarray(outputs[self._loss_index]).reshape(())) * size
             examples += size
             if scored:
@@ -763,46 +460,25 @@ class Trainer:
 
     def run_training_model(self, batch: Mapping[str, Any]) -> list[np.ndarray]:
         """Runs the model with its loss (no update): ``[loss, model outputs...]`` on the host."""
-        arrays = self._check_batch(batch)
-        if self.engine == "bridge":
-            bridge = self._bridge_state()
-            fn = bridge["function"]
-            inputs = [bridge["place"](arrays[n], batched=True) for n in fn.input_names]
-            return [np.asarray(o) for o in bridge["forward"](self._bridge_params(), inputs)]
-        spec = self._specialization(arrays)
-        results = pjrt.execute(self._eval_executable(spec), self._arguments(spec, arrays))
-        return pjrt.to_host(results)
+        return self._engine.forward(self._check_batch(batch))
 
     def predict(self, feeds: Mapping[str, Any]) -> list[np.ndarray]:
         """Runs the model (no loss) with the current weights; returns its outputs on the host.
 
         The model is lowered and compiled once per input-shape signature; the weights are the
         device arrays training updates (nothing is copied).
+
+        Raises:
+            FeedError: a missing input, a wrong dtype or rank.
         """
         if self._predict_model is None:
             self._predict_model = load_model(self.inference_model, check=False)
         model = self._predict_model
         if self.engine == "bridge":
-            return self._bridge_predict(feeds)
-        names = [v.name for v in graph_input_values(model.graph)]
-        arrays = {}
-        for name in names:
-            if name not in feeds:
-                raise FeedError(f"missing feed for input {name!r}", name)
-            arrays[name] = np.ascontiguousarray(np.asarray(feeds[name]))
-        key = tuple((name, arrays[name].shape, arrays[name].dtype.str) for name in names)
-        found = self._predict_cache.get(key)
-        if found is None:
-            from onnx_stablehlo.passes.autodiff import entry_module_text
-
-            lowered = import_model(model, {n: a.shape for n, a in arrays.items()}, weights="args")
-            found = (lowered, pjrt.compile_module(entry_module_text(lowered.module, "main"), self.device))
-            self._predict_cache[key] = found
-            self.compile_count += 1
-        lowered, executable = found
-        arguments = [pjrt.to_device(arrays[n], self.device) for n in lowered.input_names]
-        arguments += [self._param(n) for n in lowered.parameter_names]
-        return pjrt.to_host(pjrt.execute(executable, arguments))
+            return self._engine.predict(model, feeds)
+        inputs = graph_input_values(model.graph)
+        checked = FeedChecker(inputs, {}, {}).check(feeds, names=[v.name for v in inputs])
+        return self._engine.predict(model, {n: np.ascontiguousarray(a) for n, a in checked.items()})
 
     # Checkpoints and export --------------------------------------------------------------------
 
@@ -832,7 +508,7 @@ class Trainer:
         for index, leaf in enumerate(leaves):
             arrays[f"opt_{index:05d}"] = np.asarray(leaf)
         target = Path(path)
-        _io.atomic_write_npz(target, arrays)
+        atomic_io.atomic_write_npz(target, arrays)
         os.chmod(target, 0o644)  # the atomic writer's temporary file is 0600
         return target
 
@@ -900,121 +576,3 @@ class Trainer:
         from onnx_stablehlo.runtime.export_onnx import save_onnx
 
         return save_onnx(self, path, **options)
-
-
-def _optax_step(optimizer: Any) -> Callable[[Any, Any, Any], tuple[Any, Any]]:
-    import optax
-
-    def step(params: Any, grads: Any, state: Any) -> tuple[Any, Any]:
-        updates, state = optimizer.update(grads, state, params)
-        return optax.apply_updates(params, updates), state
-
-    return step
-
-
-def _batch_size(batch: Mapping[str, Any], names: Sequence[str]) -> int:
-    for name in names:
-        shape = np.shape(batch[name])
-        if shape:
-            return int(shape[0])
-    return 1
-
-
-def _throughput(window: Iterable[tuple[float, int]]) -> float:
-    seconds = sum(s for s, _ in window)
-    examples = sum(n for _, n in window)
-    return examples / seconds if seconds > 0 else 0.0
-
-
-class _NoBar:
-    def update(self, n: int) -> None:
-        pass
-
-    def set_postfix(self, values: Any, refresh: bool = True) -> None:
-        pass
-
-    def write(self, text: str) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def _progress_bar(total: int | None, initial: int, disable: bool) -> Any:
-    if disable:
-        return _NoBar()
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, unit="step", desc="train", dynamic_ncols=True, leave=True)
-
-
-OPTIMIZERS = ("adamw", "adam", "sgd", "lion", "lamb", "rmsprop", "adagrad", "adafactor")
-"""Optimizer names :func:`make_optimizer` knows (all from optax)."""
-
-SCHEDULES = ("constant", "cosine", "linear")
-"""Learning-rate schedules :func:`make_optimizer` knows (with linear warm-up)."""
-
-_WEIGHT_DECAY = ("adamw", "lion", "lamb")
-
-
-def make_optimizer(
-    name: str = "adamw",
-    learning_rate: float = 1e-3,
-    *,
-    weight_decay: float | None = None,
-    schedule: str = "constant",
-    warmup_steps: int = 0,
-    total_steps: int | None = None,
-    clip_norm: float | None = None,
-) -> Any:
-    """An optax optimizer by name, with an optional schedule and gradient clipping.
-
-    Args:
-        name: one of :data:`OPTIMIZERS` (``optax.<name>``).
-        learning_rate: the peak learning rate.
-        weight_decay: decoupled weight decay for ``adamw``, ``lion``, ``lamb`` (optax's
-            default when ``None``).
-        schedule: ``constant``, ``cosine`` (decay to 0 at ``total_steps``) or ``linear``
-            (decay to 0 at ``total_steps``); each after ``warmup_steps`` of linear warm-up
-            from 0.
-        warmup_steps: steps of warm-up.
-        total_steps: length of the run, needed by ``cosine`` and ``linear``.
-        clip_norm: clip the global gradient norm to this value first.
-
-    Raises:
-        TrainingError: an unknown name or schedule, a decaying schedule without
-            ``total_steps``, weight decay for an optimizer without it.
-    """
-    import optax
-
-    if name not in OPTIMIZERS:
-        raise TrainingError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
-    if schedule not in SCHEDULES:
-        raise TrainingError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
-    if schedule == "constant":
-        rate: Any = learning_rate
-        if warmup_steps:
-            warmup = optax.linear_schedule(0.0, learning_rate, warmup_steps)
-            rate = optax.join_schedules([warmup, optax.constant_schedule(learning_rate)], [warmup_steps])
-    else:
-        if total_steps is None:
-            raise TrainingError(f"the {schedule} schedule needs the run's total steps")
-        if schedule == "cosine":
-            rate = optax.warmup_cosine_decay_schedule(0.0, learning_rate, warmup_steps, max(total_steps, warmup_steps + 1))
-        else:
-            rate = optax.join_schedules(
-                [
-                    optax.linear_schedule(0.0, learning_rate, max(warmup_steps, 1)),
-                    optax.linear_schedule(learning_rate, 0.0, max(total_steps - warmup_steps, 1)),
-                ],
-                [max(warmup_steps, 1)],
-            )
-    options: dict[str, Any] = {}
-    if weight_decay is not None:
-        if name not in _WEIGHT_DECAY:
-            raise TrainingError(f"optimizer {name!r} takes no weight decay; these do: {', '.join(_WEIGHT_DECAY)}")
-        options["weight_decay"] = weight_decay
-    optimizer = getattr(optax, name)(learning_rate=rate, **options)
-    if clip_norm is not None:
-        optimizer = optax.chain(optax.clip_by_global_norm(clip_norm), optimizer)
-    return optimizer

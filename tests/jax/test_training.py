@@ -22,7 +22,7 @@ from tests.training.models import classification_data, mlp_classifier, ort_run  
 
 def test_bridge_steps_match_the_pjrt_engine():
     model, data = mlp_classifier(), classification_data(32)
-    pjrt = Trainer(model, "softmax_cross_entropy", optimizer=optax.adamw(1e-2))
+    pjrt = Trainer(model, "softmax_cross_entropy", optimizer=optax.adamw(1e-2), engine="pjrt")
     bridge = Trainer(model, "softmax_cross_entropy", optimizer=optax.adamw(1e-2), engine="bridge")
     for _ in range(4):
         np.testing.assert_allclose(bridge.train_step(data), pjrt.train_step(data), rtol=1e-5)
