@@ -1,4 +1,4 @@
-"""Lowering rules: dtype conversions (Cast, CastLike) and linear (de)quantization.
+"""Lowering rules: dtype conversions (Cast, CastLike, BitCast) and linear (de)quantization.
 
 - ``Cast``/``CastLike`` -> ``stablehlo.convert``, with ONNX's special cases:
   to bool compares with zero (``emit.convert``); float8 targets with ``saturate=1`` clamp to the
@@ -8,6 +8,8 @@
 - ``QuantizeLinear`` -> ``clamp(round_nearest_even(x / scale) + zero_point)`` then ``convert``;
   ``DequantizeLinear`` -> ``(x - zero_point) * scale``; ``DynamicQuantizeLinear`` computes the
   uint8 scale and zero point from the input's range with two ``stablehlo.reduce``.
+- ``BitCast`` -> ``stablehlo.bitcast_convert`` (bool through uint8; complex through its two
+  float halves).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError, UnsupportedDtypeError
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -466,3 +468,89 @@ def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
         DataType.UINT8,
     )
     return y, scale, zero_point_u8
+
+
+_BIT_WIDTHS = {
+    DataType.BOOL: 8,  # one byte per element in ONNX tensors
+    DataType.INT2: 2, DataType.UINT2: 2,
+    DataType.INT4: 4, DataType.UINT4: 4, DataType.FLOAT4E2M1: 4,
+    DataType.INT8: 8, DataType.UINT8: 8,
+    DataType.FLOAT8E4M3FN: 8, DataType.FLOAT8E4M3FNUZ: 8, DataType.FLOAT8E5M2: 8,
+    DataType.FLOAT8E5M2FNUZ: 8, DataType.FLOAT8E8M0: 8,
+    DataType.INT16: 16, DataType.UINT16: 16, DataType.FLOAT16: 16, DataType.BFLOAT16: 16,
+    DataType.INT32: 32, DataType.UINT32: 32, DataType.FLOAT: 32,
+    DataType.INT64: 64, DataType.UINT64: 64, DataType.DOUBLE: 64,
+    DataType.COMPLEX64: 64, DataType.COMPLEX128: 128,
+}
+
+
+def _bitcast(value: ir.Value, dtype: DataType) -> ir.Value:
+    """stablehlo.bitcast_convert between types of equal width (no op for the same type)."""
+    if emit.dtype_of(value) == dtype:
+        return value
+    dims = emit.dims_of(value)
+    return emit.record(stablehlo.BitcastConvertOp(emit.tensor_type(dims, dtype), value).result, dims)
+
+
+def _to_bits(value: ir.Value) -> ir.Value:
+    """``value`` as a type that bitcast_convert takes: bool as uint8 (0/1 bytes), complex64
+    as uint64 ``imag << 32 | real`` (little-endian, as ONNX stores it); others unchanged."""
+    dtype = emit.dtype_of(value)
+    if dtype == DataType.BOOL:
+        return emit.convert(value, DataType.UINT8)
+    if dtype == DataType.COMPLEX64:
+        half, full = DataType.UINT32, DataType.UINT64
+        real = emit.convert(_bitcast(stablehlo.RealOp(value).result, half), full)
+        imag = emit.convert(_bitcast(stablehlo.ImagOp(value).result, half), full)
+        shift = emit.splat(32, full, emit.dims_of(value))
+        return stablehlo.OrOp(stablehlo.ShiftLeftOp(imag, shift).result, real).result
+    return value
+
+
+def _from_bits(bits: ir.Value, dtype: DataType) -> ir.Value:
+    """Inverse of :func:`_to_bits`: reinterprets ``bits`` as ``dtype``."""
+    if dtype == DataType.BOOL:
+        return emit.convert(_bitcast(bits, DataType.UINT8), DataType.BOOL)
+    if dtype == DataType.COMPLEX64:
+        part, half, full = DataType.FLOAT, DataType.UINT32, DataType.UINT64
+        bits = _bitcast(bits, full)
+        shift = emit.splat(32, full, emit.dims_of(bits))
+        low = stablehlo.AndOp(bits, emit.splat(0xFFFFFFFF, full, emit.dims_of(bits))).result
+        real = _bitcast(emit.convert(low, half), part)
+        imag = _bitcast(emit.convert(stablehlo.ShiftRightLogicalOp(bits, shift).result, half), part)
+        return stablehlo.ComplexOp(real, imag).result
+    return _bitcast(bits, dtype)
+
+
+@lowering("BitCast", since=26)
+def lower_bit_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers BitCast to stablehlo.bitcast_convert; the shape is unchanged.
+
+    Bool is one byte (0 or 1) in ONNX, so it goes through uint8 (a nonzero byte reads as true);
+    complex values go through their float halves, the real part in the low bits.
+
+    Spec: BitCast-26.
+    Shapes: any, symbolic dims allowed; the result has the same shape.
+    Dtypes: every non-string type; input and ``to`` must have the same bit width.
+    Raises: UnsupportedAttributeError if ``to`` is not a type of the input's bit width (or
+        is string).
+    """
+    source = ctx.input_dtype(0)
+    code = node.attr_int("to")
+    try:
+        target = DataType(code)
+    except ValueError:
+        target = None
+    width = _BIT_WIDTHS.get(source)
+    same_width = sorted(d.name for d, w in _BIT_WIDTHS.items() if w == width)
+    if target not in _BIT_WIDTHS or _BIT_WIDTHS[target] != width:
+        name = target.name if target is not None else str(code)
+        raise ctx.error(
+            f"attribute to={code} ({name}) is not supported for a {source.name} input: BitCast needs "
+            f"a type of the same bit width ({width} bits; accepted: {', '.join(same_width)})",
+            UnsupportedAttributeError,
+        )
+    value = ctx.input(0)
+    if source == target:  # complex128 always ends here: no other type has 128 bits
+        return [value]
+    return [_from_bits(_to_bits(value), target)]

@@ -1,4 +1,4 @@
-"""Lowering rules: ops that make tensors from attributes and shapes, and random ops.
+"""Lowering rules: ops that make tensors from attributes and shapes, random ops and OneHot.
 
 - ``Constant``, ``Range`` and small ``ConstantOfShape``/``EyeLike`` results are compile-time
   numpy arrays (later rules can read them as constant inputs); ``ConstantOfShape`` and
@@ -9,6 +9,7 @@
   and two unseeded nodes still differ): uniform floats come
   from the top mantissa bits, normals by Box-Muller, Bernoulli by comparing a uniform with
   ``p``, Multinomial by inverting the cumulative distribution.
+- ``OneHot(i, depth, values)`` -> ``stablehlo.iota`` + compare + select.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedDtypeError
 from onnx_stablehlo.frontend import dtypes, emit, limits
+from onnx_stablehlo.frontend.builders import indexing
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -456,3 +458,48 @@ def _cumulative_sum(value: ir.Value) -> ir.Value:
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
     return op.results[0]
+
+
+@lowering("OneHot", since=9)
+@lowering("OneHot", since=11)  # 11 allowed negative indices and a negative axis
+@lowering("OneHot", since=28)  # 28 widened types
+def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers OneHot to compare(indices, iota) + select(on, off).
+
+    Spec: OneHot-9/11/28.
+    Shapes: indices rank r, symbolic dims allowed; depth a scalar known at compile time; values [2] (off, on),
+        may be computed at run time; result rank r + 1 with depth inserted at ``axis``.
+    Dtypes: indices any numeric type (float indices match only integral values); depth any
+        numeric type; values any.
+    Deviations: indices outside [-depth, depth) give an all-off row, as the spec says.
+    Raises: NonConstantInputError if depth is computed at run time.
+    """
+    indices = ctx.input(0)
+    index_shape = list(emit.dims_of(indices))
+    depth = int(np.asarray(ctx.constant_input(1)).reshape(-1)[0])
+    if depth <= 0:
+        raise ctx.error(f"depth must be positive, got {depth}", ShapeError)
+    axis = node.attr_int("axis")
+    out_rank = len(index_shape) + 1
+    if not -out_rank <= axis < out_rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {out_rank}", ShapeError)
+    axis = axis + out_rank if axis < 0 else axis
+    result_shape = index_shape[:axis] + [depth] + index_shape[axis:]
+    # Float indices are compared as floats, as onnxruntime and onnx.reference do: 1.5 hits nothing.
+    index_dtype = emit.dtype_of(indices)
+    if not dtypes.is_float(index_dtype):
+        index_dtype = DataType.INT64
+        indices = emit.convert(indices, index_dtype)
+    indices = indexing.normalize_indices(indices, np.asarray(depth))
+    spread = emit.broadcast_to(indices, result_shape, dims=[d for d in range(out_rank) if d != axis])
+    positions = emit.iota(result_shape, axis, index_dtype)
+    hot = emit.compare(spread, positions, "EQ")
+    values = ctx.input(2)
+    off, on = (
+        emit.broadcast_to(emit.reshape(_slice_axis0(values, i), []), result_shape) for i in (0, 1)
+    )
+    return [stablehlo.SelectOp(hot, on, off).result]
+
+
+def _slice_axis0(value: ir.Value, index: int) -> ir.Value:
+    return stablehlo.SliceOp(value, [index], [index + 1], [1]).result

@@ -1,7 +1,7 @@
 """Lowering rules: onnxruntime's ``com.microsoft`` quantized operators (QOperator format).
 
 ``onnxruntime.quantization.quantize_static(..., quant_format=QuantFormat.QOperator)`` writes
-these next to the standard QLinearConv/QLinearMatMul (``conv_pool.py``, ``matmul.py``):
+these next to the standard QLinearConv/QLinearMatMul (``conv.py``, ``matmul.py``):
 
     QLinearAdd / QLinearMul (a, b)      -> int32 (a - za), (b - zb); float32 rescale; round
     QLinearSigmoid / QLinearLeakyRelu /
@@ -28,6 +28,7 @@ from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend.builders import windows
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -258,16 +259,14 @@ def lower_qlinear_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     Raises:
         UnsupportedAttributeError: ``channels_last=1``.
     """
-    from onnx_stablehlo.frontend.lowering import conv_pool
-
     if node.attr_int("channels_last", 0):
         raise ctx.unsupported_attribute("channels_last", 1, "0")
     x = _dequantize(ctx, 0, 1, 2)
     shape = emit.static_shape_of(x)
-    kernel = conv_pool._kernel_from_attr(ctx, node, len(shape) - 2)
-    window, out = conv_pool._window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
-    (total,) = conv_pool._reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
-    counts = conv_pool._window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
+    kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
+    window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
+    (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+    counts = windows.window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
     out_shape = emit.static_shape_of(total)
     mean = emit.divide(total, emit.broadcast_to(emit.constant(counts, _F32), out_shape, dims=range(2, len(out_shape))))
     return [_quantize(ctx, mean, 3, 4, _output_dtype(ctx, 4, emit.dtype_of(ctx.input(0))))]

@@ -6,17 +6,13 @@
                                     a full sort; see _top_k_selection)
                                     otherwise: stablehlo.sort of (x, iota) along the axis with a
                                     comparator that breaks ties by index, then stablehlo.slice
-    NonMaxSuppression(boxes, s)  -> computed at compile time (every input must be known there)
 
 TopK's comparator orders NaN above every number (first when ``largest=1``, last otherwise), as
 numpy's sort does; equal values keep the lower index first, as the spec requires.
-NonMaxSuppression's output size depends on the data, and output sizes must be known at compile
-time, so it is lowered only when its inputs are constants (the importer already folds such a node
-when the inputs are small; this rule covers larger ones).
 
-ArgMax and ArgMin live in reduction.py.
+ArgMax and ArgMin live in reduction.py; NonMaxSuppression in detection.py.
 
-Spec: onnx.ai/onnx/operators (TopK, NonMaxSuppression).
+Spec: onnx.ai/onnx/operators (TopK).
 """
 
 from __future__ import annotations
@@ -25,7 +21,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
 
-from onnx_stablehlo.errors import DataDependentShapeError, ShapeError
+from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -168,119 +164,3 @@ def lower_top_k(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"K must hold one value, got shape {list(k.shape)}", ShapeError)
     largest = bool(node.attr_int("largest", 1))
     return _top_k(ctx, int(k.reshape(-1)[0]), node.attr_int("axis"), largest)
-
-
-# NonMaxSuppression -------------------------------------------------------------------------
-
-
-def _corners(boxes: np.ndarray, center_point_box: int) -> tuple[np.ndarray, ...]:
-    """``(y_min, x_min, y_max, x_max)`` per box (float32), from either box format."""
-    if center_point_box:
-        x_center, y_center, width, height = (boxes[..., i] for i in range(4))
-        half_w, half_h = width / np.float32(2), height / np.float32(2)
-        return y_center - half_h, x_center - half_w, y_center + half_h, x_center + half_w
-    y1, x1, y2, x2 = (boxes[..., i] for i in range(4))
-    return np.minimum(y1, y2), np.minimum(x1, x2), np.maximum(y1, y2), np.maximum(x1, x2)
-
-
-def _suppresses(corners: tuple[np.ndarray, ...], kept: int, candidates: np.ndarray, iou_threshold: np.float32) -> np.ndarray:
-    """True where a candidate box's IoU with box ``kept`` is above ``iou_threshold``."""
-    y_min, x_min, y_max, x_max = corners
-    inter_w = np.minimum(x_max[kept], x_max[candidates]) - np.maximum(x_min[kept], x_min[candidates])
-    inter_h = np.minimum(y_max[kept], y_max[candidates]) - np.maximum(y_min[kept], y_min[candidates])
-    overlap = (inter_w > 0) & (inter_h > 0)
-    intersection = inter_w * inter_h
-    area_kept = (x_max[kept] - x_min[kept]) * (y_max[kept] - y_min[kept])
-    area = (x_max[candidates] - x_min[candidates]) * (y_max[candidates] - y_min[candidates])
-    union = area_kept + area - intersection
-    valid = overlap & (intersection > 0) & (area_kept > 0) & (area > 0) & (union > 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        iou = intersection / union
-    return valid & (iou > iou_threshold)
-
-
-def _non_max_suppression(
-    boxes: np.ndarray,
-    scores: np.ndarray,
-    max_per_class: int,
-    iou_threshold: np.float32,
-    score_threshold: np.float32 | None,
-    center_point_box: int,
-) -> np.ndarray:
-    """Greedy NMS per (batch, class), in float32: ``[selected, 3]`` int64 rows of
-    ``(batch, class, box)``, by descending score (ties: lower box index first)."""
-    selected: list[tuple[int, int, int]] = []
-    batches, classes, _ = scores.shape
-    for batch in range(batches):
-        corners = _corners(boxes[batch], center_point_box)
-        for cls in range(classes):
-            class_scores = scores[batch, cls]
-            candidates = np.arange(class_scores.size)
-            if score_threshold is not None:
-                candidates = candidates[class_scores > score_threshold]
-            candidates = candidates[np.argsort(-class_scores[candidates], kind="stable")]
-            kept = 0
-            while candidates.size and kept < max_per_class:
-                best, candidates = candidates[0], candidates[1:]
-                selected.append((batch, cls, int(best)))
-                kept += 1
-                candidates = candidates[~_suppresses(corners, best, candidates, iou_threshold)]
-    return np.asarray(selected, dtype=np.int64).reshape(len(selected), 3)
-
-
-def _optional_scalar(ctx: LoweringContext, index: int) -> np.ndarray | None:
-    value = ctx.optional_constant_input(index)
-    if value is None or np.size(value) == 0:
-        return None
-    if np.size(value) != 1:
-        raise ctx.error(f"input {index} ('{ctx.node.input_names[index]}') must be a scalar", ShapeError)
-    return np.asarray(value).reshape(-1)[0]
-
-
-@lowering("NonMaxSuppression", since=10)
-@lowering("NonMaxSuppression", since=11)  # 11 revised the schema text only
-def lower_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
-    """Computes NonMaxSuppression at compile time; run-time inputs are rejected.
-
-    Spec: NonMaxSuppression-10/11.
-    Shapes: boxes float ``[batches, boxes, 4]``, scores float ``[batches, classes, boxes]``,
-        max_output_boxes_per_class int64 scalar (default 0: no output), iou_threshold and
-        score_threshold float scalars (omitted score_threshold: no score filter); all known at
-        compile time. Result int64 ``[selected, 3]``.
-    Dtypes: float32 boxes and scores.
-    Raises: NonConstantInputError if any input is computed at run time (the output size
-        depends on the values); ShapeError for inconsistent shapes; UnsupportedAttributeError
-        for center_point_box not 0/1.
-    """
-    for index in range(min(ctx.num_inputs, 5)):
-        if ctx.has_input(index) and not ctx.is_constant_input(index):
-            raise ctx.error(
-                f"the output size depends on the values of input {index} "
-                f"('{ctx.node.input_names[index]}'); one static module needs every input known at "
-                "compile time (CompiledModel splits the graph at this node instead)",
-                DataDependentShapeError,
-            )
-    center_point_box = node.attr_int("center_point_box")
-    if center_point_box not in (0, 1):
-        raise ctx.unsupported_attribute("center_point_box", center_point_box, "0, 1")
-    boxes = np.asarray(ctx.constant_input(0), dtype=np.float32)
-    scores = np.asarray(ctx.constant_input(1), dtype=np.float32)
-    if boxes.ndim != 3 or boxes.shape[2] != 4 or scores.ndim != 3 or scores.shape[::2] != boxes.shape[:2]:
-        raise ctx.error(
-            f"boxes {list(boxes.shape)} must be [batches, boxes, 4] and scores {list(scores.shape)} "
-            "[batches, classes, boxes]",
-            ShapeError,
-        )
-    max_per_class = _optional_scalar(ctx, 2)
-    iou = _optional_scalar(ctx, 3)
-    score_threshold = _optional_scalar(ctx, 4)
-    return [
-        _non_max_suppression(
-            boxes,
-            scores,
-            max(int(max_per_class), 0) if max_per_class is not None else 0,
-            np.float32(iou) if iou is not None else np.float32(0),
-            np.float32(score_threshold) if score_threshold is not None else None,
-            center_point_box,
-        )
-    ]

@@ -14,7 +14,7 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend.lowering import contrib_transformer
+from onnx_stablehlo.frontend.builders import contrib
 from tests.frontend.contrib_util import assert_close, node_model, ort_run, tolerance
 
 F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
@@ -65,7 +65,7 @@ def _ort_schema_defaults() -> dict[tuple[str, str], object]:
 def test_stated_defaults_match_onnxruntime_schemas():
     ort_defaults = _ort_schema_defaults()
     checked = 0
-    for key, value in contrib_transformer.DEFAULTS.items():
+    for key, value in contrib.DEFAULTS.items():
         if key in ort_defaults:  # ORT's schema states this default (some are only in its docs)
             assert ort_defaults[key] == pytest.approx(value), key
             checked += 1

@@ -1,24 +1,16 @@
-"""Lowering rules: onnxruntime's ``com.microsoft`` transformer ops (fused norms, GELUs, attention, RoPE).
+"""Lowering rules: onnxruntime's ``com.microsoft`` attention ops and RoPE.
 
-These are the ops ``onnxruntime.transformers.optimizer.optimize_model`` and ORT's graph
-optimizer fuse transformer graphs into, and that ORT GenAI / Optimum exports use:
-
-* normalizations: ``SkipLayerNormalization``, ``SkipSimplifiedLayerNormalization``,
-  ``EmbedLayerNormalization`` (com.microsoft) and ``SimplifiedLayerNormalization`` (which ORT
-  registers in the *default* domain, since 1);
-* activations: ``Gelu``, ``BiasGelu``, ``FastGelu``, ``QuickGelu``, ``BiasAdd``;
-* attention: ``Attention`` (packed QKV projection, optional past), ``MultiHeadAttention``,
-  ``RotaryEmbedding`` (the contrib input order ``(input, position_ids, cos_cache, sin_cache)``,
-  which differs from ai.onnx RotaryEmbedding-23: the registry dispatches by domain).
+``Attention`` (packed QKV projection, optional past), ``MultiHeadAttention``,
+``GroupQueryAttention`` and ``RotaryEmbedding`` (the contrib input order ``(input,
+position_ids, cos_cache, sin_cache)``, which differs from ai.onnx RotaryEmbedding-23: the
+registry dispatches by domain), as ``onnxruntime.transformers.optimizer.optimize_model``, ORT
+GenAI and Optimum exports write them.
 
 Spec: onnxruntime docs/ContribOperators.md (the schemas in onnxruntime's
 ``contrib_defs.cc``/``bert_defs.cc``); where that text is silent the CPU kernels in
 ``onnxruntime/contrib_ops/cpu`` are the reference, and each such choice is listed in the rule's
-docstring under *Deviations/ORT behaviour* and in docs/coverage.md.
-
-Attribute defaults: ``onnx.defs`` has no ``com.microsoft`` schemas, so each default is stated
-once in :data:`DEFAULTS` (from the contrib schema); ``tests/frontend/test_contrib_transformer.py``
-checks them against the schemas onnxruntime registers.
+docstring under *Deviations/ORT behaviour* and in docs/coverage.md. Attribute defaults are
+stated once in ``builders/contrib.py`` (:data:`DEFAULTS`).
 
 float16 inputs are computed in float32 and rounded once at the end, as ORT's CPU kernels do.
 """
@@ -34,63 +26,12 @@ from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend.builders import contrib
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.lowering.matmul import matmul
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
-
-MS = "com.microsoft"
-
-DEFAULTS: dict[tuple[str, str], object] = {
-    ("SkipLayerNormalization", "epsilon"): 1e-12,
-    ("SkipSimplifiedLayerNormalization", "epsilon"): 1e-12,
-    ("EmbedLayerNormalization", "epsilon"): 1e-12,
-    ("EmbedLayerNormalization", "mask_index_type"): 1,
-    ("SimplifiedLayerNormalization", "epsilon"): 1e-5,
-    ("SimplifiedLayerNormalization", "axis"): -1,
-    ("SimplifiedLayerNormalization", "stash_type"): 1,
-    ("QuickGelu", "alpha"): 1.702,
-    ("Attention", "unidirectional"): 0,
-    ("Attention", "mask_filter_value"): -10000.0,
-    ("Attention", "do_rotary"): 0,
-    ("Attention", "past_present_share_buffer"): 0,
-    ("MultiHeadAttention", "unidirectional"): 0,
-    ("MultiHeadAttention", "mask_filter_value"): -10000.0,
-    ("RotaryEmbedding", "interleaved"): 0,
-    ("RotaryEmbedding", "rotary_embedding_dim"): 0,
-    ("RotaryEmbedding", "num_heads"): 0,
-    ("RotaryEmbedding", "scale"): 1.0,
-    ("RotaryEmbedding", "is_packed_batching"): 0,
-    ("GroupQueryAttention", "local_window_size"): -1,
-    ("GroupQueryAttention", "do_rotary"): 0,
-    ("GroupQueryAttention", "rotary_interleaved"): 0,
-    ("GroupQueryAttention", "softcap"): 0.0,
-    ("GroupQueryAttention", "smooth_softmax"): -1,
-    ("GroupQueryAttention", "qk_output"): 0,
-    ("GroupQueryAttention", "k_quant_type"): "NONE",
-    ("GroupQueryAttention", "v_quant_type"): "NONE",
-}
-"""``(op_type, attribute) -> default`` of the com.microsoft (and ORT-only) schemas."""
-
-_HALF = (DataType.FLOAT16, DataType.BFLOAT16)
-
-
-def _attr(node: OnnxNode, name: str):
-    return node.attr(name, DEFAULTS[(node.op_type, name)])
-
-
-def _wide(x: ir.Value) -> ir.Value:
-    """``x`` in float32 when it is float16/bfloat16 (ORT's CPU kernels compute those in float)."""
-    return emit.convert(x, DataType.FLOAT) if emit.dtype_of(x) in _HALF else x
-
-
-def _scalar(value: float, like: ir.Value) -> ir.Value:
-    return emit.full_like(like, value)
-
-
-def _output_wanted(node: OnnxNode, index: int) -> bool:
-    return index < len(node.output_names) and bool(node.output_names[index])
 
 
 def _concat(values: Sequence[ir.Value], axis: int) -> ir.Value:
@@ -103,326 +44,6 @@ def _concat(values: Sequence[ir.Value], axis: int) -> ir.Value:
     out[axis] = total
     op = stablehlo.ConcatenateOp(list(values), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))
     return emit.record(op.result, out)
-
-
-def _add_broadcast(x: ir.Value, other: ir.Value) -> ir.Value:
-    """``x + other`` with ``other`` numpy-broadcast onto ``x``'s shape (and dtype)."""
-    other = emit.convert(other, emit.dtype_of(x))
-    return stablehlo.AddOp(x, emit.broadcast_to(other, emit.dims_of(x))).result
-
-
-def _mean_last(x: ir.Value) -> ir.Value:
-    """The mean of ``x`` over its last axis, keepdims."""
-    shape = emit.dims_of(x)
-    total = emit.reduce(x, [len(shape) - 1], stablehlo.AddOp, 0, keepdims=True)
-    count = shape[-1]
-    if isinstance(count, int):
-        return emit.divide(total, emit.full_like(total, count))
-    divisor = emit.convert(emit.dim_value(count), emit.dtype_of(total))
-    return stablehlo.DivOp(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[])).result
-
-
-def _layer_norm_last(
-    x: ir.Value, gamma: ir.Value | None, beta: ir.Value | None, epsilon: float, simplified: bool
-) -> tuple[ir.Value, ir.Value | None, ir.Value]:
-    """``(y, mean, inv_std_var)`` of a (RMS when ``simplified``) layer norm over the last axis.
-
-    ``x`` is already wide (float32/float64); ``y`` is in ``x``'s dtype; mean is ``None`` for RMS.
-    Two-pass variance ``mean((x - mean)^2)``; ORT's CPU kernels use ``mean(x^2) - mean^2``,
-    which agrees to a few ulp on normalization-sized rows.
-    """
-    shape = emit.dims_of(x)
-    if simplified:
-        mean = None
-        centered = x
-    else:
-        mean = _mean_last(x)
-        centered = stablehlo.SubtractOp(x, emit.broadcast_to(mean, shape)).result
-    variance = _mean_last(stablehlo.MulOp(centered, centered).result)
-    std = stablehlo.SqrtOp(stablehlo.AddOp(variance, _scalar(epsilon, variance)).result).result
-    inv_std = stablehlo.DivOp(_scalar(1.0, std), std).result
-    y = stablehlo.DivOp(centered, emit.broadcast_to(std, shape)).result
-    if gamma is not None:
-        y = stablehlo.MulOp(y, emit.broadcast_to(emit.convert(gamma, emit.dtype_of(x)), shape)).result
-    if beta is not None:
-        y = _add_broadcast(y, beta)
-    return y, mean, inv_std
-
-
-def _check_hidden(ctx: LoweringContext, index: int, hidden: Dim) -> ir.Value:
-    """Input ``index`` checked to be a vector of the hidden size."""
-    value = ctx.input(index)
-    shape = emit.dims_of(value)
-    if len(shape) != 1 or (isinstance(shape[0], int) and isinstance(hidden, int) and shape[0] != hidden):
-        raise ctx.error(
-            f"input '{ctx.node.input_names[index]}' must have shape [{hidden}] (the hidden size), got {list(shape)}",
-            ShapeError,
-        )
-    return value
-
-
-# Normalizations ------------------------------------------------------------------------------
-
-
-def _skip_layer_norm(ctx: LoweringContext, node: OnnxNode, simplified: bool) -> list[ir.Value | None]:
-    x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
-    if len(shape) not in (2, 3):
-        raise ctx.error(f"input must have rank 2 or 3 ([batch, sequence,] hidden), got {list(shape)}", ShapeError)
-    skip = ctx.input(1)
-    try:
-        emit.broadcast_shapes(emit.dims_of(skip), shape)
-    except ValueError as exc:
-        raise ctx.error(f"skip {list(emit.dims_of(skip))} does not broadcast to input {list(shape)}", ShapeError) from exc
-    hidden = shape[-1]
-    gamma = _check_hidden(ctx, 2, hidden)
-    beta_index, bias_index = (None, 3) if simplified else (3, 4)
-    beta = _check_hidden(ctx, beta_index, hidden) if beta_index is not None and ctx.has_input(beta_index) else None
-    bias = _check_hidden(ctx, bias_index, hidden) if ctx.has_input(bias_index) else None
-    total = _add_broadcast(_wide(x), _wide(skip))
-    if bias is not None:
-        total = _add_broadcast(total, _wide(bias))
-    y, mean, inv_std = _layer_norm_last(total, _wide(gamma), None if beta is None else _wide(beta), _attr(node, "epsilon"), simplified)
-    outputs: list[ir.Value | None] = [emit.convert(y, dtype), None, None, None]
-    if _output_wanted(node, 1):
-        if mean is None:
-            raise ctx.error("output 'mean' is not computed by a simplified (RMS) layer norm", UnsupportedAttributeError)
-        outputs[1] = emit.convert(mean, DataType.FLOAT)
-    if _output_wanted(node, 2):
-        outputs[2] = emit.convert(inv_std, DataType.FLOAT)
-    if _output_wanted(node, 3):
-        outputs[3] = emit.convert(total, dtype)
-    return outputs
-
-
-@lowering("SkipLayerNormalization", since=1, domain=MS)
-def lower_skip_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
-    """Lowers SkipLayerNormalization: LayerNorm(input + skip + bias) * gamma + beta over the last axis.
-
-    Spec: com.microsoft SkipLayerNormalization-1.
-    Shapes: input [B, S, H] or [S, H] (symbolic B, S allowed); skip broadcastable to input
-        ([1, S, H], [S, H]); gamma, beta, bias [H]. Outputs: output like input; mean and
-        inv_std_var [B, S, 1] float32; input_skip_bias_sum like input.
-    Dtypes: f16 (computed in f32, as ORT's CPU kernel does), f32, f64.
-    Deviations: variance two-pass (ORT: mean(x^2) - mean^2); agrees within float tolerance.
-    Raises: ShapeError for a rank other than 2/3, a skip that does not broadcast, or gamma/beta/
-        bias not of the hidden size.
-    """
-    return _skip_layer_norm(ctx, node, simplified=False)
-
-
-@lowering("SkipSimplifiedLayerNormalization", since=1, domain=MS)
-def lower_skip_simplified_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
-    """Lowers SkipSimplifiedLayerNormalization: RMSNorm(input + skip + bias) * gamma (T5/Llama norm).
-
-    Spec: com.microsoft SkipSimplifiedLayerNormalization-1 (inputs input, skip, gamma, bias).
-    Shapes: as SkipLayerNormalization, without beta. Outputs: output, mean (never produced: an
-        RMS norm has none), inv_std_var [B, S, 1] f32, input_skip_bias_sum.
-    Dtypes: f16 (computed in f32), f32, f64.
-    Raises: ShapeError as SkipLayerNormalization; UnsupportedAttributeError when output 'mean'
-        is requested (ORT leaves it unset).
-    Follows ORT: output 'mean' is never written.
-    """
-    return _skip_layer_norm(ctx, node, simplified=True)
-
-
-@lowering("SimplifiedLayerNormalization", since=1)  # ORT registers it in the default domain
-def lower_simplified_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
-    """Lowers SimplifiedLayerNormalization (ORT's RMSNorm): x / sqrt(mean(x^2) + epsilon) * scale.
-
-    Spec: onnxruntime's ``SimplifiedLayerNormalization-1``, registered by ORT in the ai.onnx
-    domain (not an ONNX standard op; RMSNormalization-23 is the standard one).
-    Shapes: X [d0, ..., dn] (symbolic dims allowed), normalized over [axis, rank); scale
-        broadcastable to the normalized dims. inv_std_var: X's shape with 1s from `axis` on.
-    Dtypes: X, scale f16 (computed in f32), f32, f64; Y in scale's dtype; inv_std_var f32.
-    Raises: ShapeError for a bad `axis`.
-    """
-    x = ctx.input(0)
-    shape = emit.dims_of(x)
-    axis = ctx.axis(int(_attr(node, "axis")), len(shape))
-    wide = _wide(x)
-    rows = emit.reshape(wide, (*shape[:axis], _product(shape[axis:])))
-    _, _, inv_std = _layer_norm_last(rows, None, None, float(_attr(node, "epsilon")), simplified=True)
-    inv_std = emit.reshape(inv_std, (*shape[:axis], *([1] * (len(shape) - axis))))
-    normalized = stablehlo.MulOp(wide, emit.broadcast_to(inv_std, shape)).result
-    scale = ctx.input(1)
-    y = stablehlo.MulOp(normalized, emit.broadcast_to(_wide(scale), shape)).result
-    outputs: list[ir.Value | None] = [emit.convert(y, emit.dtype_of(scale)), None]
-    if _output_wanted(node, 1):
-        outputs[1] = emit.convert(inv_std, DataType.FLOAT)
-    return outputs
-
-
-def _product(dims: Sequence[Dim]) -> Dim:
-    total: Dim = 1
-    for d in dims:
-        total = total * d
-    return total
-
-
-@lowering("EmbedLayerNormalization", since=1, domain=MS)
-def lower_embed_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
-    """Lowers EmbedLayerNormalization: LayerNorm(word[ids] + position[pos] + segment[seg]).
-
-    ``mask_index[b]`` counts the ones in ``mask[b]`` (ORT's CPU kernel: ``count(v == 1)``; 0s
-    without a mask), the form Attention's 1-D ``mask_index`` takes.
-
-    Spec: com.microsoft EmbedLayerNormalization-1.
-    Shapes: input_ids, segment_ids, mask [B, S] (symbolic allowed); embeddings [vocab, H],
-        [max_pos, H], [segments, H]; gamma, beta [H]; position_ids [B, S] or [1, S] (default
-        arange(S)). Outputs: output [B, S, H], mask_index [B] int32, embedding_sum [B, S, H].
-    Dtypes: ids int32; embeddings f16 (summed in f32), f32.
-    Deviations: out-of-range ids are clamped (ORT fails the run); gathers have no run-time check.
-    Raises: ShapeError for ids not of rank 2.
-    Follows ORT: mask_index[b] = count(mask[b] == 1) (zeros without a mask).
-    """
-    ids = ctx.input(0)
-    shape = emit.dims_of(ids)
-    if len(shape) != 2:
-        raise ctx.error(f"input_ids must be [batch, sequence], got {list(shape)}", ShapeError)
-    batch, seq = shape
-    word = ctx.input(2)
-    dtype = emit.dtype_of(word)
-    hidden = emit.dims_of(word)[1]
-    total = _wide(_embed(word, ids))
-    if ctx.has_input(8):
-        positions = ctx.input(8)
-        position_rows = _embed(ctx.input(3), positions)
-        total = _add_broadcast(total, _wide(position_rows))
-    else:
-        arange = emit.iota([seq], 0, DataType.INT32)
-        position_rows = _embed(ctx.input(3), arange)  # [S, H]
-        total = _add_broadcast(total, _wide(position_rows))
-    if ctx.has_input(1) and ctx.has_input(4):
-        total = _add_broadcast(total, _wide(_embed(ctx.input(4), ctx.input(1))))
-    gamma = _check_hidden(ctx, 5, hidden)
-    beta = _check_hidden(ctx, 6, hidden)
-    y, _, _ = _layer_norm_last(total, _wide(gamma), _wide(beta), float(_attr(node, "epsilon")), simplified=False)
-    outputs: list[ir.Value | None] = [emit.convert(y, dtype), None, None]
-    if _output_wanted(node, 1):
-        if ctx.has_input(7):
-            mask = ctx.input(7)
-            ones = emit.convert(emit.compare(mask, emit.full_like(mask, 1), "EQ"), DataType.INT32)
-            outputs[1] = emit.reduce(ones, [1], stablehlo.AddOp, 0)
-        else:
-            outputs[1] = emit.splat(0, DataType.INT32, [batch])
-    if _output_wanted(node, 2):
-        outputs[2] = emit.convert(total, dtype)
-    return outputs
-
-
-def _embed(table: ir.Value, ids: ir.Value) -> ir.Value:
-    """``table[ids]`` (rows of a [V, H] table) for any-rank integer ids, clamped into range."""
-    ids_shape = emit.dims_of(ids)
-    vocab, hidden = emit.dims_of(table)
-    flat = emit.reshape(emit.convert(ids, DataType.INT64), [_product(ids_shape)])
-    flat = stablehlo.ClampOp(emit.full_like(flat, 0), flat, _dim_minus_one(vocab, flat)).result
-    rows = emit.take(table, flat, 0)
-    return emit.reshape(rows, (*ids_shape, hidden))
-
-
-def _dim_minus_one(dim: Dim, like: ir.Value) -> ir.Value:
-    value = emit.dim_value(dim)
-    value = stablehlo.SubtractOp(value, emit.constant(np.array(1, np.int64))).result
-    return emit.broadcast_to(value, emit.dims_of(like), dims=[])
-
-
-# Activations ---------------------------------------------------------------------------------
-
-
-def _with_bias(ctx: LoweringContext, bias_index: int) -> ir.Value:
-    x = _wide(ctx.input(0))
-    if ctx.has_input(bias_index):
-        bias = ctx.input(bias_index)
-        try:
-            emit.broadcast_shapes(emit.dims_of(bias), emit.dims_of(x))
-        except ValueError as exc:
-            raise ctx.error(f"bias {list(emit.dims_of(bias))} does not broadcast to {list(emit.dims_of(x))}", ShapeError) from exc
-        x = _add_broadcast(x, _wide(bias))
-    return x
-
-
-def _gelu_erf(x: ir.Value) -> ir.Value:
-    inner = emit.erf(stablehlo.MulOp(x, _scalar(1.0 / math.sqrt(2.0), x)).result)
-    return stablehlo.MulOp(stablehlo.MulOp(x, _scalar(0.5, x)).result, stablehlo.AddOp(inner, _scalar(1.0, x)).result).result
-
-
-@lowering("Gelu", since=1, domain=MS)
-def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers com.microsoft Gelu: 0.5 * x * (1 + erf(x / sqrt(2))) (the exact GELU).
-
-    Spec: com.microsoft Gelu-1.
-    Shapes: any (symbolic allowed).
-    Dtypes: f16 (in f32), f32, f64.
-    """
-    x = ctx.input(0)
-    return [emit.convert(_gelu_erf(_wide(x)), emit.dtype_of(x))]
-
-
-@lowering("BiasGelu", since=1, domain=MS)
-def lower_bias_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers BiasGelu: exact GELU of A + B.
-
-    Spec: com.microsoft BiasGelu-1.
-    Shapes: A [..., H], B [H] (numpy-broadcast onto A).
-    Dtypes: f16 (in f32), f32, f64.
-    Raises: ShapeError when B does not broadcast to A.
-    """
-    return [emit.convert(_gelu_erf(_with_bias(ctx, 1)), ctx.input_dtype(0))]
-
-
-@lowering("FastGelu", since=1, domain=MS)
-def lower_fast_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers FastGelu: the tanh GELU, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), x = X + bias.
-
-    Spec: com.microsoft FastGelu-1.
-    Shapes: X any, bias [H] optional (broadcast onto X).
-    Dtypes: f16 (in f32), f32, f64.
-    Raises: ShapeError when bias does not broadcast to X.
-    """
-    x = _with_bias(ctx, 1)
-    cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
-    poly = stablehlo.AddOp(x, stablehlo.MulOp(cube, _scalar(0.044715, x)).result).result
-    inner = stablehlo.TanhOp(stablehlo.MulOp(poly, _scalar(math.sqrt(2.0 / math.pi), x)).result).result
-    y = stablehlo.MulOp(stablehlo.MulOp(x, _scalar(0.5, x)).result, stablehlo.AddOp(inner, _scalar(1.0, x)).result).result
-    return [emit.convert(y, ctx.input_dtype(0))]
-
-
-@lowering("QuickGelu", since=1, domain=MS)
-def lower_quick_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers QuickGelu: x * sigmoid(alpha * x) (CLIP's GELU approximation).
-
-    Spec: com.microsoft QuickGelu-1 (alpha default 1.702).
-    Shapes: any (symbolic allowed).
-    Dtypes: f16 (in f32), f32, f64.
-    """
-    x = _wide(ctx.input(0))
-    alpha = float(_attr(node, "alpha"))
-    y = stablehlo.MulOp(x, stablehlo.LogisticOp(stablehlo.MulOp(x, _scalar(alpha, x)).result).result).result
-    return [emit.convert(y, ctx.input_dtype(0))]
-
-
-@lowering("BiasAdd", since=1, domain=MS)
-def lower_bias_add(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers BiasAdd: X + bias + skip (the Stable Diffusion UNet fusion).
-
-    Spec: com.microsoft BiasAdd-1.
-    Shapes: X, skip [B, S, C]; bias [C].
-    Dtypes: f16 (in f32), f32.
-    Deviations: onnxruntime has a CUDA kernel only; tested against the formula.
-    Raises: ShapeError for shapes that do not fit.
-    """
-    x = ctx.input(0)
-    shape = emit.dims_of(x)
-    if len(shape) != 3:
-        raise ctx.error(f"X must be [batch, sequence, channels], got {list(shape)}", ShapeError)
-    _check_hidden(ctx, 1, shape[-1])
-    y = _add_broadcast(_add_broadcast(_wide(x), _wide(ctx.input(1))), _wide(ctx.input(2)))
-    return [emit.convert(y, emit.dtype_of(x))]
-
-
-# Attention -----------------------------------------------------------------------------------
 
 
 def _heads(x: ir.Value, num_heads: int, head_size: int) -> ir.Value:
@@ -481,15 +102,15 @@ def scaled_dot_product_attention(
     """
     scores = _batched_dot(q, k, 3, 3)
     shape = emit.dims_of(scores)
-    scores = stablehlo.MulOp(scores, _scalar(scale, scores)).result
+    scores = stablehlo.MulOp(scores, contrib.scalar(scale, scores)).result
     if softcap > 0:
-        capped = stablehlo.TanhOp(stablehlo.DivOp(scores, _scalar(softcap, scores)).result).result
-        scores = stablehlo.MulOp(capped, _scalar(softcap, scores)).result
+        capped = stablehlo.TanhOp(stablehlo.DivOp(scores, contrib.scalar(softcap, scores)).result).result
+        scores = stablehlo.MulOp(capped, contrib.scalar(softcap, scores)).result
     if additive is not None:
         scores = stablehlo.AddOp(scores, emit.broadcast_to(emit.convert(additive, emit.dtype_of(scores)), shape)).result
     if keep is not None:
         lowest = float(np.finfo(np.float32).min) if emit.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
-        scores = stablehlo.SelectOp(emit.broadcast_to(keep, shape), scores, _scalar(lowest, scores)).result
+        scores = stablehlo.SelectOp(emit.broadcast_to(keep, shape), scores, contrib.scalar(lowest, scores)).result
     top = emit.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
     exp = stablehlo.ExpOp(stablehlo.SubtractOp(scores, emit.broadcast_to(top, shape)).result).result
     total = emit.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
@@ -540,7 +161,7 @@ def _mask_from_index(
     raise ctx.error(f"mask_index of rank {len(shape)} is not supported (accepted: [B], [2B], [B, T], [B, S, T])", ShapeError)
 
 
-@lowering("Attention", since=1, domain=MS)
+@lowering("Attention", since=1, domain=contrib.MS)
 def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers com.microsoft Attention: QKV projection, multi-head scaled-dot-product attention.
 
@@ -563,7 +184,7 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     """
     num_heads = node.attr_int("num_heads")
     for name in ("do_rotary", "past_present_share_buffer"):
-        if int(_attr(node, name)):
+        if int(contrib.attr(node, name)):
             raise ctx.unsupported_attribute(name, node.attr(name), "0")
     if ctx.has_input(6):
         raise ctx.error("past_sequence_length (a shared past/present buffer) is not supported", UnsupportedAttributeError)
@@ -575,16 +196,16 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     sizes = node.attr_ints("qkv_hidden_sizes") or ([width // 3] * 3 if isinstance(width, int) else None)
     if sizes is None or len(sizes) != 3 or any(s % num_heads for s in sizes):
         raise ctx.error(f"qkv sizes {sizes} must be three multiples of num_heads={num_heads}", ShapeError)
-    qkv = matmul(_wide(x), _wide(weights))
+    qkv = matmul(contrib.wide(x), contrib.wide(weights))
     if ctx.has_input(2):
-        qkv = _add_broadcast(qkv, _wide(ctx.input(2)))
+        qkv = contrib.add_broadcast(qkv, contrib.wide(ctx.input(2)))
     q_size, k_size, v_size = sizes
     q = _heads(emit.slice_axis(qkv, 2, 0, q_size), num_heads, q_size // num_heads)
     k = _heads(emit.slice_axis(qkv, 2, q_size, q_size + k_size), num_heads, k_size // num_heads)
     v = _heads(emit.slice_axis(qkv, 2, q_size + k_size, q_size + k_size + v_size), num_heads, v_size // num_heads)
     past_len: Dim = 0
     if ctx.has_input(4):
-        past = _wide(ctx.input(4))
+        past = contrib.wide(ctx.input(4))
         past_shape = emit.dims_of(past)
         past_len = past_shape[3]
         k = _concat([_squeeze0(emit.slice_axis(past, 0, 0, 1)), k], 2)
@@ -593,19 +214,19 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     wide_dtype = emit.dtype_of(q)
     additive = None
     if ctx.has_input(3):
-        additive = _mask_from_index(ctx, 3, batch, seq, total, float(_attr(node, "mask_filter_value")), wide_dtype)
+        additive = _mask_from_index(ctx, 3, batch, seq, total, float(contrib.attr(node, "mask_filter_value")), wide_dtype)
     if ctx.has_input(5):
-        bias = _wide(ctx.input(5))
+        bias = contrib.wide(ctx.input(5))
         additive = bias if additive is None else stablehlo.AddOp(
             *emit.broadcast_values(additive, bias)
         ).result
     keep = None
-    if int(_attr(node, "unidirectional")):
+    if int(contrib.attr(node, "unidirectional")):
         keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
     scale = node.attr_float("scale", 1.0 / math.sqrt(q_size // num_heads))
     out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
     outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None]
-    if _output_wanted(node, 1):
+    if contrib.output_wanted(node, 1):
         present = _concat([_unsqueeze0(k), _unsqueeze0(v)], 0)
         outputs[1] = emit.convert(present, dtype)
     return outputs
@@ -619,7 +240,7 @@ def _unsqueeze0(x: ir.Value) -> ir.Value:
     return emit.reshape(x, (1, *emit.dims_of(x)))
 
 
-@lowering("MultiHeadAttention", since=1, domain=MS)
+@lowering("MultiHeadAttention", since=1, domain=contrib.MS)
 def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers com.microsoft MultiHeadAttention with separate (already projected) Q, K, V.
 
@@ -644,60 +265,57 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     for index, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} (beam-search buffers) is not supported", UnsupportedAttributeError)
-    if _output_wanted(node, 3):
+    if contrib.output_wanted(node, 3):
         raise ctx.error("output qk is not supported", UnsupportedAttributeError)
-    query = _wide(ctx.input(0))
+    query = contrib.wide(ctx.input(0))
     dtype = ctx.input_dtype(0)
     batch, seq, q_hidden = emit.dims_of(query)
     if not isinstance(q_hidden, int) or q_hidden % num_heads:
         raise ctx.error(f"query hidden size {q_hidden} is not a multiple of num_heads={num_heads}", ShapeError)
     head = q_hidden // num_heads
-    key, value = _wide(ctx.input(1)), _wide(ctx.input(2))
+    key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
     key_rank = len(emit.dims_of(key))
-    bias = _wide(ctx.input(3)) if ctx.has_input(3) else None
+    bias = contrib.wide(ctx.input(3)) if ctx.has_input(3) else None
     v_hidden = emit.dims_of(value)[-1] * (num_heads if key_rank == 4 else 1)
     if bias is not None:
-        query = _add_broadcast(query, emit.slice_axis(bias, 0, 0, q_hidden))
+        query = contrib.add_broadcast(query, emit.slice_axis(bias, 0, 0, q_hidden))
     q = _heads(query, num_heads, head)
     if key_rank == 4:
         k, v = key, value
         if bias is not None:
-            k = _add_broadcast(k, emit.reshape(emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden), (num_heads, 1, head)))
-            v = _add_broadcast(v, emit.reshape(emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden), (num_heads, 1, v_hidden // num_heads)))
+            k = contrib.add_broadcast(k, emit.reshape(emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden), (num_heads, 1, head)))
+            v = contrib.add_broadcast(v, emit.reshape(emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden), (num_heads, 1, v_hidden // num_heads)))
     else:
         if bias is not None:
-            key = _add_broadcast(key, emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden))
-            value = _add_broadcast(value, emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
+            key = contrib.add_broadcast(key, emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden))
+            value = contrib.add_broadcast(value, emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
         k = _heads(key, num_heads, head)
         v = _heads(value, num_heads, v_hidden // num_heads)
     past_len: Dim = 0
     if ctx.has_input(6) and ctx.has_input(7):
-        past_key, past_value = _wide(ctx.input(6)), _wide(ctx.input(7))
+        past_key, past_value = contrib.wide(ctx.input(6)), contrib.wide(ctx.input(7))
         past_len = emit.dims_of(past_key)[2]
         k = _concat([past_key, k], 2)
         v = _concat([past_value, v], 2)
     total = emit.dims_of(k)[2]
     additive = None
-    filter_value = float(_attr(node, "mask_filter_value"))
+    filter_value = float(contrib.attr(node, "mask_filter_value"))
     if ctx.has_input(4):
         additive = _mask_from_index(ctx, 4, batch, seq, total, filter_value, emit.dtype_of(q))
     if ctx.has_input(5):
-        attention_bias = _wide(ctx.input(5))
+        attention_bias = contrib.wide(ctx.input(5))
         additive = attention_bias if additive is None else stablehlo.AddOp(*emit.broadcast_values(additive, attention_bias)).result
     keep = None
-    if int(_attr(node, "unidirectional")):
+    if int(contrib.attr(node, "unidirectional")):
         keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
     scale = node.attr_float("scale", 1.0 / math.sqrt(head))
     out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
     outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None, None, None]
-    if _output_wanted(node, 1):
+    if contrib.output_wanted(node, 1):
         outputs[1] = emit.convert(k, dtype)
-    if _output_wanted(node, 2):
+    if contrib.output_wanted(node, 2):
         outputs[2] = emit.convert(v, dtype)
     return outputs
-
-
-# Rotary embedding ----------------------------------------------------------------------------
 
 
 def rotate(
@@ -742,10 +360,10 @@ def rotate(
 
 def cache_rows(cache: ir.Value, positions: ir.Value) -> ir.Value:
     """``cache[positions]`` for a [max_pos, d] cos/sin cache and integer positions of any shape."""
-    return _embed(cache, positions)
+    return contrib.embed(cache, positions)
 
 
-@lowering("RotaryEmbedding", since=1, domain=MS)
+@lowering("RotaryEmbedding", since=1, domain=contrib.MS)
 def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers com.microsoft RotaryEmbedding (inputs: input, position_ids, cos_cache, sin_cache).
 
@@ -760,19 +378,19 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Raises: UnsupportedAttributeError for is_packed_batching; ShapeError for bad shapes.
     Follows ORT: a [1] position_ids is an offset (token s at offset + s).
     """
-    if int(_attr(node, "is_packed_batching")):
+    if int(contrib.attr(node, "is_packed_batching")):
         raise ctx.unsupported_attribute("is_packed_batching", 1, "0")
     x = ctx.input(0)
     dtype = emit.dtype_of(x)
     shape = emit.dims_of(x)
-    cos_cache, sin_cache = _wide(ctx.input(2)), _wide(ctx.input(3))
+    cos_cache, sin_cache = contrib.wide(ctx.input(2)), contrib.wide(ctx.input(3))
     half = emit.dims_of(cos_cache)[1]
     if not isinstance(half, int):
         raise ctx.error("cos_cache needs a static last dim", ShapeError)
-    rotary_dim = int(_attr(node, "rotary_embedding_dim")) or 2 * half
+    rotary_dim = int(contrib.attr(node, "rotary_embedding_dim")) or 2 * half
     if rotary_dim != 2 * half:
         raise ctx.error(f"rotary_embedding_dim {rotary_dim} != 2 * cos_cache's last dim ({half})", ShapeError)
-    num_heads = int(_attr(node, "num_heads"))
+    num_heads = int(contrib.attr(node, "num_heads"))
     if len(shape) == 4:
         batch, heads, seq, head = shape
     elif len(shape) == 3:
@@ -791,20 +409,17 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         positions = stablehlo.AddOp(offsets, emit.iota([batch, seq], 1, DataType.INT64)).result
     cos = cache_rows(cos_cache, positions)  # [B, S, half]
     sin = cache_rows(sin_cache, positions)
-    wide = _wide(x)
+    wide = contrib.wide(x)
     if len(shape) == 4:
         cos4 = emit.reshape(cos, (batch, 1, seq, half))
         sin4 = emit.reshape(sin, (batch, 1, seq, half))
-        y = rotate(wide, cos4, sin4, rotary_dim, bool(_attr(node, "interleaved")))
+        y = rotate(wide, cos4, sin4, rotary_dim, bool(contrib.attr(node, "interleaved")))
     else:
         split = emit.reshape(wide, (batch, seq, num_heads, head))
         cos4 = emit.reshape(cos, (batch, seq, 1, half))
         sin4 = emit.reshape(sin, (batch, seq, 1, half))
-        y = emit.reshape(rotate(split, cos4, sin4, rotary_dim, bool(_attr(node, "interleaved"))), shape)
+        y = emit.reshape(rotate(split, cos4, sin4, rotary_dim, bool(contrib.attr(node, "interleaved"))), shape)
     return [emit.convert(y, dtype)]
-
-
-# GroupQueryAttention -------------------------------------------------------------------------
 
 
 def _batched_take(x: ir.Value, indices: ir.Value) -> ir.Value:
@@ -853,7 +468,7 @@ def _grow_cache(past: ir.Value, new: ir.Value, past_lengths: ir.Value) -> ir.Val
     return stablehlo.SelectOp(in_past, padded_past, chosen).result
 
 
-@lowering("GroupQueryAttention", since=1, domain=MS)
+@lowering("GroupQueryAttention", since=1, domain=contrib.MS)
 def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
     """Lowers GroupQueryAttention (ORT GenAI's decoder attention): KV cache, rotary, causal/local window.
 
@@ -887,25 +502,25 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     if num_heads % kv_heads:
         raise ctx.error(f"num_heads={num_heads} is not a multiple of kv_num_heads={kv_heads}", ShapeError)
     for name in ("k_quant_type", "v_quant_type"):
-        if str(_attr(node, name)) != "NONE":
+        if str(contrib.attr(node, name)) != "NONE":
             raise ctx.unsupported_attribute(name, node.attr(name), "NONE")
-    if int(_attr(node, "smooth_softmax")) > 0 or ctx.has_input(11):
+    if int(contrib.attr(node, "smooth_softmax")) > 0 or ctx.has_input(11):
         raise ctx.error("smooth_softmax / head_sink is not supported", UnsupportedAttributeError)
     for index, what in ((10, "attention_bias"), (12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"),
                         (15, "k_norm_weight"), (16, "query_seqlens")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} is not supported", UnsupportedAttributeError)
-    if int(_attr(node, "qk_output")) or _output_wanted(node, 3):
+    if int(contrib.attr(node, "qk_output")) or contrib.output_wanted(node, 3):
         raise ctx.error("output output_qk is not supported", UnsupportedAttributeError)
     query = ctx.input(0)
     dtype = emit.dtype_of(query)
-    query = _wide(query)
+    query = contrib.wide(query)
     batch, seq, width = emit.dims_of(query)
     if ctx.has_input(1) and ctx.has_input(2):
         if not isinstance(width, int) or width % num_heads:
             raise ctx.error(f"query width {width} is not a multiple of num_heads={num_heads}", ShapeError)
         head = width // num_heads
-        key, value = _wide(ctx.input(1)), _wide(ctx.input(2))
+        key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
     else:
         parts = num_heads + 2 * kv_heads
         if not isinstance(width, int) or width % parts:
@@ -932,18 +547,18 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     positions = stablehlo.AddOp(
         emit.broadcast_to(past_lengths, [batch, seq], dims=[0]), emit.iota([batch, seq], 1, i64)
     ).result
-    if int(_attr(node, "do_rotary")):
+    if int(contrib.attr(node, "do_rotary")):
         rotary_positions = emit.convert(ctx.input(9), i64) if ctx.has_input(9) else positions
-        cos_cache, sin_cache = _wide(ctx.input(7)), _wide(ctx.input(8))
+        cos_cache, sin_cache = contrib.wide(ctx.input(7)), contrib.wide(ctx.input(8))
         half = emit.dims_of(cos_cache)[1]
-        interleaved = bool(_attr(node, "rotary_interleaved"))
+        interleaved = bool(contrib.attr(node, "rotary_interleaved"))
         cos = emit.reshape(cache_rows(cos_cache, rotary_positions), (batch, 1, seq, half))
         sin = emit.reshape(cache_rows(sin_cache, rotary_positions), (batch, 1, seq, half))
         q = rotate(q, cos, sin, 2 * half, interleaved)
         k = rotate(k, cos, sin, 2 * half, interleaved)
     if ctx.has_input(3) and ctx.has_input(4):
-        present_k = _grow_cache(_wide(ctx.input(3)), k, past_lengths)
-        present_v = _grow_cache(_wide(ctx.input(4)), v, past_lengths)
+        present_k = _grow_cache(contrib.wide(ctx.input(3)), k, past_lengths)
+        present_v = _grow_cache(contrib.wide(ctx.input(4)), v, past_lengths)
     else:
         present_k, present_v = k, v
     total = emit.dims_of(present_k)[2]
@@ -951,7 +566,7 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     t = emit.iota([batch, seq, total], 2, i64)
     limit = emit.broadcast_to(positions, [batch, seq, total], dims=[0, 1])
     keep = emit.compare(t, limit, "LE")
-    window = int(_attr(node, "local_window_size"))
+    window = int(contrib.attr(node, "local_window_size"))
     if window > 0:
         lower = stablehlo.SubtractOp(limit, emit.full_like(limit, window)).result
         keep = stablehlo.AndOp(keep, emit.compare(t, lower, "GT")).result
@@ -959,11 +574,11 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
     out = scaled_dot_product_attention(
         q, _repeat_kv(present_k, groups), _repeat_kv(present_v, groups), scale, None, keep,
-        softcap=float(_attr(node, "softcap")),
+        softcap=float(contrib.attr(node, "softcap")),
     )
     outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None, None, None]
-    if _output_wanted(node, 1):
+    if contrib.output_wanted(node, 1):
         outputs[1] = emit.convert(present_k, dtype)
-    if _output_wanted(node, 2):
+    if contrib.output_wanted(node, 2):
         outputs[2] = emit.convert(present_v, dtype)
     return outputs
