@@ -75,7 +75,7 @@ def output_wanted(node: OnnxNode, index: int) -> bool:
 def add_broadcast(x: ir.Value, other: ir.Value) -> ir.Value:
     """``x + other`` with ``other`` numpy-broadcast onto ``x``'s shape (and dtype)."""
     other = emit.convert(other, emit.dtype_of(x))
-    return stablehlo.AddOp(x, emit.broadcast_to(other, emit.dims_of(x))).result
+    return stablehlo.add(x, emit.broadcast_to(other, emit.dims_of(x)))
 
 
 def product(dims: Sequence[Dim]) -> Dim:
@@ -90,12 +90,12 @@ def embed(table: ir.Value, ids: ir.Value) -> ir.Value:
     ids_shape = emit.dims_of(ids)
     vocab, hidden = emit.dims_of(table)
     flat = emit.reshape(emit.convert(ids, DataType.INT64), [product(ids_shape)])
-    flat = stablehlo.ClampOp(emit.full_like(flat, 0), flat, dim_minus_one(vocab, flat)).result
+    flat = stablehlo.clamp(emit.full_like(flat, 0), flat, dim_minus_one(vocab, flat))
     rows = emit.take(table, flat, 0)
     return emit.reshape(rows, (*ids_shape, hidden))
 
 
 def dim_minus_one(dim: Dim, like: ir.Value) -> ir.Value:
     value = emit.dim_value(dim)
-    value = stablehlo.SubtractOp(value, emit.constant(np.array(1, np.int64))).result
+    value = stablehlo.subtract(value, emit.constant(np.array(1, np.int64)))
     return emit.broadcast_to(value, emit.dims_of(like), dims=[])

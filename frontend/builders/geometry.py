@@ -59,56 +59,56 @@ class Arith:
         return value if isinstance(value, ir.Value) else self.const(value)
 
     def add(self, a, b) -> ir.Value:
-        return stablehlo.AddOp(self._v(a), self._v(b)).result
+        return stablehlo.add(self._v(a), self._v(b))
 
     def sub(self, a, b) -> ir.Value:
-        return stablehlo.SubtractOp(self._v(a), self._v(b)).result
+        return stablehlo.subtract(self._v(a), self._v(b))
 
     def mul(self, a, b) -> ir.Value:
-        return stablehlo.MulOp(self._v(a), self._v(b)).result
+        return stablehlo.multiply(self._v(a), self._v(b))
 
     def exact_div(self, a, b) -> ir.Value:
         """``a / b`` correctly rounded: the divisor passes through an optimization barrier, so
         XLA cannot turn the division into a multiplication by a reciprocal (which moves
         ``floor``/``ceil`` of exact quotients)."""
         (opaque,) = stablehlo.OptimizationBarrierOp([self._v(b)]).results
-        return stablehlo.DivOp(self._v(a), opaque).result
+        return stablehlo.divide(self._v(a), opaque)
 
     def floor(self, a: ir.Value) -> ir.Value:
-        return stablehlo.FloorOp(a).result
+        return stablehlo.floor(a)
 
     def ceil(self, a: ir.Value) -> ir.Value:
-        return stablehlo.CeilOp(a).result
+        return stablehlo.ceil(a)
 
     def max(self, a, b) -> ir.Value:
-        return stablehlo.MaxOp(self._v(a), self._v(b)).result
+        return stablehlo.maximum(self._v(a), self._v(b))
 
     def clamp(self, a: ir.Value, lo: float, hi: float) -> ir.Value:
-        return stablehlo.ClampOp(self._v(lo), a, self._v(hi)).result
+        return stablehlo.clamp(self._v(lo), a, self._v(hi))
 
     def cmp(self, a, b, direction: str) -> ir.Value:
         return emit.compare(self._v(a), self._v(b), direction)
 
     def select(self, cond: ir.Value, a, b) -> ir.Value:
-        return stablehlo.SelectOp(cond, self._v(a), self._v(b)).result
+        return stablehlo.select(cond, self._v(a), self._v(b))
 
     def iota(self, dim: int) -> ir.Value:
-        return stablehlo.IotaOp(emit.tensor_type(self.shape, self.dtype), dim).result
+        return stablehlo.iota(emit.tensor_type(self.shape, self.dtype), dim)
 
 
 def logical_and(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.AndOp(a, b).result
+    return stablehlo.and_(a, b)
 
 
 def logical_or(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.OrOp(a, b).result
+    return stablehlo.or_(a, b)
 
 
 def stack(values: Sequence[ir.Value]) -> ir.Value:
     """Stacks same-shape values along a new last axis."""
     shape = list(emit.static_shape_of(values[0]))
     parts = [emit.reshape(v, [*shape, 1]) for v in values]
-    return parts[0] if len(parts) == 1 else stablehlo.ConcatenateOp(parts, len(shape)).result
+    return parts[0] if len(parts) == 1 else stablehlo.concatenate(parts, len(shape))
 
 
 def component(value: ir.Value, index: int) -> ir.Value:
@@ -132,7 +132,7 @@ def axis_slice(value: ir.Value, axis: int, index: int) -> ir.Value:
     starts = [0] * len(shape)
     limits = list(shape)
     starts[axis], limits[axis] = index, index + 1
-    return stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
+    return stablehlo.slice(value, starts, limits, [1] * len(shape))
 
 
 def gather_vectors(table: ir.Value, indices: ir.Value, batch: int) -> ir.Value:
@@ -160,9 +160,9 @@ def gather_vectors(table: ir.Value, indices: ir.Value, batch: int) -> ir.Value:
     )
     slice_sizes = [1] * (batch + point_rank) + [table_shape[-1]]
     result_type = emit.tensor_type([*index_shape[:-1], table_shape[-1]], emit.dtype_of(table))
-    return stablehlo.GatherOp(
+    return stablehlo.gather(
         table, indices, numbers, emit.i64_array(slice_sizes), indices_are_sorted=False, results=[result_type]
-    ).result
+    )
 
 
 def while_loop(
@@ -187,7 +187,7 @@ def scalar(value: float | int, dtype: DataType) -> ir.Value:
 
 
 def increment(counter: ir.Value) -> ir.Value:
-    return stablehlo.AddOp(counter, scalar(1, DataType.INT64)).result
+    return stablehlo.add(counter, scalar(1, DataType.INT64))
 
 
 Tap = tuple[ir.Value, "ir.Value | None", "ir.Value | None"]
@@ -213,7 +213,7 @@ def combine_taps(per_axis: Sequence[Sequence[Tap]], lead: Sequence[int]):
     for axis, taps in enumerate(per_axis):
         if taps[0][1] is not None:
             w = spread([tap[1] for tap in taps], axis)
-            weights = w if weights is None else stablehlo.MulOp(weights, w).result
+            weights = w if weights is None else stablehlo.multiply(weights, w)
         if taps[0][2] is not None:
             v = spread([tap[2] for tap in taps], axis)
             valid = v if valid is None else logical_and(valid, v)

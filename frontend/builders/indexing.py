@@ -47,12 +47,12 @@ def normalized(indices: ir.Value, bound: ir.Value, ctx: LoweringContext | None, 
         normalized = indices
     else:
         negative = emit.compare(indices, emit.splat(0, dtype, shape), "LT")
-        normalized = stablehlo.SelectOp(negative, stablehlo.AddOp(indices, bound).result, indices).result
+        normalized = stablehlo.select(negative, stablehlo.add(indices, bound), indices)
         normalized = emit.record(normalized, shape)
     if ctx is not None:
         ok = emit.compare(normalized, bound, "LT")
         if not dtypes.is_unsigned_int(dtype):
-            ok = stablehlo.AndOp(ok, emit.compare(normalized, emit.splat(0, dtype, shape), "GE")).result
+            ok = stablehlo.and_(ok, emit.compare(normalized, emit.splat(0, dtype, shape), "GE"))
         ctx.runtime_check(ok, message)
     return normalized
 
@@ -105,11 +105,11 @@ def take(value: ir.Value, indices: ir.Value, axis: int) -> ir.Value:
     result_shape = list(shape[:axis]) + list(index_shape) + list(shape[axis + 1 :])
     result_type = emit.tensor_type(result_shape, emit.dtype_of(value))
     if is_static(slice_sizes):
-        result = stablehlo.GatherOp(value, indices, numbers, slice_sizes, results=[result_type]).result
+        result = stablehlo.gather(value, indices, numbers, slice_sizes, results=[result_type])
     else:
-        result = stablehlo.DynamicGatherOp(
+        result = stablehlo.dynamic_gather(
             value, indices, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
-        ).result
+        )
     return emit.record(result, result_shape)
 
 
@@ -122,7 +122,7 @@ def take_constant(value: ir.Value, indices: np.ndarray, axis: int) -> ir.Value:
         starts = [0] * len(shape)
         limits = list(shape)
         starts[axis], limits[axis] = int(flat[0]), int(flat[0]) + flat.size
-        sliced = stablehlo.SliceOp(value, starts, limits, [1] * len(shape)).result
+        sliced = stablehlo.slice(value, starts, limits, [1] * len(shape))
         if indices.ndim == 0:
             return emit.reshape(sliced, [d for i, d in enumerate(shape) if i != axis])
         return sliced
@@ -144,4 +144,4 @@ def element_coordinates(indices: ir.Value, axis: int) -> ir.Value:
             columns.append(emit.iota(shape + [1], dim, DataType.INT64))
     if len(columns) == 1:
         return columns[0]
-    return emit.record(stablehlo.ConcatenateOp(columns, len(shape)).result, shape + [len(shape)])
+    return emit.record(stablehlo.concatenate(columns, len(shape)), shape + [len(shape)])

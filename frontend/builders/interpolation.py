@@ -204,25 +204,25 @@ class Vec:
         return emit.broadcast_to(scalar, shape, dims=[])
 
     def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.AddOp(a, b).result
+        return stablehlo.add(a, b)
 
     def sub(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.SubtractOp(a, b).result
+        return stablehlo.subtract(a, b)
 
     def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.MulOp(a, b).result
+        return stablehlo.multiply(a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
         (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.DivOp(a, opaque).result
+        return stablehlo.divide(a, opaque)
 
     def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.SelectOp(cond, a, b).result
+        return stablehlo.select(cond, a, b)
 
 
 def element(vector: ir.Value, index: int, dtype: DataType) -> ir.Value:
     """``vector[index]`` as a rank-0 value of ``dtype``."""
-    one = stablehlo.SliceOp(vector, emit.i64_array([index]), emit.i64_array([index + 1]), emit.i64_array([1])).result
+    one = stablehlo.slice(vector, emit.i64_array([index]), emit.i64_array([index + 1]), emit.i64_array([1]))
     return emit.reshape(emit.convert(one, dtype), ())
 
 
@@ -267,7 +267,7 @@ def runtime_coordinates(
     x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, c(1.0)))
     x = vec.select(emit.compare(width, c(1.0), "EQ"), vec.div(vec.mul(extent, last), c(2.0)), x)
     x = vec.add(x, vec.mul(start, last))
-    outside = stablehlo.OrOp(emit.compare(x, c(0.0), "LT"), emit.compare(x, last, "GT")).result
+    outside = stablehlo.or_(emit.compare(x, c(0.0), "LT"), emit.compare(x, last, "GT"))
     return x, outside
 
 
@@ -277,27 +277,27 @@ def runtime_nearest(spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value,
     rounding = spec.nearest_mode
     if rounding == "simple":
         down = emit.compare(vec.scalar_to(scale, shape), vec.const(1.0, shape), "LT")
-        index = vec.select(down, stablehlo.CeilOp(x).result, stablehlo.FloorOp(x).result)
+        index = vec.select(down, stablehlo.ceil(x), stablehlo.floor(x))
     elif rounding == "round_prefer_floor":
-        index = stablehlo.CeilOp(vec.sub(x, half)).result
+        index = stablehlo.ceil(vec.sub(x, half))
     elif rounding == "round_prefer_ceil":
-        index = stablehlo.FloorOp(vec.add(x, half)).result
+        index = stablehlo.floor(vec.add(x, half))
     elif rounding == "floor":
-        index = stablehlo.FloorOp(x).result
+        index = stablehlo.floor(x)
     else:
-        index = stablehlo.CeilOp(x).result
-    index = stablehlo.ClampOp(vec.const(0.0, shape), index, vec.const(in_size - 1, shape)).result
+        index = stablehlo.ceil(x)
+    index = stablehlo.clamp(vec.const(0.0, shape), index, vec.const(in_size - 1, shape))
     return emit.convert(index, DataType.INT64)
 
 
 def runtime_kernel(spec: Interpolation, vec: Vec, distance: ir.Value) -> ir.Value:
     """The in-graph twin of :func:`_kernel`."""
     shape = emit.static_shape_of(distance)
-    d = stablehlo.AbsOp(distance).result
+    d = stablehlo.abs(distance)
     one = vec.const(1.0, shape)
     zero = vec.const(0.0, shape)
     if spec.mode == "linear":
-        return stablehlo.ClampOp(zero, vec.sub(one, d), one).result
+        return stablehlo.clamp(zero, vec.sub(one, d), one)
     a = spec.cubic_a
 
     def c(value: float) -> ir.Value:
@@ -319,23 +319,23 @@ def runtime_matrix(
     radius = tap_radius(spec, kernel_scale_bound)
     taps_count = 2 * radius
     grid = [out_size, taps_count]
-    base = stablehlo.FloorOp(x).result
+    base = stablehlo.floor(x)
     offsets = vec.const(np.arange(-radius + 1, radius + 1)[None, :], grid)
     taps = vec.add(emit.broadcast_to(base, grid, dims=[0]), offsets)
     distance = vec.sub(taps, emit.broadcast_to(x, grid, dims=[0]))
     if spec.antialias:
-        kernel_scale = stablehlo.MinOp(scale, vec.scalar(1.0)).result
+        kernel_scale = stablehlo.minimum(scale, vec.scalar(1.0))
         distance = vec.mul(distance, vec.scalar_to(kernel_scale, grid))
     weights = runtime_kernel(spec, vec, distance)
     low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
     if spec.exclude_outside:
-        outside = stablehlo.OrOp(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT")).result
+        outside = stablehlo.or_(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT"))
         weights = vec.select(outside, vec.const(0.0, grid), weights)
     if spec.antialias or spec.exclude_outside:
         total = emit.reduce(weights, [1], stablehlo.AddOp, 0)
         total = vec.select(emit.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
         weights = vec.div(weights, emit.broadcast_to(total, grid, dims=[0]))
-    clamped = stablehlo.ClampOp(low, taps, high).result
+    clamped = stablehlo.clamp(low, taps, high)
     # matrix[o, i] = sum_t weights[o, t] * (clamped[o, t] == i)
     cube = [out_size, taps_count, in_size]
     columns = vec.const(np.arange(in_size)[None, None, :], cube)
@@ -365,13 +365,13 @@ def contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
     )
     rest = [size for d, size in enumerate(shape) if d != axis]
     highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    product = stablehlo.DotGeneralOp(
+    product = stablehlo.dot_general(
         emit.tensor_type([*rest, out_size], dtype),
         x,
         matrix,
         numbers,
         precision_config=ir.ArrayAttr.get([highest, highest]),
-    ).result
+    )
     # dot_general puts the new axis last; move it back.
     permutation = list(range(rank - 1))
     permutation.insert(axis, rank - 1)
@@ -410,9 +410,9 @@ def apply_plans(x: ir.Value, plans: Sequence[AxisPlan], spec: Interpolation) -> 
             if isinstance(flags, np.ndarray):
                 flags = emit.constant(flags.astype(np.bool_), DataType.BOOL)
             flags = emit.broadcast_to(flags, shape, dims=[plan.axis])
-            mask = flags if mask is None else stablehlo.OrOp(mask, flags).result
+            mask = flags if mask is None else stablehlo.or_(mask, flags)
         fill = emit.splat(spec.extrapolation_value, dtype, shape)
-        result = stablehlo.SelectOp(mask, fill, result).result
+        result = stablehlo.select(mask, fill, result)
     return result
 
 
@@ -424,25 +424,25 @@ def convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
         shape = emit.dims_of(value)
         low = emit.splat(float(info.min), source, shape)
         high = emit.splat(float(info.max), source, shape)
-        value = stablehlo.ClampOp(low, value, high).result
+        value = stablehlo.clamp(low, value, high)
     return emit.convert(value, dtype)
 
 
 def runtime_kernel_dims(spec: Interpolation, distance: ir.Value, shape: Sequence[Dim]) -> ir.Value:
     """:func:`_runtime_kernel` for a float64 ``distance`` of (possibly symbolic) ``shape``."""
-    d = stablehlo.AbsOp(distance).result
+    d = stablehlo.abs(distance)
 
     def c(value: float) -> ir.Value:
         return emit.splat(value, DataType.DOUBLE, shape)
 
-    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
-    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
-    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
+    add = lambda a, b: stablehlo.add(a, b)  # noqa: E731
+    sub = lambda a, b: stablehlo.subtract(a, b)  # noqa: E731
+    mul = lambda a, b: stablehlo.multiply(a, b)  # noqa: E731
     if spec.mode == "linear":
-        return stablehlo.ClampOp(c(0.0), sub(c(1.0), d), c(1.0)).result
+        return stablehlo.clamp(c(0.0), sub(c(1.0), d), c(1.0))
     a = spec.cubic_a
     near = add(mul(mul(sub(mul(c(a + 2), d), c(a + 3)), d), d), c(1.0))
     far = sub(mul(add(mul(sub(mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
     inner = emit.compare(d, c(1.0), "LE")
     within = emit.compare(d, c(2.0), "LT")
-    return stablehlo.SelectOp(inner, near, stablehlo.SelectOp(within, far, c(0.0)).result).result
+    return stablehlo.select(inner, near, stablehlo.select(within, far, c(0.0)))

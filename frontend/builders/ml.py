@@ -75,9 +75,9 @@ def logistic(x: ir.Value) -> ir.Value:
     """onnxruntime's ``ComputeLogistic``: ``v = 1 / (1 + exp(-|x|))``, ``1 - v`` for x < 0."""
     dtype, shape = emit.dtype_of(x), emit.dims_of(x)
     one = emit.splat(1.0, dtype, shape)
-    v = stablehlo.DivOp(one, stablehlo.AddOp(one, stablehlo.ExpOp(stablehlo.NegOp(stablehlo.AbsOp(x))).result)).result
+    v = stablehlo.divide(one, stablehlo.add(one, stablehlo.exponential(stablehlo.negate(stablehlo.abs(x)))))
     negative = emit.compare(x, emit.splat(0.0, dtype, shape), "LT")
-    return stablehlo.SelectOp(negative, stablehlo.SubtractOp(one, v).result, v).result
+    return stablehlo.select(negative, stablehlo.subtract(one, v), v)
 
 
 def probit(x: ir.Value) -> ir.Value:
@@ -95,17 +95,17 @@ def probit(x: ir.Value) -> ir.Value:
     def c(value: float) -> ir.Value:
         return emit.splat(float(value), dtype, shape)
 
-    y = stablehlo.SubtractOp(stablehlo.MulOp(x, c(2.0)).result, c(1.0)).result
-    sign = stablehlo.SelectOp(emit.compare(y, c(0.0), "LT"), c(-1.0), c(1.0)).result
-    w = stablehlo.MulOp(stablehlo.SubtractOp(c(1.0), y).result, stablehlo.AddOp(c(1.0), y).result).result
-    log = rounded_once(lambda v: stablehlo.LogOp(v).result, w)
-    v = stablehlo.AddOp(c(f32(2) / (f32(3.14159) * f32(0.147))), stablehlo.MulOp(c(0.5), log).result).result
-    v2 = stablehlo.MulOp(c(f32(1) / f32(0.147)), log).result
-    v3 = stablehlo.AddOp(
-        stablehlo.NegOp(v).result, stablehlo.SqrtOp(stablehlo.SubtractOp(stablehlo.MulOp(v, v).result, v2).result).result
-    ).result
-    erfinv = stablehlo.MulOp(sign, stablehlo.SqrtOp(v3).result).result
-    return stablehlo.MulOp(c(f32(1.41421356)), erfinv).result
+    y = stablehlo.subtract(stablehlo.multiply(x, c(2.0)), c(1.0))
+    sign = stablehlo.select(emit.compare(y, c(0.0), "LT"), c(-1.0), c(1.0))
+    w = stablehlo.multiply(stablehlo.subtract(c(1.0), y), stablehlo.add(c(1.0), y))
+    log = rounded_once(lambda v: stablehlo.log(v), w)
+    v = stablehlo.add(c(f32(2) / (f32(3.14159) * f32(0.147))), stablehlo.multiply(c(0.5), log))
+    v2 = stablehlo.multiply(c(f32(1) / f32(0.147)), log)
+    v3 = stablehlo.add(
+        stablehlo.negate(v), stablehlo.sqrt(stablehlo.subtract(stablehlo.multiply(v, v), v2))
+    )
+    erfinv = stablehlo.multiply(sign, stablehlo.sqrt(v3))
+    return stablehlo.multiply(c(f32(1.41421356)), erfinv)
 
 
 def row_max(x: ir.Value) -> ir.Value:
@@ -124,18 +124,18 @@ def row_sum(x: ir.Value, in_order: bool = False) -> ir.Value:
     if in_order and isinstance(columns, int) and columns <= 256:
         total = emit.reshape(emit.slice_axis(x, 1, 0, 1), shape[:1])
         for column in range(1, columns):
-            total = stablehlo.AddOp(total, emit.reshape(emit.slice_axis(x, 1, column, column + 1), shape[:1])).result
+            total = stablehlo.add(total, emit.reshape(emit.slice_axis(x, 1, column, column + 1), shape[:1]))
         return emit.broadcast_to(total, shape, dims=[0])
     return emit.broadcast_to(emit.reduce(x, [1], stablehlo.AddOp, 0.0), shape, dims=[0])
 
 
 def softmax(x: ir.Value, zero: bool) -> ir.Value:
     """Row softmax; ``zero`` (SOFTMAX_ZERO) keeps scores within 1e-7 of 0 at 0, as onnxruntime."""
-    e = stablehlo.ExpOp(stablehlo.SubtractOp(x, row_max(x)).result).result
+    e = stablehlo.exponential(stablehlo.subtract(x, row_max(x)))
     if zero:
-        near_zero = emit.compare(stablehlo.AbsOp(x).result, emit.full_like(x, 1e-7), "LE")
-        e = stablehlo.SelectOp(near_zero, emit.full_like(x, 0.0), e).result
-    return stablehlo.DivOp(e, row_sum(e)).result
+        near_zero = emit.compare(stablehlo.abs(x), emit.full_like(x, 1e-7), "LE")
+        e = stablehlo.select(near_zero, emit.full_like(x, 0.0), e)
+    return stablehlo.divide(e, row_sum(e))
 
 
 POST_TRANSFORMS = ("NONE", "SOFTMAX", "LOGISTIC", "SOFTMAX_ZERO", "PROBIT")
@@ -170,10 +170,10 @@ def argmax_rows(x: ir.Value) -> ir.Value:
     with ir.InsertionPoint(block):
         acc_value, acc_index, value, idx = block.arguments
         better = emit.compare(value, acc_value, "GT")
-        tie = stablehlo.AndOp(emit.compare(value, acc_value, "EQ"), emit.compare(idx, acc_index, "LT")).result
-        take = stablehlo.OrOp(better, tie).result
+        tie = stablehlo.and_(emit.compare(value, acc_value, "EQ"), emit.compare(idx, acc_index, "LT"))
+        take = stablehlo.or_(better, tie)
         stablehlo.ReturnOp(
-            [stablehlo.SelectOp(better, value, acc_value).result, stablehlo.SelectOp(take, idx, acc_index).result]
+            [stablehlo.select(better, value, acc_value), stablehlo.select(take, idx, acc_index)]
         )
     return emit.record(op.results[1], shape[:1])
 
@@ -187,4 +187,4 @@ def add_row(x: ir.Value, row: np.ndarray) -> ir.Value:
     dtype = emit.dtype_of(x)
     shape = emit.dims_of(x)
     value = emit.broadcast_to(emit.constant(row.astype(dtypes.numpy_dtype(dtype))), shape, dims=[1])
-    return stablehlo.AddOp(x, value).result
+    return stablehlo.add(x, value)

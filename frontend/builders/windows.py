@@ -229,7 +229,7 @@ def reduce_window(
         padding.append((max(0, begin), max(0, extent - begin - size)))
     if start != [0] * len(shape) or limit != list(shape):
         operands = [
-            stablehlo.SliceOp(v, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape))).result
+            stablehlo.slice(v, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape)))
             for v in operands
         ]
     return emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
@@ -302,10 +302,10 @@ def pad_symbolic(
     padded = []
     for value, fill in zip(operands, values):
         dtype = emit.dtype_of(value)
-        op = stablehlo.DynamicPadOp(
+        result = stablehlo.dynamic_pad(
             emit.tensor_type(padded_dims, dtype), value, emit.splat(fill, dtype), low_t, high_t, interior
         )
-        padded.append(emit.record(op.result, padded_dims))
+        padded.append(emit.record(result, padded_dims))
     rest = [(0, 0) if d else (int(lo), int(hi)) for d, (lo, hi) in zip(dynamic, padding)]
     return padded, rest
 

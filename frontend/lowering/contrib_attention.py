@@ -42,8 +42,8 @@ def _concat(values: Sequence[ir.Value], axis: int) -> ir.Value:
     for shape in shapes:
         total = total + shape[axis]
     out[axis] = total
-    op = stablehlo.ConcatenateOp(list(values), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))
-    return emit.record(op.result, out)
+    joined = stablehlo.concatenate(list(values), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))
+    return emit.record(joined, out)
 
 
 def _heads(x: ir.Value, num_heads: int, head_size: int) -> ir.Value:
@@ -70,7 +70,7 @@ def _batched_dot(lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: 
         lhs_contracting_dimensions=[lhs_contract],
         rhs_contracting_dimensions=[rhs_contract],
     )
-    result = stablehlo.DotGeneralOp(emit.tensor_type(shape, emit.dtype_of(lhs)), lhs, rhs, numbers).result
+    result = stablehlo.dot_general(emit.tensor_type(shape, emit.dtype_of(lhs)), lhs, rhs, numbers)
     return emit.record(result, shape)
 
 
@@ -102,19 +102,19 @@ def scaled_dot_product_attention(
     """
     scores = _batched_dot(q, k, 3, 3)
     shape = emit.dims_of(scores)
-    scores = stablehlo.MulOp(scores, contrib.scalar(scale, scores)).result
+    scores = stablehlo.multiply(scores, contrib.scalar(scale, scores))
     if softcap > 0:
-        capped = stablehlo.TanhOp(stablehlo.DivOp(scores, contrib.scalar(softcap, scores)).result).result
-        scores = stablehlo.MulOp(capped, contrib.scalar(softcap, scores)).result
+        capped = stablehlo.tanh(stablehlo.divide(scores, contrib.scalar(softcap, scores)))
+        scores = stablehlo.multiply(capped, contrib.scalar(softcap, scores))
     if additive is not None:
-        scores = stablehlo.AddOp(scores, emit.broadcast_to(emit.convert(additive, emit.dtype_of(scores)), shape)).result
+        scores = stablehlo.add(scores, emit.broadcast_to(emit.convert(additive, emit.dtype_of(scores)), shape))
     if keep is not None:
         lowest = float(np.finfo(np.float32).min) if emit.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
-        scores = stablehlo.SelectOp(emit.broadcast_to(keep, shape), scores, contrib.scalar(lowest, scores)).result
+        scores = stablehlo.select(emit.broadcast_to(keep, shape), scores, contrib.scalar(lowest, scores))
     top = emit.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
-    exp = stablehlo.ExpOp(stablehlo.SubtractOp(scores, emit.broadcast_to(top, shape)).result).result
+    exp = stablehlo.exponential(stablehlo.subtract(scores, emit.broadcast_to(top, shape)))
     total = emit.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
-    probs = stablehlo.DivOp(exp, emit.broadcast_to(total, shape)).result
+    probs = stablehlo.divide(exp, emit.broadcast_to(total, shape))
     return _batched_dot(probs, v, 3, 2)
 
 
@@ -122,7 +122,7 @@ def causal_keep(seq: Dim, total: Dim, past: Dim) -> ir.Value:
     """[S, T] bool: key position t is visible from query s when t <= past + s."""
     rows = emit.iota([seq, total], 0, DataType.INT64)
     cols = emit.iota([seq, total], 1, DataType.INT64)
-    limit = stablehlo.AddOp(rows, emit.broadcast_to(emit.dim_value(past), emit.dims_of(rows), dims=[])).result
+    limit = stablehlo.add(rows, emit.broadcast_to(emit.dim_value(past), emit.dims_of(rows), dims=[]))
     return emit.compare(cols, limit, "LE")
 
 
@@ -140,7 +140,7 @@ def _mask_from_index(
 
     def additive(keep: ir.Value) -> ir.Value:
         out_shape = emit.dims_of(keep)
-        return stablehlo.SelectOp(keep, emit.broadcast_to(zero, out_shape, dims=[]), emit.broadcast_to(fill, out_shape, dims=[])).result
+        return stablehlo.select(keep, emit.broadcast_to(zero, out_shape, dims=[]), emit.broadcast_to(fill, out_shape, dims=[]))
 
     if len(shape) == 1:
         positions = emit.iota([batch, total], 1, DataType.INT32)
@@ -150,7 +150,7 @@ def _mask_from_index(
         if not end_only:
             start = emit.slice_axis(mask, 0, batch, shape[0])
             after = emit.compare(positions, emit.broadcast_to(emit.convert(start, DataType.INT32), [batch, total], dims=[0]), "GE")
-            keep = stablehlo.AndOp(keep, after).result
+            keep = stablehlo.and_(keep, after)
         return emit.reshape(additive(keep), (batch, 1, 1, total))
     if len(shape) == 2:
         keep = emit.compare(mask, emit.full_like(mask, 0), "GT")
@@ -217,9 +217,9 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
         additive = _mask_from_index(ctx, 3, batch, seq, total, float(contrib.attr(node, "mask_filter_value")), wide_dtype)
     if ctx.has_input(5):
         bias = contrib.wide(ctx.input(5))
-        additive = bias if additive is None else stablehlo.AddOp(
+        additive = bias if additive is None else stablehlo.add(
             *emit.broadcast_values(additive, bias)
-        ).result
+        )
     keep = None
     if int(contrib.attr(node, "unidirectional")):
         keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
@@ -304,7 +304,7 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
         additive = _mask_from_index(ctx, 4, batch, seq, total, filter_value, emit.dtype_of(q))
     if ctx.has_input(5):
         attention_bias = contrib.wide(ctx.input(5))
-        additive = attention_bias if additive is None else stablehlo.AddOp(*emit.broadcast_values(additive, attention_bias)).result
+        additive = attention_bias if additive is None else stablehlo.add(*emit.broadcast_values(additive, attention_bias))
     keep = None
     if int(contrib.attr(node, "unidirectional")):
         keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
@@ -342,12 +342,12 @@ def rotate(
     else:
         x1 = emit.slice_axis(rot, rank - 1, 0, half)
         x2 = emit.slice_axis(rot, rank - 1, half, rotary_dim)
-    out1 = stablehlo.SubtractOp(
-        emit.rounded_product(stablehlo.MulOp(x1, cos).result), stablehlo.MulOp(x2, sin).result
-    ).result
-    out2 = stablehlo.AddOp(
-        emit.rounded_product(stablehlo.MulOp(x2, cos).result), stablehlo.MulOp(x1, sin).result
-    ).result
+    out1 = stablehlo.subtract(
+        emit.rounded_product(stablehlo.multiply(x1, cos)), stablehlo.multiply(x2, sin)
+    )
+    out2 = stablehlo.add(
+        emit.rounded_product(stablehlo.multiply(x2, cos)), stablehlo.multiply(x1, sin)
+    )
     if interleaved:
         stacked = _concat([emit.reshape(out1, (*lead, half, 1)), emit.reshape(out2, (*lead, half, 1))], rank)
         rotated = emit.reshape(stacked, (*lead, rotary_dim))
@@ -406,7 +406,7 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     pos_shape = emit.dims_of(positions)
     if len(pos_shape) == 1:
         offsets = emit.broadcast_to(emit.convert(positions, DataType.INT64), (batch, seq), dims=[0]) if pos_shape[0] == batch and pos_shape[0] != 1 else emit.broadcast_to(emit.reshape(emit.convert(positions, DataType.INT64), ()), (batch, seq), dims=[])
-        positions = stablehlo.AddOp(offsets, emit.iota([batch, seq], 1, DataType.INT64)).result
+        positions = stablehlo.add(offsets, emit.iota([batch, seq], 1, DataType.INT64))
     cos = cache_rows(cos_cache, positions)  # [B, S, half]
     sin = cache_rows(sin_cache, positions)
     wide = contrib.wide(x)
@@ -437,9 +437,9 @@ def _batched_take(x: ir.Value, indices: ir.Value) -> ir.Value:
     )
     out_shape = [batch, count, *rest]
     points = emit.reshape(indices, [batch, count, 1])
-    result = stablehlo.GatherOp(
+    result = stablehlo.gather(
         x, points, numbers, emit.i64_array([1, 1, *rest]), results=[emit.tensor_type(out_shape, emit.dtype_of(x))]
-    ).result
+    )
     return emit.record(result, out_shape)
 
 
@@ -454,18 +454,18 @@ def _grow_cache(past: ir.Value, new: ir.Value, past_lengths: ir.Value) -> ir.Val
     total = past_len + seq
     t = emit.iota([batch, total], 1, DataType.INT64)
     start = emit.broadcast_to(past_lengths, [batch, total], dims=[0])
-    offset = stablehlo.SubtractOp(t, start).result
-    last = stablehlo.SubtractOp(emit.dim_value(seq), emit.constant(np.array(1, np.int64))).result
-    index = stablehlo.ClampOp(emit.full_like(offset, 0), offset, emit.broadcast_to(last, [batch, total], dims=[])).result
+    offset = stablehlo.subtract(t, start)
+    last = stablehlo.subtract(emit.dim_value(seq), emit.constant(np.array(1, np.int64)))
+    index = stablehlo.clamp(emit.full_like(offset, 0), offset, emit.broadcast_to(last, [batch, total], dims=[]))
     from_new = emit.transpose(_batched_take(emit.transpose(new, [0, 2, 1, 3]), index), [0, 2, 1, 3])
     zeros = emit.splat(0.0, emit.dtype_of(past), [batch, heads, seq, size])
     padded_past = _concat([past, zeros], 2)
     shape = (batch, heads, total, size)
     in_past = emit.broadcast_to(emit.compare(t, start, "LT"), shape, dims=[0, 2])
-    end = stablehlo.AddOp(start, emit.broadcast_to(emit.dim_value(seq), [batch, total], dims=[])).result
+    end = stablehlo.add(start, emit.broadcast_to(emit.dim_value(seq), [batch, total], dims=[]))
     in_new = emit.broadcast_to(emit.compare(t, end, "LT"), shape, dims=[0, 2])
-    chosen = stablehlo.SelectOp(in_new, from_new, emit.splat(0.0, emit.dtype_of(past), shape)).result
-    return stablehlo.SelectOp(in_past, padded_past, chosen).result
+    chosen = stablehlo.select(in_new, from_new, emit.splat(0.0, emit.dtype_of(past), shape))
+    return stablehlo.select(in_past, padded_past, chosen)
 
 
 @lowering("GroupQueryAttention", since=1, domain=contrib.MS)
@@ -538,15 +538,15 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     total_len = emit.reshape(emit.convert(ctx.input(6), i64), ())
     seq_value = emit.dim_value(seq)
     first = emit.compare(seq_value, total_len, "EQ")
-    grown = stablehlo.SubtractOp(
-        stablehlo.AddOp(seqlens, emit.full_like(seqlens, 1)).result, emit.broadcast_to(seq_value, [batch], dims=[])
-    ).result
-    past_lengths = stablehlo.SelectOp(
+    grown = stablehlo.subtract(
+        stablehlo.add(seqlens, emit.full_like(seqlens, 1)), emit.broadcast_to(seq_value, [batch], dims=[])
+    )
+    past_lengths = stablehlo.select(
         emit.broadcast_to(first, [batch], dims=[]), emit.full_like(grown, 0), grown
-    ).result
-    positions = stablehlo.AddOp(
+    )
+    positions = stablehlo.add(
         emit.broadcast_to(past_lengths, [batch, seq], dims=[0]), emit.iota([batch, seq], 1, i64)
-    ).result
+    )
     if int(contrib.attr(node, "do_rotary")):
         rotary_positions = emit.convert(ctx.input(9), i64) if ctx.has_input(9) else positions
         cos_cache, sin_cache = contrib.wide(ctx.input(7)), contrib.wide(ctx.input(8))
@@ -568,8 +568,8 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     keep = emit.compare(t, limit, "LE")
     window = int(contrib.attr(node, "local_window_size"))
     if window > 0:
-        lower = stablehlo.SubtractOp(limit, emit.full_like(limit, window)).result
-        keep = stablehlo.AndOp(keep, emit.compare(t, lower, "GT")).result
+        lower = stablehlo.subtract(limit, emit.full_like(limit, window))
+        keep = stablehlo.and_(keep, emit.compare(t, lower, "GT"))
     keep = emit.reshape(keep, (batch, 1, seq, total))
     scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
     out = scaled_dot_product_attention(

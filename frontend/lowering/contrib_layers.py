@@ -41,7 +41,7 @@ def _mean_last(x: ir.Value) -> ir.Value:
     if isinstance(count, int):
         return emit.divide(total, emit.full_like(total, count))
     divisor = emit.convert(emit.dim_value(count), emit.dtype_of(total))
-    return stablehlo.DivOp(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[])).result
+    return stablehlo.divide(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[]))
 
 
 def _layer_norm_last(
@@ -59,13 +59,13 @@ def _layer_norm_last(
         centered = x
     else:
         mean = _mean_last(x)
-        centered = stablehlo.SubtractOp(x, emit.broadcast_to(mean, shape)).result
-    variance = _mean_last(stablehlo.MulOp(centered, centered).result)
-    std = stablehlo.SqrtOp(stablehlo.AddOp(variance, contrib.scalar(epsilon, variance)).result).result
-    inv_std = stablehlo.DivOp(contrib.scalar(1.0, std), std).result
-    y = stablehlo.DivOp(centered, emit.broadcast_to(std, shape)).result
+        centered = stablehlo.subtract(x, emit.broadcast_to(mean, shape))
+    variance = _mean_last(stablehlo.multiply(centered, centered))
+    std = stablehlo.sqrt(stablehlo.add(variance, contrib.scalar(epsilon, variance)))
+    inv_std = stablehlo.divide(contrib.scalar(1.0, std), std)
+    y = stablehlo.divide(centered, emit.broadcast_to(std, shape))
     if gamma is not None:
-        y = stablehlo.MulOp(y, emit.broadcast_to(emit.convert(gamma, emit.dtype_of(x)), shape)).result
+        y = stablehlo.multiply(y, emit.broadcast_to(emit.convert(gamma, emit.dtype_of(x)), shape))
     if beta is not None:
         y = contrib.add_broadcast(y, beta)
     return y, mean, inv_std
@@ -164,9 +164,9 @@ def lower_simplified_layer_normalization(ctx: LoweringContext, node: OnnxNode) -
     rows = emit.reshape(wide, (*shape[:axis], contrib.product(shape[axis:])))
     _, _, inv_std = _layer_norm_last(rows, None, None, float(contrib.attr(node, "epsilon")), simplified=True)
     inv_std = emit.reshape(inv_std, (*shape[:axis], *([1] * (len(shape) - axis))))
-    normalized = stablehlo.MulOp(wide, emit.broadcast_to(inv_std, shape)).result
+    normalized = stablehlo.multiply(wide, emit.broadcast_to(inv_std, shape))
     scale = ctx.input(1)
-    y = stablehlo.MulOp(normalized, emit.broadcast_to(contrib.wide(scale), shape)).result
+    y = stablehlo.multiply(normalized, emit.broadcast_to(contrib.wide(scale), shape))
     outputs: list[ir.Value | None] = [emit.convert(y, emit.dtype_of(scale)), None]
     if contrib.output_wanted(node, 1):
         outputs[1] = emit.convert(inv_std, DataType.FLOAT)
@@ -237,8 +237,8 @@ def _with_bias(ctx: LoweringContext, bias_index: int) -> ir.Value:
 
 
 def _gelu_erf(x: ir.Value) -> ir.Value:
-    inner = emit.erf(stablehlo.MulOp(x, contrib.scalar(1.0 / math.sqrt(2.0), x)).result)
-    return stablehlo.MulOp(stablehlo.MulOp(x, contrib.scalar(0.5, x)).result, stablehlo.AddOp(inner, contrib.scalar(1.0, x)).result).result
+    inner = emit.erf(stablehlo.multiply(x, contrib.scalar(1.0 / math.sqrt(2.0), x)))
+    return stablehlo.multiply(stablehlo.multiply(x, contrib.scalar(0.5, x)), stablehlo.add(inner, contrib.scalar(1.0, x)))
 
 
 @lowering("Gelu", since=1, domain=contrib.MS)
@@ -275,10 +275,10 @@ def lower_fast_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError when bias does not broadcast to X.
     """
     x = _with_bias(ctx, 1)
-    cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
-    poly = stablehlo.AddOp(x, stablehlo.MulOp(cube, contrib.scalar(0.044715, x)).result).result
-    inner = stablehlo.TanhOp(stablehlo.MulOp(poly, contrib.scalar(math.sqrt(2.0 / math.pi), x)).result).result
-    y = stablehlo.MulOp(stablehlo.MulOp(x, contrib.scalar(0.5, x)).result, stablehlo.AddOp(inner, contrib.scalar(1.0, x)).result).result
+    cube = stablehlo.multiply(stablehlo.multiply(x, x), x)
+    poly = stablehlo.add(x, stablehlo.multiply(cube, contrib.scalar(0.044715, x)))
+    inner = stablehlo.tanh(stablehlo.multiply(poly, contrib.scalar(math.sqrt(2.0 / math.pi), x)))
+    y = stablehlo.multiply(stablehlo.multiply(x, contrib.scalar(0.5, x)), stablehlo.add(inner, contrib.scalar(1.0, x)))
     return [emit.convert(y, ctx.input_dtype(0))]
 
 
@@ -292,7 +292,7 @@ def lower_quick_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = contrib.wide(ctx.input(0))
     alpha = float(contrib.attr(node, "alpha"))
-    y = stablehlo.MulOp(x, stablehlo.LogisticOp(stablehlo.MulOp(x, contrib.scalar(alpha, x)).result).result).result
+    y = stablehlo.multiply(x, stablehlo.logistic(stablehlo.multiply(x, contrib.scalar(alpha, x))))
     return [emit.convert(y, ctx.input_dtype(0))]
 
 

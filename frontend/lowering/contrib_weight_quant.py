@@ -61,8 +61,8 @@ def unpack_bits(packed: ir.Value, bits: int) -> ir.Value:
     wide_shape = (*shape, per)
     wide = emit.broadcast_to(packed, wide_shape, dims=list(range(len(shape))))
     shifts = emit.broadcast_to(emit.constant(np.arange(per, dtype=np.uint8) * bits), wide_shape, dims=[len(shape)])
-    shifted = stablehlo.ShiftRightLogicalOp(wide, shifts).result
-    values = stablehlo.AndOp(shifted, emit.full_like(shifted, (1 << bits) - 1)).result
+    shifted = stablehlo.shift_right_logical(wide, shifts)
+    values = stablehlo.and_(shifted, emit.full_like(shifted, (1 << bits) - 1))
     return emit.reshape(values, (*shape[:-1], shape[-1] * per))
 
 
@@ -121,7 +121,7 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     scales = emit.reshape(emit.convert(scales, compute), (n, blocks, 1))
     if ctx.has_input(3) and dtypes.is_float(ctx.input_dtype(3)):
         zero = emit.reshape(emit.convert(ctx.input(3), compute), (n, blocks, 1))
-        centered = stablehlo.SubtractOp(emit.convert(q, compute), emit.broadcast_to(zero, (n, blocks, block))).result
+        centered = stablehlo.subtract(emit.convert(q, compute), emit.broadcast_to(zero, (n, blocks, block)))
     else:
         if ctx.has_input(3):
             zero_packed = ctx.input(3)
@@ -134,14 +134,14 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             zero = emit.broadcast_to(zero, (n, blocks, block))
         else:
             zero = emit.splat(1 << (bits - 1), DataType.INT32, (n, blocks, block))
-        centered_int = stablehlo.SubtractOp(q, zero).result
+        centered_int = stablehlo.subtract(q, zero)
         if int(_attr(node, "accuracy_level")) == 4 and dtype == DataType.FLOAT:
             y = _int8_blockwise_product(a, centered_int, scales, k, block, bits)
             if ctx.has_input(5):
-                y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(5), emit.dims_of(y))).result
+                y = stablehlo.add(y, emit.broadcast_to(ctx.input(5), emit.dims_of(y)))
             return [y]
         centered = emit.convert(centered_int, compute)
-    weight = stablehlo.MulOp(centered, emit.broadcast_to(scales, (n, blocks, block))).result
+    weight = stablehlo.multiply(centered, emit.broadcast_to(scales, (n, blocks, block)))
     weight = emit.slice_axis(emit.reshape(weight, (n, blocks * block)), 1, 0, k)
     a_shape = emit.dims_of(a)
     numbers = stablehlo.DotDimensionNumbers.get(
@@ -150,11 +150,11 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     )
     out_shape = (*a_shape[:-1], n)
     y = emit.record(
-        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, compute), emit.convert(a, compute), weight, numbers).result,
+        stablehlo.dot_general(emit.tensor_type(out_shape, compute), emit.convert(a, compute), weight, numbers),
         out_shape,
     )
     if ctx.has_input(5):
-        y = stablehlo.AddOp(y, emit.broadcast_to(emit.convert(ctx.input(5), compute), out_shape)).result
+        y = stablehlo.add(y, emit.broadcast_to(emit.convert(ctx.input(5), compute), out_shape))
     return [emit.convert(y, dtype)]
 
 
@@ -175,19 +175,19 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
     padded = blocks * block
     if padded != k:
         zeros = emit.splat(0.0, DataType.FLOAT, (*lead, padded - k))
-        op = stablehlo.ConcatenateOp([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
-        a = emit.record(op.result, (*lead, padded))
+        joined = stablehlo.concatenate([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
+        a = emit.record(joined, (*lead, padded))
     a_blocks = emit.reshape(a, (*lead, blocks, block))
-    amax = emit.reduce(stablehlo.AbsOp(a_blocks).result, [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
+    amax = emit.reduce(stablehlo.abs(a_blocks), [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
     is_zero = emit.compare(amax, emit.full_like(amax, 0.0), "EQ")
-    safe = stablehlo.SelectOp(is_zero, emit.full_like(amax, 1.0), amax).result
-    inverse = stablehlo.SelectOp(is_zero, emit.full_like(amax, 0.0), emit.divide(emit.full_like(amax, 127.0), safe)).result
+    safe = stablehlo.select(is_zero, emit.full_like(amax, 1.0), amax)
+    inverse = stablehlo.select(is_zero, emit.full_like(amax, 0.0), emit.divide(emit.full_like(amax, 127.0), safe))
     a_scale = emit.divide(amax, emit.full_like(amax, 127.0))  # [..., blocks, 1]
     block_shape = emit.dims_of(a_blocks)
-    quantized = stablehlo.RoundNearestEvenOp(
-        stablehlo.MulOp(a_blocks, emit.broadcast_to(inverse, block_shape)).result
-    ).result
-    quantized = stablehlo.ClampOp(emit.full_like(quantized, -127.0), quantized, emit.full_like(quantized, 127.0)).result
+    quantized = stablehlo.round_nearest_even(
+        stablehlo.multiply(a_blocks, emit.broadcast_to(inverse, block_shape))
+    )
+    quantized = stablehlo.clamp(emit.full_like(quantized, -127.0), quantized, emit.full_like(quantized, 127.0))
     narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
     lhs, rhs = emit.convert(quantized, narrow), emit.convert(weight, narrow)
     rank = len(block_shape)
@@ -197,15 +197,15 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
     )
     out_shape = (blocks, *lead, n)
     dots = emit.record(
-        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers).result, out_shape
+        stablehlo.dot_general(emit.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers), out_shape
     )
     a_scale = emit.transpose(emit.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
     w_scale = emit.transpose(emit.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
-    scale = stablehlo.MulOp(
+    scale = stablehlo.multiply(
         emit.broadcast_to(a_scale, out_shape, dims=list(range(len(lead) + 1))),
         emit.broadcast_to(w_scale, out_shape, dims=[0, len(lead) + 1]),
-    ).result
-    scaled = stablehlo.MulOp(emit.convert(dots, DataType.FLOAT), scale).result
+    )
+    scaled = stablehlo.multiply(emit.convert(dots, DataType.FLOAT), scale)
     return emit.reduce(scaled, [0], stablehlo.AddOp, 0.0)
 
 
@@ -259,9 +259,9 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
         count = count * d
     flat = emit.reshape(emit.convert(indices, DataType.INT64), [count])
     rows_max = emit.broadcast_to(
-        stablehlo.SubtractOp(emit.dim_value(shape[0]), emit.constant(np.array(1, np.int64))).result, [count], dims=[]
+        stablehlo.subtract(emit.dim_value(shape[0]), emit.constant(np.array(1, np.int64))), [count], dims=[]
     )
-    flat = stablehlo.ClampOp(emit.full_like(flat, 0), flat, rows_max).result
+    flat = stablehlo.clamp(emit.full_like(flat, 0), flat, rows_max)
     rows = emit.take(data, flat, 0)
     if data_dtype == DataType.UINT8:
         values = emit.convert(unpack_bits(rows, bits), DataType.INT32)
@@ -284,11 +284,11 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
         if data_dtype == DataType.UINT8:
             zero_rows = emit.slice_axis(unpack_bits(zero_rows, bits), 1, 0, blocks)
         zero = per_column(emit.convert(zero_rows, DataType.INT32))
-        values = stablehlo.SubtractOp(values, zero).result
+        values = stablehlo.subtract(values, zero)
     elif default_zero:
-        values = stablehlo.SubtractOp(values, emit.full_like(values, default_zero)).result
+        values = stablehlo.subtract(values, emit.full_like(values, default_zero))
     scale = per_column(emit.convert(emit.take(scales, flat, 0), compute))
-    out = stablehlo.MulOp(emit.convert(values, compute), scale).result
+    out = stablehlo.multiply(emit.convert(values, compute), scale)
     out = emit.reshape(out, (*index_shape, columns))
     return [emit.convert(out, emit.dtype_of(scales))]
 
@@ -298,10 +298,10 @@ def _scaled(ctx: LoweringContext, product: ir.Value, a_scale: ir.Value, b_scale_
     b_scale = ctx.input(b_scale_index)
     dtype = emit.dtype_of(b_scale)
     shape = emit.dims_of(product)
-    multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, dtype), b_scale)).result
-    y = stablehlo.MulOp(emit.convert(product, dtype), emit.broadcast_to(multiplier, shape)).result
+    multiplier = stablehlo.multiply(*emit.broadcast_values(emit.convert(a_scale, dtype), b_scale))
+    y = stablehlo.multiply(emit.convert(product, dtype), emit.broadcast_to(multiplier, shape))
     if ctx.has_input(bias_index):
-        y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(bias_index), shape)).result
+        y = stablehlo.add(y, emit.broadcast_to(ctx.input(bias_index), shape))
     return y
 
 
@@ -377,8 +377,8 @@ def _quantized_product(ctx: LoweringContext, weight_index: int, scale_index: int
         result = integer_matmul(flat, row(weight, d), a_zero, w_zero)
         shape = emit.dims_of(result)
         w_scale = row(scales, d)
-        multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, emit.dtype_of(w_scale)), w_scale)).result
-        scaled = stablehlo.MulOp(emit.convert(result, emit.dtype_of(w_scale)), emit.broadcast_to(multiplier, shape)).result
+        multiplier = stablehlo.multiply(*emit.broadcast_values(emit.convert(a_scale, emit.dtype_of(w_scale)), w_scale))
+        scaled = stablehlo.multiply(emit.convert(result, emit.dtype_of(w_scale)), emit.broadcast_to(multiplier, shape))
         return emit.reshape(scaled, (*lead, shape[-1]))
 
     return product

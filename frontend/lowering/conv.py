@@ -93,7 +93,7 @@ def _convolution(
         output_feature_dimension=1,
         output_spatial_dimensions=spatial,
     )
-    result = stablehlo.ConvolutionOp(
+    result = stablehlo.convolution(
         result_type,
         lhs,
         rhs,
@@ -105,7 +105,7 @@ def _convolution(
         lhs_dilation=list(lhs_dilation),
         rhs_dilation=list(rhs_dilation),
         precision_config=_precision_config(result_dtype),
-    ).result
+    )
     return emit.record(result, out_dims)
 
 
@@ -118,7 +118,7 @@ def _add_bias(ctx: LoweringContext, y: ir.Value, bias_index: int) -> ir.Value:
     if emit.static_shape_of(bias) != (shape[1],):
         raise ctx.error(f"bias shape {emit.static_shape_of(bias)} must be [{shape[1]}]", ShapeError)
     bias = emit.convert(bias, emit.dtype_of(y))
-    return stablehlo.AddOp(y, emit.broadcast_to(bias, shape, dims=[1])).result
+    return stablehlo.add(y, emit.broadcast_to(bias, shape, dims=[1]))
 
 
 def _batch_spatial_symbolic(ctx: LoweringContext, index: int) -> tuple[Dim, ...]:
@@ -278,7 +278,7 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     kernel_w = emit.reshape(w, [groups, in_per_group, out_per_group, *kernel])
     kernel_w = emit.transpose(kernel_w, [0, 2, 1, *range(3, rank + 3)])
     kernel_w = emit.reshape(kernel_w, [groups * out_per_group, in_per_group, *kernel])
-    kernel_w = stablehlo.ReverseOp(kernel_w, emit.i64_array(range(2, rank + 2))).result
+    kernel_w = stablehlo.reverse(kernel_w, emit.i64_array(range(2, rank + 2)))
 
     conv_pads = [(k - 1 - b, k - 1 - e) for k, (b, e) in zip(window.effective_kernel, pads)]
     # output_padding (or output_shape) may ask for more tail than the formula gives.
@@ -305,19 +305,19 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
         cropped = [lim - st for st, lim in zip(start, limit)]
-        y = stablehlo.RealDynamicSliceOp(
+        y = stablehlo.real_dynamic_slice(
             emit.tensor_type(cropped, dtype),
             y,
             emit.shape_tensor(start),
             emit.shape_tensor(limit),
             emit.shape_tensor([1] * len(shape)),
-        ).result
+        )
         y = emit.record(y, cropped)
     elif any(lo or hi for lo, hi in negative):
         shape = emit.static_shape_of(y)
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
-        y = stablehlo.SliceOp(y, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape))).result
+        y = stablehlo.slice(y, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape)))
     return [_add_bias(ctx, y, 2)]
 
 
@@ -354,10 +354,10 @@ def _integer_conv(
     w = emit.convert(ctx.input(w_index), DataType.INT32)
     x_zp = _zero_point(ctx, x_zp_index, None, x_shape)
     if x_zp is not None:
-        x = stablehlo.SubtractOp(x, x_zp).result
+        x = stablehlo.subtract(x, x_zp)
     w_zp = _zero_point(ctx, w_zp_index, 0, w_shape)
     if w_zp is not None:
-        w = stablehlo.SubtractOp(w, w_zp).result
+        w = stablehlo.subtract(w, w_zp)
     # Padding with zeros after the zero-point shift pads with the zero point, as the spec says.
     return _convolution(
         x,
@@ -404,7 +404,7 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     shape = emit.static_shape_of(acc)
     if ctx.has_input(8):
         bias = emit.convert(ctx.input(8), DataType.INT32)
-        acc = stablehlo.AddOp(acc, emit.broadcast_to(emit.reshape(bias, [shape[1]]), shape, dims=[1])).result
+        acc = stablehlo.add(acc, emit.broadcast_to(emit.reshape(bias, [shape[1]]), shape, dims=[1]))
     f32 = DataType.FLOAT
 
     def scale(index: int, per_channel: bool) -> ir.Value:
@@ -419,16 +419,16 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     # emit.divide: XLA would turn the division by a constant y_scale into a multiplication by
     # its rounded reciprocal, an ulp off onnxruntime's multiplier (flips some roundings).
-    multiplier = emit.divide(stablehlo.MulOp(scale(1, False), scale(4, True)).result, scale(6, False))
-    y = stablehlo.MulOp(emit.convert(acc, f32), multiplier).result
-    y = stablehlo.RoundNearestEvenOp(y).result
+    multiplier = emit.divide(stablehlo.multiply(scale(1, False), scale(4, True)), scale(6, False))
+    y = stablehlo.multiply(emit.convert(acc, f32), multiplier)
+    y = stablehlo.round_nearest_even(y)
     out_dtype = ctx.input_dtype(7) if ctx.has_input(7) else DataType.UINT8
     if out_dtype not in (DataType.INT8, DataType.UINT8):
         raise ctx.unsupported_dtype(out_dtype, "int8, uint8")
     if ctx.has_input(7):
-        y = stablehlo.AddOp(y, emit.broadcast_to(emit.reshape(emit.convert(ctx.input(7), f32), []), shape)).result
+        y = stablehlo.add(y, emit.broadcast_to(emit.reshape(emit.convert(ctx.input(7), f32), []), shape))
     info = np.iinfo(dtypes.numpy_dtype(out_dtype))
-    y = stablehlo.ClampOp(emit.splat(info.min, f32), y, emit.splat(info.max, f32)).result
+    y = stablehlo.clamp(emit.splat(info.min, f32), y, emit.splat(info.max, f32))
     return [emit.convert(y, out_dtype)]
 
 
@@ -451,13 +451,13 @@ def _dot(
     rhs_free = [d for i, d in enumerate(rhs_shape) if i not in batch[1] and i not in contract[1]]
     shape = [lhs_shape[i] for i in batch[0]] + lhs_free + rhs_free
     highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    return stablehlo.DotGeneralOp(
+    return stablehlo.dot_general(
         emit.tensor_type(shape, emit.dtype_of(lhs)),
         lhs,
         rhs,
         numbers,
         precision_config=ir.ArrayAttr.get([highest, highest]),
-    ).result
+    )
 
 
 @lowering("Col2Im", since=18)
@@ -509,12 +509,12 @@ def lower_col2im(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     for k, offsets in enumerate(itertools.product(*[range(b) for b in block])):
         starts = [0, 0, k] + [0] * rank
         limits = [batch, channels, k + 1, *columns]
-        slab = stablehlo.SliceOp(blocks, starts, limits, [1] * (rank + 3)).result
+        slab = stablehlo.slice(blocks, starts, limits, [1] * (rank + 3))
         slab = emit.reshape(slab, [batch, channels, *columns])
         low = [offsets[i] * dilations[i] - pads[i] for i in range(rank)]
         high = [image[i] - (low[i] + (columns[i] - 1) * strides[i] + 1) for i in range(rank)]
         interior = [s - 1 for s in strides]
-        placed = stablehlo.PadOp(slab, zero, [0, 0, *low], [0, 0, *high], [0, 0, *interior]).result
+        placed = stablehlo.pad(slab, zero, [0, 0, *low], [0, 0, *high], [0, 0, *interior])
         image_value = placed if image_value is None else combine(image_value, placed).result
     return [image_value]
 
@@ -603,7 +603,7 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     corners = 2**rank
     if ctx.has_input(4):
         mask = emit.reshape(emit.convert(ctx.input(4), compute), lead)
-        weights = stablehlo.MulOp(weights, emit.broadcast_to(mask, [*lead, corners], dims=[0, 1, 2, 3])).result
+        weights = stablehlo.multiply(weights, emit.broadcast_to(mask, [*lead, corners], dims=[0, 1, 2, 3]))
 
     group_channels = channels // offset_group
     x = emit.reshape(ctx.input(0), [batch, offset_group, group_channels, *dims])
@@ -611,8 +611,8 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     values = emit.convert(geometry.gather_vectors(table, indices, batch=2), compute)  # [N, G, K, P, T, C/G]
     full = [*lead, corners, group_channels]
     valid_full = emit.broadcast_to(valid, full, dims=[0, 1, 2, 3, 4])
-    values = stablehlo.SelectOp(valid_full, values, emit.splat(0, compute, full)).result
-    weighted = stablehlo.MulOp(values, emit.broadcast_to(weights, full, dims=[0, 1, 2, 3, 4])).result
+    values = stablehlo.select(valid_full, values, emit.splat(0, compute, full))
+    weighted = stablehlo.multiply(values, emit.broadcast_to(weights, full, dims=[0, 1, 2, 3, 4]))
     sampled = emit.reduce(weighted, [4], stablehlo.AddOp, 0)  # [N, G, K, P, C/G]
     # Columns [N, group, C/group, K, P] against W [group, M/group, C/group, K].
     columns = emit.transpose(sampled, [0, 1, 4, 2, 3])
@@ -623,5 +623,5 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     y = emit.reshape(emit.transpose(product, [2, 0, 1, 3]), [batch, out_channels, points])
     if ctx.has_input(3):
         bias = emit.convert(ctx.input(3), compute)
-        y = stablehlo.AddOp(y, emit.broadcast_to(bias, [batch, out_channels, points], dims=[1])).result
+        y = stablehlo.add(y, emit.broadcast_to(bias, [batch, out_channels, points], dims=[1]))
     return [emit.convert(emit.reshape(y, [batch, out_channels, *out_dims]), dtype)]

@@ -58,7 +58,7 @@ def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identit
     axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
-        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
+        x = emit.record(stablehlo.reverse(x, emit.i64_array([axis])), shape)
     if node.attr_int("exclusive"):
         x = _shift(x, axis, 1, identity)
     if isinstance(shape[axis], int):
@@ -69,7 +69,7 @@ def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identit
     else:
         x = _scan_symbolic(x, axis, combine, identity)
     if reverse:
-        x = emit.record(stablehlo.ReverseOp(x, emit.i64_array([axis])).result, shape)
+        x = emit.record(stablehlo.reverse(x, emit.i64_array([axis])), shape)
     return x
 
 
@@ -91,13 +91,13 @@ def _scan_symbolic(x: ir.Value, axis: int, combine: type, identity: int) -> ir.V
 
     def step(args: list[ir.Value]) -> list[ir.Value]:
         s, acc = args
-        source = stablehlo.MaxOp(
-            stablehlo.SubtractOp(along, emit.broadcast_to(s, [length], dims=())).result, emit.splat(0, i64, [length])
-        ).result
+        source = stablehlo.maximum(
+            stablehlo.subtract(along, emit.broadcast_to(s, [length], dims=())), emit.splat(0, i64, [length])
+        )
         moved = indexing.take(acc, source, axis)
         keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
-        shifted = stablehlo.SelectOp(keep, moved, emit.splat(identity, emit.dtype_of(acc), shape)).result
-        doubled = stablehlo.MulOp(s, emit.splat(2, i64)).result
+        shifted = stablehlo.select(keep, moved, emit.splat(identity, emit.dtype_of(acc), shape))
+        doubled = stablehlo.multiply(s, emit.splat(2, i64))
         return [doubled, combine(acc, shifted).result]
 
     return while_loop([emit.splat(1, i64), x], below, step)[1]
@@ -109,7 +109,7 @@ def _shift(value: ir.Value, axis: int, amount: int, fill: int) -> ir.Value:
     low, high = [0] * rank, [0] * rank
     low[axis], high[axis] = amount, -amount
     padding = emit.splat(fill, emit.dtype_of(value))
-    return emit.record(stablehlo.PadOp(value, padding, low, high, [0] * rank).result, emit.dims_of(value))
+    return emit.record(stablehlo.pad(value, padding, low, high, [0] * rank), emit.dims_of(value))
 
 
 @lowering("CumProd", since=26)

@@ -50,14 +50,14 @@ def _take_rows(value: ir.Value, indices: ir.Value) -> ir.Value:
         index_vector_dim=1,
     )
     result_type = emit.tensor_type([count, *shape[1:]], emit.dtype_of(value))
-    return stablehlo.GatherOp(
+    return stablehlo.gather(
         value, indices, numbers, emit.i64_array([1, *shape[1:]]), indices_are_sorted=False, results=[result_type]
-    ).result
+    )
 
 
 def _clamp_index(index: ir.Value, size: int) -> ir.Value:
     """int64 ``index`` clamped into ``[0, size)``."""
-    return stablehlo.ClampOp(geometry.scalar(0, DataType.INT64), index, geometry.scalar(size - 1, DataType.INT64)).result
+    return stablehlo.clamp(geometry.scalar(0, DataType.INT64), index, geometry.scalar(size - 1, DataType.INT64))
 
 
 _ROI_ALIGN_MODES = ("avg", "max")
@@ -88,7 +88,7 @@ def _roi_axis_samples(
     step = per_roi(bin_size)
     offset = f.exact_div(f.mul(f.add(emit.broadcast_to(sample, f.shape, dims=[]), 0.5), step), per_roi(grid))
     y = f.add(f.add(per_roi(start), f.mul(f.iota(1), step)), offset)
-    valid = stablehlo.NotOp(geometry.logical_or(f.cmp(y, -1.0, "LT"), f.cmp(y, float(size), "GT"))).result
+    valid = stablehlo.not_(geometry.logical_or(f.cmp(y, -1.0, "LT"), f.cmp(y, float(size), "GT")))
     y = f.max(y, 0.0)
     low = f.floor(y)
     at_edge = f.cmp(low, size - 1.0, "GE")
@@ -184,7 +184,7 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         def cols(v: ir.Value) -> ir.Value:
             return emit.broadcast_to(v, bins, dims=[0, 2])
 
-        corners = [(y, x, stablehlo.MulOp(rows(wy), cols(wx)).result)
+        corners = [(y, x, stablehlo.multiply(rows(wy), cols(wx)))
                    for y, wy in ((y_low, wy_low), (y_high, wy_high))
                    for x, wx in ((x_low, wx_low), (x_high, wx_high))]
         indices = geometry.stack([  # [R, PH, PW, 4 corners, (n, y, x)]
@@ -194,18 +194,18 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         ])
         values = emit.convert(geometry.gather_vectors(table, indices, batch=0), compute)  # [R, PH, PW, 4, C]
         weights = emit.broadcast_to(geometry.stack([w for _, _, w in corners]), [*bins, 4, channels], dims=[0, 1, 2, 3])
-        weighted = stablehlo.MulOp(values, weights).result
+        weighted = stablehlo.multiply(values, weights)
         if mode == "avg":
             combined = emit.reduce(weighted, [3], stablehlo.AddOp, 0)
         else:
             combined = emit.reduce(weighted, [3], stablehlo.MaxOp, -np.inf)
         valid = emit.broadcast_to(geometry.logical_and(rows(valid_y), cols(valid_x)), out, dims=[0, 1, 2])
-        return stablehlo.SelectOp(valid, combined, emit.splat(0, compute, out)).result
+        return stablehlo.select(valid, combined, emit.splat(0, compute, out))
 
     def accumulate(total: ir.Value, value: ir.Value) -> ir.Value:
         if mode == "avg":
-            return stablehlo.AddOp(total, value).result
-        return stablehlo.MaxOp(total, value).result
+            return stablehlo.add(total, value)
+        return stablehlo.maximum(total, value)
 
     initial = emit.splat(0 if mode == "avg" else -np.inf, compute, out)
     if ratio > 0 and ratio * ratio <= _ROI_UNROLL_MAX_SAMPLES:
@@ -215,10 +215,10 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     else:
         total = _roi_sample_loop(grid_h, grid_w, initial, contribution, accumulate, out)
     if mode == "avg":
-        total = stablehlo.DivOp(total, emit.broadcast_to(samples, out, dims=[0])).result
+        total = stablehlo.divide(total, emit.broadcast_to(samples, out, dims=[0]))
     else:  # a roi without samples pools to zero
         some = fr.cmp(fr.mul(grid_h, grid_w), 0.0, "GT")
-        total = stablehlo.SelectOp(emit.broadcast_to(some, out, dims=[0]), total, emit.splat(0, compute, out)).result
+        total = stablehlo.select(emit.broadcast_to(some, out, dims=[0]), total, emit.splat(0, compute, out))
     return [emit.convert(emit.transpose(total, [0, 3, 1, 2]), dtype)]
 
 
@@ -239,7 +239,7 @@ def _roi_sample_loop(
     i64 = DataType.INT64
     most_h = emit.convert(emit.reduce(grid_h, [0], stablehlo.MaxOp, 0), i64)
     most_w = emit.convert(emit.reduce(grid_w, [0], stablehlo.MaxOp, 0), i64)
-    steps = stablehlo.MulOp(most_h, most_w).result
+    steps = stablehlo.multiply(most_h, most_w)
     neutral = initial  # the accumulator's identity: 0 for a sum, -inf for a max
 
     def cond(carry: list[ir.Value]) -> ir.Value:
@@ -247,15 +247,15 @@ def _roi_sample_loop(
 
     def body(carry: list[ir.Value]) -> list[ir.Value]:
         step, total = carry
-        row = stablehlo.DivOp(step, most_w).result
-        column = stablehlo.SubtractOp(step, stablehlo.MulOp(row, most_w).result).result
+        row = stablehlo.divide(step, most_w)
+        column = stablehlo.subtract(step, stablehlo.multiply(row, most_w))
         iy, ix = emit.convert(row, compute), emit.convert(column, compute)
         fr = geometry.Arith(emit.static_shape_of(grid_h), compute)
         inside = geometry.logical_and(
             fr.cmp(emit.broadcast_to(iy, fr.shape, dims=[]), grid_h, "LT"),
             fr.cmp(emit.broadcast_to(ix, fr.shape, dims=[]), grid_w, "LT"),
         )
-        value = stablehlo.SelectOp(emit.broadcast_to(inside, out, dims=[0]), contribution(iy, ix), neutral).result
+        value = stablehlo.select(emit.broadcast_to(inside, out, dims=[0]), contribution(iy, ix), neutral)
         return [geometry.increment(step), accumulate(total, value)]
 
     return geometry.while_loop([geometry.scalar(0, i64), initial], cond, body)[1]
@@ -291,7 +291,7 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     rois = emit.convert(ctx.input(1), compute)
     fr = geometry.Arith([count], compute)
     batch_index = _clamp_index(emit.convert(geometry.component(rois, 0), DataType.INT64), batch)
-    x1, y1, x2, y2 = (stablehlo.RoundOp(fr.mul(geometry.component(rois, j), scale)).result for j in range(1, 5))
+    x1, y1, x2, y2 = (stablehlo.round_nearest_afz(fr.mul(geometry.component(rois, j), scale)) for j in range(1, 5))
 
     def bounds(start: ir.Value, end: ir.Value, bins: int, size: int) -> tuple[ir.Value, ir.Value]:
         """``[R, bins]`` window starts (inclusive) and ends (exclusive) along one axis."""
@@ -319,18 +319,18 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     images = emit.convert(_take_rows(ctx.input(0), batch_index), compute)  # [R, C, H, W]
     lowest = -np.inf
     by_w = [count, channels, height, pooled_w, width]
-    masked = stablehlo.SelectOp(
+    masked = stablehlo.select(
         emit.broadcast_to(window(w_lo, w_hi, width), by_w, dims=[0, 3, 4]),
         emit.broadcast_to(images, by_w, dims=[0, 1, 2, 4]),
         emit.splat(lowest, compute, by_w),
-    ).result
+    )
     column_max = emit.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, H, PW]
     by_h = [count, channels, pooled_h, pooled_w, height]
-    masked = stablehlo.SelectOp(
+    masked = stablehlo.select(
         emit.broadcast_to(window(h_lo, h_hi, height), by_h, dims=[0, 2, 4]),
         emit.broadcast_to(column_max, by_h, dims=[0, 1, 4, 3]),
         emit.splat(lowest, compute, by_h),
-    ).result
+    )
     pooled_max = emit.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, PH, PW]
     fb = geometry.Arith([count, pooled_h, pooled_w], compute)
     empty = geometry.logical_or(
@@ -338,9 +338,9 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         fb.cmp(emit.broadcast_to(w_hi, fb.shape, dims=[0, 2]), emit.broadcast_to(w_lo, fb.shape, dims=[0, 2]), "LE"),
     )
     out = [count, channels, pooled_h, pooled_w]
-    result = stablehlo.SelectOp(
+    result = stablehlo.select(
         emit.broadcast_to(empty, out, dims=[0, 2, 3]), emit.splat(0, compute, out), pooled_max
-    ).result
+    )
     return [emit.convert(result, dtype)]
 
 

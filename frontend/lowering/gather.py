@@ -43,7 +43,7 @@ def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
         index_vector_dim=len(point_shape) - 1,
     )
     result_type = emit.tensor_type(point_shape[:-1], emit.dtype_of(value))
-    result = stablehlo.GatherOp(value, points, numbers, [1] * rank, results=[result_type]).result
+    result = stablehlo.gather(value, points, numbers, [1] * rank, results=[result_type])
     return emit.record(result, point_shape[:-1])
 
 
@@ -144,11 +144,11 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     result_shape = list(index_shape[:-1]) + list(shape[batch + depth :])
     result_type = emit.tensor_type(result_shape, emit.dtype_of(data))
     if is_static(slice_sizes):
-        result = stablehlo.GatherOp(data, indices, numbers, slice_sizes, results=[result_type]).result
+        result = stablehlo.gather(data, indices, numbers, slice_sizes, results=[result_type])
     else:
-        result = stablehlo.DynamicGatherOp(
+        result = stablehlo.dynamic_gather(
             data, indices, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
-        ).result
+        )
     return [emit.record(result, result_shape)]
 
 

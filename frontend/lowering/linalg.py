@@ -40,41 +40,41 @@ def _det_step(a: ir.Value, det: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Val
     dtype = emit.dtype_of(a)
     i64 = DataType.INT64
     zero = geometry.scalar(0, i64)
-    rows = stablehlo.IotaOp(emit.tensor_type([b, n], i64), 1).result
-    rows3 = stablehlo.IotaOp(emit.tensor_type([b, n, n], i64), 1).result
+    rows = stablehlo.iota(emit.tensor_type([b, n], i64), 1)
+    rows3 = stablehlo.iota(emit.tensor_type([b, n, n], i64), 1)
     k2 = emit.broadcast_to(k, [b, n], dims=[])
     k3 = emit.broadcast_to(k, [b, n, n], dims=[])
     f = geometry.Arith([b, n], dtype)
 
     def column(m: ir.Value) -> ir.Value:
-        return emit.reshape(stablehlo.DynamicSliceOp(m, [zero, zero, k], emit.i64_array([b, n, 1])).result, [b, n])
+        return emit.reshape(stablehlo.dynamic_slice(m, [zero, zero, k], emit.i64_array([b, n, 1])), [b, n])
 
     # Partial pivoting: the first row >= k with the largest |a[row, k]|.
-    candidates = f.select(emit.compare(rows, k2, "GE"), stablehlo.AbsOp(column(a)).result, -1.0)
+    candidates = f.select(emit.compare(rows, k2, "GE"), stablehlo.abs(column(a)), -1.0)
     largest = emit.reduce(candidates, [1], stablehlo.MaxOp, -np.inf)
     is_largest = f.cmp(candidates, emit.broadcast_to(largest, [b, n], dims=[0]), "EQ")
-    first = stablehlo.SelectOp(is_largest, rows, emit.splat(n - 1, i64, [b, n])).result
+    first = stablehlo.select(is_largest, rows, emit.splat(n - 1, i64, [b, n]))
     pivot_row = emit.reduce(first, [1], stablehlo.MinOp, n - 1)  # [B]
     at_pivot = emit.compare(rows3, emit.broadcast_to(pivot_row, [b, n, n], dims=[0]), "EQ")
     zeros3 = emit.splat(0, dtype, [b, n, n])
-    row_p = emit.reduce(stablehlo.SelectOp(at_pivot, a, zeros3).result, [1], stablehlo.AddOp, 0)
-    row_k = emit.reshape(stablehlo.DynamicSliceOp(a, [zero, k, zero], emit.i64_array([b, 1, n])).result, [b, n])
+    row_p = emit.reduce(stablehlo.select(at_pivot, a, zeros3), [1], stablehlo.AddOp, 0)
+    row_k = emit.reshape(stablehlo.dynamic_slice(a, [zero, k, zero], emit.i64_array([b, 1, n])), [b, n])
     spread_p = emit.broadcast_to(row_p, [b, n, n], dims=[0, 2])
     spread_k = emit.broadcast_to(row_k, [b, n, n], dims=[0, 2])
-    a = stablehlo.SelectOp(
-        emit.compare(rows3, k3, "EQ"), spread_p, stablehlo.SelectOp(at_pivot, spread_k, a).result
-    ).result
+    a = stablehlo.select(
+        emit.compare(rows3, k3, "EQ"), spread_p, stablehlo.select(at_pivot, spread_k, a)
+    )
     fb = geometry.Arith([b], dtype)
-    pivot = emit.reshape(stablehlo.DynamicSliceOp(row_p, [zero, k], emit.i64_array([b, 1])).result, [b])
+    pivot = emit.reshape(stablehlo.dynamic_slice(row_p, [zero, k], emit.i64_array([b, 1])), [b])
     product = fb.mul(det, pivot)
     swapped = emit.compare(pivot_row, emit.broadcast_to(k, [b], dims=[]), "NE")
-    det = fb.select(swapped, stablehlo.NegOp(product).result, product)
+    det = fb.select(swapped, stablehlo.negate(product), product)
     # Rows below k lose their multiple of the pivot row (a zero pivot means a zero column).
     safe = fb.select(fb.cmp(pivot, 0.0, "EQ"), 1.0, pivot)
-    ratio = stablehlo.DivOp(column(a), emit.broadcast_to(safe, [b, n], dims=[0])).result
+    ratio = stablehlo.divide(column(a), emit.broadcast_to(safe, [b, n], dims=[0]))
     factor = f.select(emit.compare(rows, k2, "GT"), ratio, 0.0)
-    update = stablehlo.MulOp(emit.broadcast_to(factor, [b, n, n], dims=[0, 1]), spread_p).result
-    return stablehlo.SubtractOp(a, update).result, det
+    update = stablehlo.multiply(emit.broadcast_to(factor, [b, n, n], dims=[0, 1]), spread_p)
+    return stablehlo.subtract(a, update), det
 
 
 @lowering("Det", since=11)

@@ -76,17 +76,17 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         column = emit.reshape(scores, emit.dims_of(scores)[:1])
         positive = emit.compare(column, emit.full_like(column, 0.0), "GT")
         shape = emit.dims_of(column)
-        label = stablehlo.SelectOp(
+        label = stablehlo.select(
             positive, emit.splat(int(labels[1]), DataType.INT64, shape), emit.splat(int(labels[0]), DataType.INT64, shape)
-        ).result
+        )
         if post == "PROBIT":
             raise ctx.unsupported_attribute("post_transform", post, "NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO for one coefficient row")
         if post == "LOGISTIC":
             scores = ml.post_transform(ctx, post, scores)
-        scores = stablehlo.ConcatenateOp(
-            [stablehlo.SubtractOp(emit.full_like(scores, 1.0), scores).result, scores],
+        scores = stablehlo.concatenate(
+            [stablehlo.subtract(emit.full_like(scores, 1.0), scores), scores],
             ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1),
-        ).result
+        )
         return [label, scores]
     index = ml.argmax_rows(scores)  # onnxruntime picks the label before the post_transform
     scores = ml.post_transform(ctx, post, scores)
@@ -96,7 +96,7 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         passed = emit.compare(column, emit.full_like(column, threshold), "GE")
         positive = int(labels[0]) if n_labels else 1
         shape = emit.dims_of(column)
-        label = stablehlo.SelectOp(passed, emit.splat(positive, DataType.INT64, shape), emit.splat(0, DataType.INT64, shape)).result
+        label = stablehlo.select(passed, emit.splat(positive, DataType.INT64, shape), emit.splat(0, DataType.INT64, shape))
         return [label, scores]
     label = index if labels is None else ml.take_labels(labels, index)
     return [label, scores]
@@ -157,22 +157,22 @@ def _kernel_matrix(x: ir.Value, vectors: np.ndarray, kernel: _Kernel) -> ir.Valu
         # sum((x - sv)^2) directly, as onnxruntime does: the expanded form loses precision.
         n_rows, features = emit.dims_of(x)
         wide = (n_rows, vectors.shape[0], features)
-        diff = stablehlo.SubtractOp(
+        diff = stablehlo.subtract(
             emit.broadcast_to(x, wide, dims=[0, 2]),
             emit.broadcast_to(emit.constant(vectors.astype(numpy_dtype)), wide, dims=[1, 2]),
-        ).result
-        distance = emit.reduce(stablehlo.MulOp(diff, diff).result, [2], stablehlo.AddOp, 0.0)
-        scaled = stablehlo.MulOp(emit.full_like(distance, -kernel.gamma), distance).result
-        return stablehlo.ExpOp(scaled).result
+        )
+        distance = emit.reduce(stablehlo.multiply(diff, diff), [2], stablehlo.AddOp, 0.0)
+        scaled = stablehlo.multiply(emit.full_like(distance, -kernel.gamma), distance)
+        return stablehlo.exponential(scaled)
     dot = _matrix_product(x, vectors)
     if kernel.kind == "LINEAR":
         return dot
-    affine = stablehlo.AddOp(
-        stablehlo.MulOp(dot, emit.full_like(dot, kernel.gamma)).result, emit.full_like(dot, kernel.coef0)
-    ).result
+    affine = stablehlo.add(
+        stablehlo.multiply(dot, emit.full_like(dot, kernel.gamma)), emit.full_like(dot, kernel.coef0)
+    )
     if kernel.kind == "POLY":
-        return ml.rounded_once(lambda v: stablehlo.PowOp(v, emit.full_like(v, kernel.degree)).result, affine)
-    return ml.rounded_once(lambda v: stablehlo.TanhOp(v).result, affine)
+        return ml.rounded_once(lambda v: stablehlo.power(v, emit.full_like(v, kernel.degree)), affine)
+    return ml.rounded_once(lambda v: stablehlo.tanh(v), affine)
 
 
 def _decision_values(x: ir.Value, vectors: np.ndarray, kernel: _Kernel, mix: np.ndarray, rho: np.ndarray) -> ir.Value:
@@ -214,10 +214,10 @@ def lower_svm_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         if coefficients.size != features:
             raise ctx.error(f"{coefficients.size} coefficients for {features} features", ShapeError)
         scores = _matrix_product(x, coefficients.reshape(1, -1))
-    scores = stablehlo.AddOp(scores, emit.full_like(scores, float(rho[0]))).result
+    scores = stablehlo.add(scores, emit.full_like(scores, float(rho[0])))
     if node.attr_int("one_class"):
         positive = emit.compare(scores, emit.full_like(scores, 0.0), "GT")
-        scores = stablehlo.SelectOp(positive, emit.full_like(scores, 1.0), emit.full_like(scores, -1.0)).result
+        scores = stablehlo.select(positive, emit.full_like(scores, 1.0), emit.full_like(scores, -1.0))
     post = node.attr_str("post_transform")
     if post != "NONE":
         raise ctx.unsupported_attribute("post_transform", post, "NONE")
@@ -260,7 +260,7 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if n_vectors == 0:
         weights = coefficients.reshape(n_classes, -1)
         scores = _matrix_product(x, weights)
-        scores = stablehlo.AddOp(scores, emit.full_like(scores, float(rho[0]))).result
+        scores = stablehlo.add(scores, emit.full_like(scores, float(rho[0])))
         votes = None
     else:
         vectors = np.asarray(node.attr_floats("support_vectors") or [], np.float32).reshape(n_vectors, -1)
@@ -277,13 +277,13 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             mix[p, span_j] = coefs[i, span_j]
         scores = _decision_values(x, vectors, kernel, mix, rho[: len(pairs)])
         wins = emit.convert(emit.compare(scores, emit.full_like(scores, 0.0), "GT"), DataType.FLOAT)
-        losses = stablehlo.SubtractOp(emit.full_like(wins, 1.0), wins).result
+        losses = stablehlo.subtract(emit.full_like(wins, 1.0), wins)
         to_i = np.zeros((n_classes, len(pairs)), np.float32)
         to_j = np.zeros((n_classes, len(pairs)), np.float32)
         for p, (i, j) in enumerate(pairs):
             to_i[i, p] = 1.0
             to_j[j, p] = 1.0
-        votes = stablehlo.AddOp(_matrix_product(wins, to_i), _matrix_product(losses, to_j)).result
+        votes = stablehlo.add(_matrix_product(wins, to_i), _matrix_product(losses, to_j))
     has_proba = prob_a.size > 0 and n_vectors > 0
     if has_proba:
         scores = _pairwise_coupling(scores, prob_a, prob_b, n_classes)
@@ -292,9 +292,9 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         # One decision value for two classes: onnxruntime writes [-s, s] (before post_transform).
         if not has_proba:
             column = emit.slice_axis(scores, 1, 0, 1)
-            scores = stablehlo.ConcatenateOp(
-                [stablehlo.NegOp(column).result, column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
-            ).result
+            scores = stablehlo.concatenate(
+                [stablehlo.negate(column), column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
+            )
             if votes is None:
                 flat = emit.reshape(column, shape_n)
                 winner = emit.convert(emit.compare(flat, emit.full_like(flat, 0.5 if all_positive else 0.0), "GE" if all_positive else "GT"), DataType.INT64)
@@ -326,21 +326,21 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
 
     r: dict[tuple[int, int], ir.Value] = {}
     for p, (i, j) in enumerate(pairs):
-        platt = stablehlo.AddOp(
-            stablehlo.MulOp(column(scores, p), scalar(float(prob_a[p]))).result, scalar(float(prob_b[p]))
-        ).result
-        value = stablehlo.SubtractOp(scalar(1.0), ml.logistic(platt)).result
-        value = stablehlo.ClampOp(scalar(1e-7), value, scalar(1 - 1e-7)).result
+        platt = stablehlo.add(
+            stablehlo.multiply(column(scores, p), scalar(float(prob_a[p]))), scalar(float(prob_b[p]))
+        )
+        value = stablehlo.subtract(scalar(1.0), ml.logistic(platt))
+        value = stablehlo.clamp(scalar(1e-7), value, scalar(1 - 1e-7))
         r[i, j] = value
-        r[j, i] = stablehlo.SubtractOp(scalar(1.0), value).result
+        r[j, i] = stablehlo.subtract(scalar(1.0), value)
     # Q[t, t] = sum_{j != t} r[j, t]^2, Q[t, j] = -r[j, t] r[t, j].
     q: dict[tuple[int, int], ir.Value] = {}
     for t in range(k):
         total = scalar(0.0)
         for j in range(k):
             if j != t:
-                total = stablehlo.AddOp(total, stablehlo.MulOp(r[j, t], r[j, t]).result).result
-                q[t, j] = stablehlo.NegOp(stablehlo.MulOp(r[j, t], r[t, j]).result).result
+                total = stablehlo.add(total, stablehlo.multiply(r[j, t], r[j, t]))
+                q[t, j] = stablehlo.negate(stablehlo.multiply(r[j, t], r[t, j]))
         q[t, t] = total
     eps = 0.005 / k
     max_iter = max(100, k)
@@ -350,14 +350,14 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
         for t in range(k):
             acc = scalar(0.0)
             for j in range(k):
-                acc = stablehlo.AddOp(acc, stablehlo.MulOp(q[t, j], p[j]).result).result
+                acc = stablehlo.add(acc, stablehlo.multiply(q[t, j], p[j]))
             result.append(acc)
         return result
 
     def dot(a: list[ir.Value], b: list[ir.Value]) -> ir.Value:
         acc = scalar(0.0)
         for u, v in zip(a, b):
-            acc = stablehlo.AddOp(acc, stablehlo.MulOp(u, v).result).result
+            acc = stablehlo.add(acc, stablehlo.multiply(u, v))
         return acc
 
     def converged(p: list[ir.Value]) -> ir.Value:
@@ -365,15 +365,15 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
         pqp = dot(p, qp)
         done = emit.splat(True, DataType.BOOL, (n_rows,))
         for t in range(k):
-            error = stablehlo.AbsOp(stablehlo.SubtractOp(qp[t], pqp).result).result
-            done = stablehlo.AndOp(done, emit.compare(error, scalar(eps), "LT")).result
+            error = stablehlo.abs(stablehlo.subtract(qp[t], pqp))
+            done = stablehlo.and_(done, emit.compare(error, scalar(eps), "LT"))
         return done
 
     def cond(carried: list[ir.Value]) -> ir.Value:
         counter, p = carried[0], carried[1:]
         more = emit.compare(counter, emit.splat(max_iter, DataType.INT32), "LT")
-        active = emit.reduce(stablehlo.NotOp(converged(p)).result, [0], stablehlo.OrOp, False)
-        return stablehlo.AndOp(more, active).result
+        active = emit.reduce(stablehlo.not_(converged(p)), [0], stablehlo.OrOp, False)
+        return stablehlo.and_(more, active)
 
     def body(carried: list[ir.Value]) -> list[ir.Value]:
         counter, p = carried[0], list(carried[1:])
@@ -382,28 +382,28 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
         qp = q_times(p)
         pqp = dot(p, qp)
         for t in range(k):
-            diff = emit.divide(stablehlo.SubtractOp(pqp, qp[t]).result, q[t, t])
-            p[t] = stablehlo.AddOp(p[t], diff).result
-            one_plus = stablehlo.AddOp(scalar(1.0), diff).result
+            diff = emit.divide(stablehlo.subtract(pqp, qp[t]), q[t, t])
+            p[t] = stablehlo.add(p[t], diff)
+            one_plus = stablehlo.add(scalar(1.0), diff)
             pqp = emit.divide(
-                stablehlo.AddOp(
+                stablehlo.add(
                     pqp,
-                    stablehlo.MulOp(
+                    stablehlo.multiply(
                         diff,
-                        stablehlo.AddOp(
-                            stablehlo.MulOp(diff, q[t, t]).result, stablehlo.MulOp(scalar(2.0), qp[t]).result
-                        ).result,
-                    ).result,
-                ).result,
-                stablehlo.MulOp(one_plus, one_plus).result,
+                        stablehlo.add(
+                            stablehlo.multiply(diff, q[t, t]), stablehlo.multiply(scalar(2.0), qp[t])
+                        ),
+                    ),
+                ),
+                stablehlo.multiply(one_plus, one_plus),
             )
             p = [emit.divide(v, one_plus) for v in p]
-            qp = [emit.divide(stablehlo.AddOp(qp[u], stablehlo.MulOp(diff, q[t, u]).result).result, one_plus) for u in range(k)]
-        p = [stablehlo.SelectOp(frozen, old, new).result for old, new in zip(start, p)]
-        next_counter = stablehlo.AddOp(counter, emit.splat(1, DataType.INT32)).result
+            qp = [emit.divide(stablehlo.add(qp[u], stablehlo.multiply(diff, q[t, u])), one_plus) for u in range(k)]
+        p = [stablehlo.select(frozen, old, new) for old, new in zip(start, p)]
+        next_counter = stablehlo.add(counter, emit.splat(1, DataType.INT32))
         return [next_counter, *p]
 
     init = [emit.splat(0, DataType.INT32), *[scalar(1.0 / k) for _ in range(k)]]
     final = while_loop(init, cond, body)[1:]
     columns = [emit.reshape(v, (n_rows, 1)) for v in final]
-    return stablehlo.ConcatenateOp(columns, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)).result
+    return stablehlo.concatenate(columns, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))

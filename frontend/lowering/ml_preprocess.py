@@ -68,7 +68,7 @@ def lower_binarizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
                 above = emit.splat(True, DataType.BOOL, shape)
     else:
         raise ctx.unsupported_dtype(dtype, "float32, float64, int32, int64")
-    return [stablehlo.SelectOp(above, emit.splat(1, dtype, shape), emit.splat(0, dtype, shape)).result]
+    return [stablehlo.select(above, emit.splat(1, dtype, shape), emit.splat(0, dtype, shape))]
 
 
 @lowering("ArrayFeatureExtractor", since=1, domain=_ML)
@@ -105,7 +105,7 @@ def lower_array_feature_extractor(ctx: LoweringContext, node: OnnxNode) -> list[
     # The gathered dim comes first (the indices' batch dim); offset dims fill positions 0..r-2
     # of the result, so the result is already [..., k].
     result_type = emit.tensor_type([*shape[:-1], count], dtype)
-    return [stablehlo.GatherOp(x, indices, numbers, [*shape[:-1], 1], results=[result_type]).result]
+    return [stablehlo.gather(x, indices, numbers, [*shape[:-1], 1], results=[result_type])]
 
 
 @lowering("Normalizer", since=1, domain=ml.ML)
@@ -129,19 +129,19 @@ def lower_normalizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if norm == "MAX":
         divisor = ml.row_max(x)
     elif norm == "L1":
-        divisor = ml.row_sum(stablehlo.AbsOp(x).result, in_order=True)
+        divisor = ml.row_sum(stablehlo.abs(x), in_order=True)
     else:
         # onnxruntime's form: sign(x) * sqrt(x^2 / sum(x^2)), not x / sqrt(sum(x^2)).
-        square = stablehlo.MulOp(x, x).result
+        square = stablehlo.multiply(x, x)
         total = ml.row_sum(square, in_order=True)
         zero = emit.compare(total, emit.full_like(total, 0.0), "EQ")
-        safe = stablehlo.SelectOp(zero, emit.full_like(total, 1.0), total).result
-        root = stablehlo.SqrtOp(stablehlo.DivOp(square, safe).result).result
-        signed = stablehlo.MulOp(stablehlo.SignOp(x).result, root).result
-        return [stablehlo.SelectOp(zero, emit.full_like(x, 0.0), signed).result]
+        safe = stablehlo.select(zero, emit.full_like(total, 1.0), total)
+        root = stablehlo.sqrt(stablehlo.divide(square, safe))
+        signed = stablehlo.multiply(stablehlo.sign(x), root)
+        return [stablehlo.select(zero, emit.full_like(x, 0.0), signed)]
     zero = emit.compare(divisor, emit.full_like(divisor, 0.0), "EQ")
-    safe = stablehlo.SelectOp(zero, emit.full_like(divisor, 1.0), divisor).result
-    y = stablehlo.SelectOp(zero, emit.full_like(x, 0.0), stablehlo.DivOp(x, safe).result).result
+    safe = stablehlo.select(zero, emit.full_like(divisor, 1.0), divisor)
+    y = stablehlo.select(zero, emit.full_like(x, 0.0), stablehlo.divide(x, safe))
     return [emit.convert(y, DataType.FLOAT)]
 
 
@@ -170,8 +170,8 @@ def lower_scaler(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     offset = _per_feature(ctx, "offset", node.attr_floats("offset") or [0.0], width)
     scale = _per_feature(ctx, "scale", node.attr_floats("scale") or [1.0], width)
     last = [len(shape) - 1]
-    y = stablehlo.SubtractOp(x, emit.broadcast_to(emit.constant(offset), shape, dims=last)).result
-    return [emit.rounded_product(stablehlo.MulOp(y, emit.broadcast_to(emit.constant(scale), shape, dims=last)).result)]
+    y = stablehlo.subtract(x, emit.broadcast_to(emit.constant(offset), shape, dims=last))
+    return [emit.rounded_product(stablehlo.multiply(y, emit.broadcast_to(emit.constant(scale), shape, dims=last)))]
 
 
 @lowering("Imputer", since=1, domain=ml.ML)
@@ -206,7 +206,7 @@ def lower_imputer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         match = emit.compare(x, x, "NE")
     else:
         match = emit.compare(x, emit.splat(replaced, dtype, shape), "EQ")
-    return [stablehlo.SelectOp(match, fill, x).result]
+    return [stablehlo.select(match, fill, x)]
 
 
 @lowering("OneHotEncoder", since=1, domain=ml.ML)
@@ -264,11 +264,11 @@ def lower_feature_vectorizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Va
             x = emit.slice_axis(x, 1, 0, width)
         elif columns < width:
             pad = emit.splat(0.0, DataType.FLOAT, (shape[0], width - columns))
-            x = stablehlo.ConcatenateOp([x, pad], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)).result
+            x = stablehlo.concatenate([x, pad], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))
         parts.append(x)
     if len(parts) == 1:
         return [parts[0]]
-    return [stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)).result]
+    return [stablehlo.concatenate(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))]
 
 
 @lowering("ZipMap", since=1, domain=ml.ML)
@@ -354,7 +354,7 @@ def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     found = emit.compare(emit.reduce(hits, [1], stablehlo.MaxOp, 0.0), emit.splat(0.0, DataType.FLOAT, (size,)), "GT")
     mapped = emit.take(emit.constant(values), index, 0)
     fallback = emit.splat(default.item() if isinstance(default, np.generic) else default, value_dtype, (size,))
-    return [emit.reshape(stablehlo.SelectOp(found, mapped, fallback).result, shape)]
+    return [emit.reshape(stablehlo.select(found, mapped, fallback), shape)]
 
 
 def _product(dims: Sequence) -> object:

@@ -226,7 +226,7 @@ def _gather_table(table: ir.Value, state: ir.Value) -> ir.Value:
     indices = emit.reshape(state, (*shape, 1))
     out_shape = (*shape, *extra)
     result_type = emit.tensor_type(out_shape, emit.dtype_of(table))
-    result = stablehlo.GatherOp(table, indices, numbers, emit.i64_array([1, *extra]), results=[result_type]).result
+    result = stablehlo.gather(table, indices, numbers, emit.i64_array([1, *extra]), results=[result_type])
     return emit.record(result, out_shape)
 
 
@@ -243,7 +243,7 @@ def _gather_features(x: ir.Value, feature: ir.Value) -> ir.Value:
     )
     indices = emit.reshape(feature, (*shape, 1))
     result_type = emit.tensor_type(shape, emit.dtype_of(x))
-    result = stablehlo.GatherOp(x, indices, numbers, emit.i64_array([1, 1]), results=[result_type]).result
+    result = stablehlo.gather(x, indices, numbers, emit.i64_array([1, 1]), results=[result_type])
     return emit.record(result, shape)
 
 
@@ -303,12 +303,12 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
             take_true = emit.splat(False, DataType.BOOL, shape)
             for mode in modes:
                 is_mode = emit.compare(node_mode, emit.splat(mode, DataType.INT32, shape), "EQ")
-                take_true = stablehlo.SelectOp(is_mode, outcomes[mode], take_true).result
+                take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
         if missing_table is not None:
             nan = emit.compare(value, value, "NE")
             tracks = _gather_table(missing_table, state)
-            take_true = stablehlo.OrOp(take_true, stablehlo.AndOp(nan, tracks).result).result
-        state = stablehlo.SelectOp(take_true, on_true, on_false).result
+            take_true = stablehlo.or_(take_true, stablehlo.and_(nan, tracks))
+        state = stablehlo.select(take_true, on_true, on_false)
     return state
 
 
@@ -327,12 +327,12 @@ def _aggregate(ctx: LoweringContext, forest: _Forest, leaves: ir.Value, aggregat
         raise ctx.unsupported_attribute("aggregate_function", aggregate, ", ".join(_AGGREGATES))
     has = _gather_table(emit.constant(forest.has_weight), leaves)
     extreme = np.inf if aggregate == "MIN" else -np.inf
-    masked = stablehlo.SelectOp(has, values, emit.full_like(values, extreme)).result
+    masked = stablehlo.select(has, values, emit.full_like(values, extreme))
     op = stablehlo.MinOp if aggregate == "MIN" else stablehlo.MaxOp
     result = emit.reduce(masked, [1], op, extreme)
     any_score = emit.reduce(has, [1], stablehlo.OrOp, False)
     del n_rows
-    return stablehlo.SelectOp(any_score, result, emit.full_like(result, 0.0)).result
+    return stablehlo.select(any_score, result, emit.full_like(result, 0.0))
 
 
 def _tree_input(ctx: LoweringContext, double_thresholds: bool) -> ir.Value:
@@ -439,21 +439,21 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
     if n_classes == 2 and len(used) == 1:
         column = emit.slice_axis(scores, 1, used[0], used[0] + 1)
         if base is not None and len(base):
-            column = stablehlo.AddOp(column, emit.splat(float(base[used[0]] if len(base) > used[0] else base[0]), dtype, emit.dims_of(column))).result
+            column = stablehlo.add(column, emit.splat(float(base[used[0]] if len(base) > used[0] else base[0]), dtype, emit.dims_of(column)))
         weights = np.asarray(_tensor_or_list(node, "class_weights", np.float32))
         all_positive = bool((weights >= 0).all())
         threshold = 0.5 if all_positive else 0.0
         if (post == "NONE" and all_positive) or post == "PROBIT":
-            other = stablehlo.SubtractOp(emit.full_like(column, 1.0), column).result
+            other = stablehlo.subtract(emit.full_like(column, 1.0), column)
         else:
-            other = stablehlo.NegOp(column).result
-        scores = stablehlo.ConcatenateOp([other, column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)).result
+            other = stablehlo.negate(column)
+        scores = stablehlo.concatenate([other, column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))
         flat = emit.reshape(column, emit.dims_of(column)[:1])
         positive = emit.compare(flat, emit.full_like(flat, threshold), "GT")
         shape = emit.dims_of(flat)
-        label = stablehlo.SelectOp(
+        label = stablehlo.select(
             positive, emit.splat(int(labels[1]), DataType.INT64, shape), emit.splat(int(labels[0]), DataType.INT64, shape)
-        ).result
+        )
         scores = ml.post_transform(ctx, post, scores)
         return [label, emit.convert(scores, DataType.FLOAT)]
     if base is not None and len(base):

@@ -90,7 +90,7 @@ class _Elementwise:
         return self._binary(stablehlo.DivOp, lhs, rhs)
 
     def sqrt(self, value):
-        return stablehlo.SqrtOp(self.lift(value)).result
+        return stablehlo.sqrt(self.lift(value))
 
 
 def _regularized(f: _Elementwise, x: ir.Value, g: ir.Value, coefficient: float) -> ir.Value:
@@ -154,10 +154,10 @@ def lower_adam(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         dtype = _check_float(ctx, x)
         s = _Elementwise((), dtype)
         rate, step = _scalar_like(ctx, 0, dtype), _scalar_like(ctx, 1, dtype)
-        beta_power = stablehlo.PowOp(s.lift(beta), step).result
-        alpha_power = stablehlo.PowOp(s.lift(alpha), step).result
+        beta_power = stablehlo.power(s.lift(beta), step)
+        alpha_power = stablehlo.power(s.lift(alpha), step)
         corrected = s.div(s.mul(rate, s.sqrt(s.sub(1.0, beta_power))), s.sub(1.0, alpha_power))
-        rate = stablehlo.SelectOp(t_positive, corrected, rate).result
+        rate = stablehlo.select(t_positive, corrected, rate)
         f = _Elementwise(_common_shape(x, g, v, h), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(1.0 - alpha, g_reg))
@@ -200,7 +200,7 @@ def lower_momentum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     for x, g, v in zip(xs, gs, vs):
         dtype = _check_float(ctx, x)
         rate = _scalar_like(ctx, 0, dtype)
-        beta_adjusted = stablehlo.SelectOp(t_positive, emit.splat(beta, dtype), emit.splat(1.0, dtype)).result
+        beta_adjusted = stablehlo.select(t_positive, emit.splat(beta, dtype), emit.splat(1.0, dtype))
         f = _Elementwise(_common_shape(x, g, v), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(beta_adjusted, g_reg))

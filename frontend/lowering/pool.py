@@ -110,11 +110,11 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return emit.compare(value, value, "NE")
 
     def max_ignoring_nan(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
-        largest = stablehlo.MaxOp(a[0], b[0]).result
+        largest = stablehlo.maximum(a[0], b[0])
         if not is_float:
             return [largest]
         # onnxruntime keeps the running max when x > max is false, so NaN never wins.
-        return [stablehlo.SelectOp(isnan(a[0]), b[0], stablehlo.SelectOp(isnan(b[0]), a[0], largest).result).result]
+        return [stablehlo.select(isnan(a[0]), b[0], stablehlo.select(isnan(b[0]), a[0], largest))]
 
     if not wants_indices:
         (y,) = windows.reduce_window([x], [_lowest(dtype)], window, out, max_ignoring_nan)
@@ -124,18 +124,18 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if storage_order not in (0, 1):
         raise ctx.unsupported_attribute("storage_order", storage_order, "0 (row major), 1 (column major)")
     i64 = DataType.INT64
-    flat = stablehlo.IotaOp(emit.tensor_type([math.prod(shape)], i64), 0).result
+    flat = stablehlo.iota(emit.tensor_type([math.prod(shape)], i64), 0)
     flat = emit.reshape(flat, shape)
 
     def argmax(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
         greater = emit.compare(a[0], b[0], "GT")
         equal = emit.compare(a[0], b[0], "EQ")
-        earlier = stablehlo.AndOp(equal, emit.compare(a[1], b[1], "LT")).result
-        take_a = stablehlo.OrOp(greater, earlier).result
+        earlier = stablehlo.and_(equal, emit.compare(a[1], b[1], "LT"))
+        take_a = stablehlo.or_(greater, earlier)
         if is_float:  # NaN never wins (see max_ignoring_nan)
             a_nan, b_nan = isnan(a[0]), isnan(b[0])
-            take_a = stablehlo.SelectOp(emit.compare(a_nan, b_nan, "NE"), b_nan, take_a).result
-        return [stablehlo.SelectOp(take_a, a[0], b[0]).result, stablehlo.SelectOp(take_a, a[1], b[1]).result]
+            take_a = stablehlo.select(emit.compare(a_nan, b_nan, "NE"), b_nan, take_a)
+        return [stablehlo.select(take_a, a[0], b[0]), stablehlo.select(take_a, a[1], b[1])]
 
     y, indices = windows.reduce_window([x, flat], [_lowest(dtype), np.iinfo(np.int64).max], window, out, argmax)
     if storage_order == 1:
@@ -153,16 +153,16 @@ def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:
         return emit.splat(value, i64, out_shape)
 
     block = math.prod(spatial)
-    within = stablehlo.RemOp(indices, const(block)).result
-    result = stablehlo.SubtractOp(indices, within).result
+    within = stablehlo.remainder(indices, const(block))
+    result = stablehlo.subtract(indices, within)
     row_stride = block
     col_stride = 1
     col_strides = [int(np.prod(spatial[:i])) for i in range(len(spatial))]
     for axis, size in enumerate(spatial):
         row_stride //= size
-        coord = stablehlo.RemOp(stablehlo.DivOp(within, const(row_stride)).result, const(size)).result
+        coord = stablehlo.remainder(stablehlo.divide(within, const(row_stride)), const(size))
         col_stride = col_strides[axis]
-        result = stablehlo.AddOp(result, stablehlo.MulOp(coord, const(col_stride)).result).result
+        result = stablehlo.add(result, stablehlo.multiply(coord, const(col_stride)))
     return result
 
 
@@ -189,7 +189,7 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
     dtype = emit.dtype_of(x)
-    (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+    (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])])
     if not all(windows.is_int(d) for d in shape):
         return [_symbolic_average(x, total, window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))]
     counts = windows.window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
@@ -220,18 +220,18 @@ def _symbolic_average(
         low = [0, 0, *(b for b, _ in window.pads)]
         high = [0, 0, *(e for _, e in window.pads)]
         ones = emit.record(
-            stablehlo.PadOp(ones, emit.splat(1, dtype), low, high, [0] * len(low)).result,
+            stablehlo.pad(ones, emit.splat(1, dtype), low, high, [0] * len(low)),
             [1, 1, *(size + b + e for size, (b, e) in zip(spatial, window.pads))],
         )
         bare = dataclasses.replace(window, pads=((0, 0),) * len(spatial))
-        (counts,) = windows.reduce_window_symbolic([ones], [0], bare, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+        (counts,) = windows.reduce_window_symbolic([ones], [0], bare, out, lambda a, b: [stablehlo.add(a[0], b[0])])
         divisor = emit.broadcast_to(counts, out_dims)
     elif include_pad or (covered and all(windows.is_int(b) and windows.is_int(e) and b == 0 and e == 0 for b, e in window.pads)):
         divisor = emit.splat(math.prod(window.kernel), dtype, out_dims)
     else:
         ones = emit.splat(1, dtype, [1, 1, *spatial])
         (counts,) = windows.reduce_window_symbolic(
-            [ones], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result]
+            [ones], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])]
         )
         divisor = emit.broadcast_to(counts, out_dims)
     return emit.divide(total, divisor)
@@ -240,11 +240,11 @@ def _symbolic_average(
 def _lp_power(x: ir.Value, p: int) -> ir.Value:
     """``|x|^p`` (``x*x`` for p=2)."""
     if p == 2:
-        return stablehlo.MulOp(x, x).result
-    magnitude = stablehlo.AbsOp(x).result
+        return stablehlo.multiply(x, x)
+    magnitude = stablehlo.abs(x)
     if p == 1:
         return magnitude
-    return stablehlo.PowOp(magnitude, emit.splat(p, emit.dtype_of(x), emit.dims_of(x))).result
+    return stablehlo.power(magnitude, emit.splat(p, emit.dtype_of(x), emit.dims_of(x)))
 
 
 def _lp_root(total: ir.Value, p: int) -> ir.Value:
@@ -252,8 +252,8 @@ def _lp_root(total: ir.Value, p: int) -> ir.Value:
     if p == 1:
         return total
     if p == 2:
-        return stablehlo.SqrtOp(total).result
-    return stablehlo.PowOp(total, emit.splat(1.0 / p, emit.dtype_of(total), emit.dims_of(total))).result
+        return stablehlo.sqrt(total)
+    return stablehlo.power(total, emit.splat(1.0 / p, emit.dtype_of(total), emit.dims_of(total)))
 
 
 def _lp_order(ctx: LoweringContext, node: OnnxNode) -> int:
@@ -282,7 +282,7 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     p = _lp_order(ctx, node)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
-    (total,) = windows.reduce_window([_lp_power(x, p)], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+    (total,) = windows.reduce_window([_lp_power(x, p)], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])])
     return [_lp_root(total, p)]
 
 
@@ -396,5 +396,5 @@ def lower_max_unpool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     y = emit.reshape(op.results[0], inferred)
     if out_shape != inferred:
         high = [o - i for o, i in zip(out_shape, inferred)]
-        y = stablehlo.PadOp(y, geometry.scalar(0, dtype), [0] * len(high), high, [0] * len(high)).result
+        y = stablehlo.pad(y, geometry.scalar(0, dtype), [0] * len(high), high, [0] * len(high))
     return [y]

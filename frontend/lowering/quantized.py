@@ -68,8 +68,8 @@ def _full(value: ir.Value, like: ir.Value) -> ir.Value:
 def _dequantize(ctx: LoweringContext, x_index: int, scale_index: int, zero_index: int) -> ir.Value:
     """``(x - zero_point) * scale`` in float32."""
     x = _quantized_input(ctx, x_index)
-    centered = stablehlo.SubtractOp(emit.convert(x, _F32), _full(_zero_point(ctx, zero_index, _F32), x)).result
-    return stablehlo.MulOp(centered, _full(emit.convert(_scalar(ctx, scale_index, "scale"), _F32), x)).result
+    centered = stablehlo.subtract(emit.convert(x, _F32), _full(_zero_point(ctx, zero_index, _F32), x))
+    return stablehlo.multiply(centered, _full(emit.convert(_scalar(ctx, scale_index, "scale"), _F32), x))
 
 
 def _output_dtype(ctx: LoweringContext, zero_index: int, default: DataType) -> DataType:
@@ -84,14 +84,14 @@ def _saturate(q: ir.Value, dtype: DataType) -> ir.Value:
     info = np.iinfo(dtypes.numpy_dtype(dtype))
     shape = emit.dims_of(q)
     low, high = emit.splat(float(info.min), _F32, shape), emit.splat(float(info.max), _F32, shape)
-    return emit.convert(stablehlo.ClampOp(low, q, high).result, dtype)
+    return emit.convert(stablehlo.clamp(low, q, high), dtype)
 
 
 def _quantize(ctx: LoweringContext, y: ir.Value, scale_index: int, zero_index: int, dtype: DataType) -> ir.Value:
     """``saturate(round_half_even(y / scale) + zero_point)``."""
     scale = _full(emit.convert(_scalar(ctx, scale_index, "scale"), _F32), y)
-    q = stablehlo.RoundNearestEvenOp(emit.divide(y, scale)).result
-    q = stablehlo.AddOp(q, _full(_zero_point(ctx, zero_index, _F32), y)).result
+    q = stablehlo.round_nearest_even(emit.divide(y, scale))
+    q = stablehlo.add(q, _full(_zero_point(ctx, zero_index, _F32), y))
     return _saturate(q, dtype)
 
 
@@ -99,15 +99,15 @@ def _ratio(ctx: LoweringContext, numerator: list[int], denominator: int) -> ir.V
     """``prod(scales[numerator]) / scales[denominator]`` as a float32 scalar."""
     value = emit.convert(_scalar(ctx, numerator[0], "scale"), _F32)
     for index in numerator[1:]:
-        value = stablehlo.MulOp(value, emit.convert(_scalar(ctx, index, "scale"), _F32)).result
+        value = stablehlo.multiply(value, emit.convert(_scalar(ctx, index, "scale"), _F32))
     return emit.divide(value, emit.convert(_scalar(ctx, denominator, "scale"), _F32))
 
 
 def _centered_int(ctx: LoweringContext, x_index: int, zero_index: int, shape) -> ir.Value:
     x = _quantized_input(ctx, x_index)
-    centered = stablehlo.SubtractOp(
+    centered = stablehlo.subtract(
         emit.convert(x, DataType.INT32), _full(_zero_point(ctx, zero_index, DataType.INT32), x)
-    ).result
+    )
     return emit.broadcast_to(centered, shape)
 
 
@@ -124,8 +124,8 @@ def lower_qlinear_add(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     b = emit.convert(_centered_int(ctx, 3, 5, shape), _F32)
     ra = emit.broadcast_to(_ratio(ctx, [1], 6), shape, dims=[])
     rb = emit.broadcast_to(_ratio(ctx, [4], 6), shape, dims=[])
-    total = stablehlo.AddOp(stablehlo.MulOp(a, ra).result, stablehlo.MulOp(b, rb).result).result
-    q = stablehlo.AddOp(stablehlo.RoundNearestEvenOp(total).result, emit.broadcast_to(_zero_point(ctx, 7, _F32), shape, dims=[])).result
+    total = stablehlo.add(stablehlo.multiply(a, ra), stablehlo.multiply(b, rb))
+    q = stablehlo.add(stablehlo.round_nearest_even(total), emit.broadcast_to(_zero_point(ctx, 7, _F32), shape, dims=[]))
     return [_saturate(q, _output_dtype(ctx, 7, emit.dtype_of(ctx.input(0))))]
 
 
@@ -138,9 +138,9 @@ def lower_qlinear_mul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: int8, uint8.
     """
     shape = emit.broadcast_shapes(emit.dims_of(ctx.input(0)), emit.dims_of(ctx.input(3)))
-    product = stablehlo.MulOp(_centered_int(ctx, 0, 2, shape), _centered_int(ctx, 3, 5, shape)).result
-    scaled = stablehlo.MulOp(emit.convert(product, _F32), emit.broadcast_to(_ratio(ctx, [1, 4], 6), shape, dims=[])).result
-    q = stablehlo.AddOp(stablehlo.RoundNearestEvenOp(scaled).result, emit.broadcast_to(_zero_point(ctx, 7, _F32), shape, dims=[])).result
+    product = stablehlo.multiply(_centered_int(ctx, 0, 2, shape), _centered_int(ctx, 3, 5, shape))
+    scaled = stablehlo.multiply(emit.convert(product, _F32), emit.broadcast_to(_ratio(ctx, [1, 4], 6), shape, dims=[]))
+    q = stablehlo.add(stablehlo.round_nearest_even(scaled), emit.broadcast_to(_zero_point(ctx, 7, _F32), shape, dims=[]))
     return [_saturate(q, _output_dtype(ctx, 7, emit.dtype_of(ctx.input(0))))]
 
 
@@ -159,7 +159,7 @@ def lower_qlinear_sigmoid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     Dtypes: int8, uint8.
     Deviations: onnxruntime reads a 256-entry lookup table built the same way; equal.
     """
-    return _pointwise(ctx, lambda v: stablehlo.LogisticOp(v).result)
+    return _pointwise(ctx, lambda v: stablehlo.logistic(v))
 
 
 @lowering("QLinearLeakyRelu", since=1, domain=_MS)
@@ -174,7 +174,7 @@ def lower_qlinear_leaky_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Va
 
     def leaky(v: ir.Value) -> ir.Value:
         negative = emit.compare(v, emit.full_like(v, 0.0), "LT")
-        return stablehlo.SelectOp(negative, stablehlo.MulOp(v, emit.full_like(v, alpha)).result, v).result
+        return stablehlo.select(negative, stablehlo.multiply(v, emit.full_like(v, alpha)), v)
 
     return _pointwise(ctx, leaky)
 
@@ -196,9 +196,9 @@ def lower_qlinear_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     def softmax(v: ir.Value) -> ir.Value:
         axes = list(range(axis, rank)) if legacy else [axis]
         top = emit.reduce(v, axes, stablehlo.MaxOp, -np.inf, keepdims=True)
-        e = stablehlo.ExpOp(stablehlo.SubtractOp(v, emit.broadcast_to(top, emit.dims_of(v))).result).result
+        e = stablehlo.exponential(stablehlo.subtract(v, emit.broadcast_to(top, emit.dims_of(v))))
         total = emit.reduce(e, axes, stablehlo.AddOp, 0.0, keepdims=True)
-        return stablehlo.DivOp(e, emit.broadcast_to(total, emit.dims_of(v))).result
+        return stablehlo.divide(e, emit.broadcast_to(total, emit.dims_of(v)))
 
     return _pointwise(ctx, softmax)
 
@@ -223,7 +223,7 @@ def lower_qlinear_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         parts.append(_quantize(ctx, _dequantize(ctx, start, start + 1, start + 2), 0, 1, dtype))
     if len(parts) == 1:
         return parts
-    return [stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)).result]
+    return [stablehlo.concatenate(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))]
 
 
 @lowering("QLinearGlobalAveragePool", since=1, domain=_MS)
@@ -241,11 +241,11 @@ def lower_qlinear_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> l
     rank = len(shape)
     spatial = list(range(1, rank - 1)) if node.attr_int("channels_last", 0) else list(range(2, rank))
     count = int(np.prod([shape[d] for d in spatial]))
-    centered = stablehlo.SubtractOp(emit.convert(x, DataType.INT32), _full(_zero_point(ctx, 2, DataType.INT32), x)).result
+    centered = stablehlo.subtract(emit.convert(x, DataType.INT32), _full(_zero_point(ctx, 2, DataType.INT32), x))
     total = emit.reduce(centered, spatial, stablehlo.AddOp, 0, keepdims=True)
     ratio = emit.divide(_ratio(ctx, [1], 3), emit.splat(float(count), _F32))
-    scaled = stablehlo.MulOp(emit.convert(total, _F32), _full(ratio, total)).result
-    q = stablehlo.AddOp(stablehlo.RoundNearestEvenOp(scaled).result, _full(_zero_point(ctx, 4, _F32), total)).result
+    scaled = stablehlo.multiply(emit.convert(total, _F32), _full(ratio, total))
+    q = stablehlo.add(stablehlo.round_nearest_even(scaled), _full(_zero_point(ctx, 4, _F32), total))
     return [_saturate(q, _output_dtype(ctx, 4, emit.dtype_of(x)))]
 
 
@@ -265,7 +265,7 @@ def lower_qlinear_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     shape = emit.static_shape_of(x)
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
-    (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.AddOp(a[0], b[0]).result])
+    (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])])
     counts = windows.window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
     out_shape = emit.static_shape_of(total)
     mean = emit.divide(total, emit.broadcast_to(emit.constant(counts, _F32), out_shape, dims=range(2, len(out_shape))))
@@ -302,15 +302,15 @@ def lower_qgemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     shape = emit.static_shape_of(acc)
     if ctx.has_input(6):
         bias = emit.convert(ctx.input(6), DataType.INT32)
-        acc = stablehlo.AddOp(acc, emit.broadcast_to(bias, shape)).result
+        acc = stablehlo.add(acc, emit.broadcast_to(bias, shape))
     b_scale = emit.convert(ctx.input(4), _F32)
     b_size = int(np.prod(emit.static_shape_of(b_scale)))
     b_scale = emit.broadcast_to(emit.reshape(b_scale, () if b_size == 1 else (n,)), shape, dims=[] if b_size == 1 else [1])
     alpha = node.attr_float("alpha", 1.0)
-    scale = stablehlo.MulOp(
-        b_scale, _full(stablehlo.MulOp(emit.convert(_scalar(ctx, 1, "a_scale"), _F32), emit.splat(alpha, _F32)).result, acc)
-    ).result
-    y = stablehlo.MulOp(emit.convert(acc, _F32), scale).result
+    scale = stablehlo.multiply(
+        b_scale, _full(stablehlo.multiply(emit.convert(_scalar(ctx, 1, "a_scale"), _F32), emit.splat(alpha, _F32)), acc)
+    )
+    y = stablehlo.multiply(emit.convert(acc, _F32), scale)
     if not ctx.has_input(7):
         return [y]
     return [_quantize(ctx, y, 7, 8, _output_dtype(ctx, 8, DataType.UINT8))]

@@ -215,11 +215,11 @@ def _resize(
                 product = vec.mul(runtime_scale(i, a), vec.scalar(float(shape[a])))
                 if use_sizes:  # not_larger / not_smaller round the scaled size
                     product = vec.add(product, vec.scalar(0.5))
-                expected = stablehlo.FloorOp(product).result
+                expected = stablehlo.floor(product)
             checks.append(emit.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
         ok = checks[0]
         for check in checks[1:]:
-            ok = stablehlo.AndOp(ok, check).result
+            ok = stablehlo.and_(ok, check)
         what = "scales" if use_scales else "sizes"
         ctx.runtime_check(
             ok,
@@ -406,12 +406,12 @@ def _resize_axis_symbolic(
 
     def div(a: ir.Value, b: ir.Value) -> ir.Value:
         (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.DivOp(a, opaque).result
+        return stablehlo.divide(a, opaque)
 
-    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
-    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
-    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
-    select = lambda p, a, b: stablehlo.SelectOp(p, a, b).result  # noqa: E731
+    add = lambda a, b: stablehlo.add(a, b)  # noqa: E731
+    sub = lambda a, b: stablehlo.subtract(a, b)  # noqa: E731
+    mul = lambda a, b: stablehlo.multiply(a, b)  # noqa: E731
+    select = lambda p, a, b: stablehlo.select(p, a, b)  # noqa: E731
 
     y = emit.convert(emit.iota(shape, 0, DataType.INT64), f64)
     n = emit.convert(emit.dim_value(in_dim), f64)
@@ -440,7 +440,7 @@ def _resize_axis_symbolic(
     last = sub(n_v, c(1.0))
 
     def index_of(position: ir.Value) -> ir.Value:
-        clamped = stablehlo.ClampOp(c(0.0), position, last).result
+        clamped = stablehlo.clamp(c(0.0), position, last)
         return emit.convert(clamped, DataType.INT64)
 
     if spec.mode == "nearest":
@@ -448,13 +448,13 @@ def _resize_axis_symbolic(
         if rounding == "simple":
             rounding = "ceil" if scale < 1 else "floor"
         if rounding == "round_prefer_floor":
-            index = stablehlo.CeilOp(sub(coords, c(0.5))).result
+            index = stablehlo.ceil(sub(coords, c(0.5)))
         elif rounding == "round_prefer_ceil":
-            index = stablehlo.FloorOp(add(coords, c(0.5))).result
+            index = stablehlo.floor(add(coords, c(0.5)))
         elif rounding == "floor":
-            index = stablehlo.FloorOp(coords).result
+            index = stablehlo.floor(coords)
         else:
-            index = stablehlo.CeilOp(coords).result
+            index = stablehlo.ceil(coords)
         return emit.take(x, index_of(index), axis)
 
     kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
@@ -462,7 +462,7 @@ def _resize_axis_symbolic(
     radius = interpolation.tap_radius(spec, kernel_scale)
     # tap floor(x) + t lies at distance in (t - 1, t]: only |distance| < reach has a weight
     offsets = [t for t in range(-radius + 1, radius + 1) if t > -reach and t - 1 < reach]
-    base = stablehlo.FloorOp(coords).result
+    base = stablehlo.floor(coords)
     taps, weights = [], []
     for t in offsets:
         tap = add(base, c(float(t)))
@@ -471,7 +471,7 @@ def _resize_axis_symbolic(
             distance = mul(distance, c(kernel_scale))
         weight = interpolation.runtime_kernel_dims(spec, distance, shape)
         if spec.exclude_outside:
-            outside = stablehlo.OrOp(emit.compare(tap, c(0.0), "LT"), emit.compare(tap, last, "GT")).result
+            outside = stablehlo.or_(emit.compare(tap, c(0.0), "LT"), emit.compare(tap, last, "GT"))
             weight = select(outside, c(0.0), weight)
         taps.append(tap)
         weights.append(weight)
@@ -486,8 +486,8 @@ def _resize_axis_symbolic(
     for tap, weight in zip(taps, weights):
         gathered = emit.take(x, index_of(tap), axis)
         out_dims = emit.dims_of(gathered)
-        scaled = stablehlo.MulOp(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis])).result
-        result = scaled if result is None else stablehlo.AddOp(result, scaled).result
+        scaled = stablehlo.multiply(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis]))
+        result = scaled if result is None else stablehlo.add(result, scaled)
     return result
 
 

@@ -55,7 +55,7 @@ def _reflect(f: geometry.Arith, x: ir.Value, lo: float, hi: float) -> ir.Value:
     rest = f.sub(distance, f.mul(folds, span))
     odd = f.cmp(f.sub(folds, f.mul(f.floor(f.mul(folds, 0.5)), 2.0)), 0.0, "NE")
     # Below the range an even fold count lands at lo + rest, above it at hi - rest; odd swaps.
-    from_lo = stablehlo.XorOp(below, odd).result
+    from_lo = stablehlo.xor(below, odd)
     reflected = f.select(from_lo, f.add(lo, rest), f.sub(hi, rest))
     return f.select(geometry.logical_or(below, above), reflected, x)
 
@@ -82,7 +82,7 @@ def _grid_axis_taps(f: geometry.Arith, coord: ir.Value, size: int, mode: str, pa
         x = f.mul(f.sub(f.mul(f.add(coord, 1.0), size), 1.0), 0.5)
     # The padding mode applies to each tap, never to x itself (as in onnxruntime and PyTorch).
     if mode == "nearest":
-        x = stablehlo.RoundNearestEvenOp(x).result  # ties to even, as PyTorch
+        x = stablehlo.round_nearest_even(x)  # ties to even, as PyTorch
         positions: list[tuple[ir.Value, ir.Value | None]] = [(x, None)]
     else:
         base = f.floor(x)
@@ -98,7 +98,7 @@ def _grid_axis_taps(f: geometry.Arith, coord: ir.Value, size: int, mode: str, pa
         if padding == "zeros":
             valid = geometry.logical_and(f.cmp(position, 0.0, "GE"), f.cmp(position, size - 1.0, "LE"))
         elif padding == "reflection":
-            position = stablehlo.RoundNearestEvenOp(_reflect(f, position, lo, hi)).result
+            position = stablehlo.round_nearest_even(_reflect(f, position, lo, hi))
         index = emit.convert(f.clamp(position, 0.0, size - 1.0), DataType.INT64)
         taps.append((index, weight, valid))
     return taps
@@ -126,12 +126,12 @@ def _grid_sample(x: ir.Value, grid: ir.Value, mode: str, padding: str, align: bo
     full = [batch, points, combos, channels]
     if valid is not None:
         zeros = emit.splat(0, x_dtype, full)
-        values = stablehlo.SelectOp(emit.broadcast_to(valid, full, dims=[0, 1, 2]), values, zeros).result
+        values = stablehlo.select(emit.broadcast_to(valid, full, dims=[0, 1, 2]), values, zeros)
     if weights is None:
         result = emit.reshape(values, [batch, points, channels])
     else:
         spread = emit.broadcast_to(weights, full, dims=[0, 1, 2])
-        weighted = stablehlo.MulOp(emit.convert(values, compute), spread).result
+        weighted = stablehlo.multiply(emit.convert(values, compute), spread)
         result = emit.convert(emit.reduce(weighted, [2], stablehlo.AddOp, 0), x_dtype)
     return emit.reshape(emit.transpose(result, [0, 2, 1]), [batch, channels, *out_dims])
 
@@ -238,6 +238,6 @@ def lower_affine_grid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         term = emit.broadcast_to(geometry.component(theta, k), out, dims=[0, 2])
         if k < rank:  # the last homogeneous coordinate is 1
             column = emit.broadcast_to(emit.constant(base[:, k], compute), out, dims=[1])
-            term = stablehlo.MulOp(term, column).result
-        grid = term if grid is None else stablehlo.AddOp(grid, term).result
+            term = stablehlo.multiply(term, column)
+        grid = term if grid is None else stablehlo.add(grid, term)
     return [emit.convert(emit.reshape(grid, [batch, *spatial, rank]), dtype)]

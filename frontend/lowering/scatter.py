@@ -209,10 +209,10 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         starts = emit.broadcast_to(emit.convert(ctx.input(2), DataType.INT64), (batch, length), dims=[0])
     else:
         starts = emit.splat(0, DataType.INT64, (batch, length))
-    positions = stablehlo.AddOp(starts, emit.iota((batch, length), 1, DataType.INT64)).result
+    positions = stablehlo.add(starts, emit.iota((batch, length), 1, DataType.INT64))
     if mode == "circular":
         bound = emit.broadcast_to(emit.dim_value(max_length), (batch, length), dims=())
-        positions = stablehlo.RemOp(stablehlo.AddOp(stablehlo.RemOp(positions, bound).result, bound).result, bound).result
+        positions = stablehlo.remainder(stablehlo.add(stablehlo.remainder(positions, bound), bound), bound)
     indices = emit.reshape(positions, (batch, length, 1))
     window_dims = [d for d in range(1, rank) if d != axis]
     numbers = stablehlo.ScatterDimensionNumbers.get(

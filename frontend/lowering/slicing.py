@@ -123,7 +123,7 @@ def _slice_symbolic(
         stop = _clamp_bound(end, dim)
         for slot, (bound, raw) in enumerate(((first, start), (stop, end))):
             if bound is None:  # an int bound against a symbolic dim: min(bound, dim) at run time
-                runtime[(slot, axis)] = stablehlo.MinOp(emit.dim_value(int(raw)), emit.dim_value(dim)).result
+                runtime[(slot, axis)] = stablehlo.minimum(emit.dim_value(int(raw)), emit.dim_value(dim))
         begin[axis], limit[axis], stride[axis] = first, stop, step
         if first is None or stop is None:
             out[axis] = None
@@ -141,17 +141,17 @@ def _slice_symbolic(
         ]
         if len(parts) == 1:
             return parts[0]
-        return stablehlo.ConcatenateOp(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)).result
+        return stablehlo.concatenate(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
 
     if mirrored:
-        data = emit.record(stablehlo.ReverseOp(data, emit.i64_array(sorted(mirrored))).result, shape)
+        data = emit.record(stablehlo.reverse(data, emit.i64_array(sorted(mirrored))), shape)
     result_type = emit.tensor_type(out, emit.dtype_of(data))
-    op = stablehlo.RealDynamicSliceOp(
+    sliced = stablehlo.real_dynamic_slice(
         result_type, data, bounds(begin, 0), bounds(limit, 1), emit.shape_tensor(stride)
     )
     if any(d is None for d in out):
-        return op.result  # the importer names the unknown dims
-    return emit.record(op.result, out)
+        return sliced  # the importer names the unknown dims
+    return emit.record(sliced, out)
 
 
 def _mirror_bound(bound: Dim, dim: Dim) -> Dim:
@@ -231,10 +231,10 @@ def _slice(
             last = first + (count - 1) * step + 1
         begin[axis], limit[axis], stride[axis] = first, last, step
     if reverse:
-        data = stablehlo.ReverseOp(data, emit.i64_array(sorted(reverse))).result
+        data = stablehlo.reverse(data, emit.i64_array(sorted(reverse)))
     if begin == [0] * rank and limit == list(shape) and stride == [1] * rank:
         return data
-    return stablehlo.SliceOp(data, begin, limit, stride).result
+    return stablehlo.slice(data, begin, limit, stride)
 
 
 @lowering("Pad", since=2)
@@ -316,7 +316,7 @@ def _pad(
     if mode == "constant":
         if not any(low) and not any(high):
             return data
-        padded = stablehlo.PadOp(data, padding_value(), low, high, [0] * rank).result
+        padded = stablehlo.pad(data, padding_value(), low, high, [0] * rank)
         return emit.record(padded, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
     result = data
     for axis in range(rank):
@@ -358,25 +358,25 @@ def _pad_source_symbolic(dim: Dim, low: int, high: int, mode: str) -> ir.Value:
 
     positions = emit.iota(shape, 0, i64)
     if low:
-        positions = stablehlo.SubtractOp(positions, scalar(low)).result
+        positions = stablehlo.subtract(positions, scalar(low))
     n = emit.dim_value(dim)
     if mode == "edge":
-        last = stablehlo.SubtractOp(n, emit.constant(np.array(1, np.int64))).result
-        return stablehlo.ClampOp(scalar(0), positions, scalar(last)).result
+        last = stablehlo.subtract(n, emit.constant(np.array(1, np.int64)))
+        return stablehlo.clamp(scalar(0), positions, scalar(last))
 
     def positive_rem(value: ir.Value, divisor: ir.Value) -> ir.Value:
         wide = scalar(divisor)
-        first = stablehlo.RemOp(value, wide).result
-        return stablehlo.RemOp(stablehlo.AddOp(first, wide).result, wide).result
+        first = stablehlo.remainder(value, wide)
+        return stablehlo.remainder(stablehlo.add(first, wide), wide)
 
     if mode == "wrap":
         return positive_rem(positions, n)
     one = emit.constant(np.array(1, np.int64))
-    period = stablehlo.MulOp(stablehlo.SubtractOp(n, one).result, emit.constant(np.array(2, np.int64))).result
-    period = stablehlo.MaxOp(period, one).result
+    period = stablehlo.multiply(stablehlo.subtract(n, one), emit.constant(np.array(2, np.int64)))
+    period = stablehlo.maximum(period, one)
     folded = positive_rem(positions, period)
     inside = emit.compare(folded, scalar(n), "LT")
-    return stablehlo.SelectOp(inside, folded, stablehlo.SubtractOp(scalar(period), folded).result).result
+    return stablehlo.select(inside, folded, stablehlo.subtract(scalar(period), folded))
 
 
 def _pad_source(positions: np.ndarray, dim: int, mode: str) -> np.ndarray:
@@ -410,7 +410,7 @@ def lower_trilu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"expects rank >= 2, got shape {[str(d) for d in shape]}", ShapeError)
     rows, cols = shape[-2], shape[-1]
     plane = (rows, cols)
-    offset = stablehlo.SubtractOp(emit.iota(plane, 1, DataType.INT64), emit.iota(plane, 0, DataType.INT64)).result
+    offset = stablehlo.subtract(emit.iota(plane, 1, DataType.INT64), emit.iota(plane, 0, DataType.INT64))
     if ctx.has_input(1) and ctx.is_constant_input(1):
         k = emit.splat(ctx.constant_int(1, "k"), DataType.INT64, (rows, cols))
     elif ctx.has_input(1):
@@ -420,7 +420,7 @@ def lower_trilu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     keep = emit.compare(offset, k, "GE" if node.attr_int("upper") else "LE")
     keep = emit.broadcast_to(keep, shape, dims=[len(shape) - 2, len(shape) - 1])
     zeros = emit.splat(0, emit.dtype_of(data), shape)
-    return [stablehlo.SelectOp(keep, data, zeros).result]
+    return [stablehlo.select(keep, data, zeros)]
 
 
 @lowering("ReverseSequence", since=10)
@@ -448,12 +448,12 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     batch, time = emit.dims_of(x)[:2]
     times = emit.iota((batch, time), 1, DataType.INT64)
     lengths = emit.broadcast_to(emit.convert(ctx.input(1), DataType.INT64), (batch, time), dims=[0])
-    reversed_times = stablehlo.SubtractOp(
-        stablehlo.SubtractOp(lengths, emit.splat(1, DataType.INT64, (batch, time))).result, times
-    ).result
-    source = stablehlo.SelectOp(emit.compare(times, lengths, "LT"), reversed_times, times).result
+    reversed_times = stablehlo.subtract(
+        stablehlo.subtract(lengths, emit.splat(1, DataType.INT64, (batch, time))), times
+    )
+    source = stablehlo.select(emit.compare(times, lengths, "LT"), reversed_times, times)
     batches = emit.iota((batch, time, 1), 0, DataType.INT64)
-    points = stablehlo.ConcatenateOp([batches, emit.reshape(source, (batch, time, 1))], 2).result
+    points = stablehlo.concatenate([batches, emit.reshape(source, (batch, time, 1))], 2)
     points = emit.record(points, (batch, time, 2))
     rest = list(emit.dims_of(x)[2:])
     numbers = stablehlo.GatherDimensionNumbers.get(
@@ -466,10 +466,10 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     )
     result_type = emit.tensor_type([batch, time] + rest, emit.dtype_of(x))
     if is_static(rest):
-        result = stablehlo.GatherOp(x, points, numbers, [1, 1] + rest, results=[result_type]).result
+        result = stablehlo.gather(x, points, numbers, [1, 1] + rest, results=[result_type])
     else:
         sizes = emit.shape_tensor([1, 1] + rest)
-        result = stablehlo.DynamicGatherOp(x, points, sizes, numbers, results=[result_type]).result
+        result = stablehlo.dynamic_gather(x, points, sizes, numbers, results=[result_type])
     result = emit.record(result, [batch, time] + rest)
     if batch_axis == 1:
         result = emit.transpose(result, [1, 0] + list(range(2, rank)))
