@@ -30,8 +30,7 @@ from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.lowering.contrib_transformer import MS
-from onnx_stablehlo.frontend.lowering.conversion import dynamic_quantize_uint8
-from onnx_stablehlo.frontend.lowering.matmul import integer_matmul
+from onnx_stablehlo.frontend.builders import dynamic_quantize_uint8, integer_matmul
 from onnx_stablehlo.frontend.registry import lowering
 
 DEFAULTS: dict[tuple[str, str], object] = {

@@ -38,7 +38,7 @@ from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import while_loop
+from onnx_stablehlo.frontend.builders import while_loop
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static, simplify
 

@@ -40,7 +40,7 @@ from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, Unsuppo
 from onnx_stablehlo.frontend import dtypes, emit
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.matmul import _dot_general
+from onnx_stablehlo.frontend.builders import dot_general as _dot_general
 from onnx_stablehlo.frontend.registry import lowering
 
 _ML = "ai.onnx.ml"
@@ -1230,7 +1230,7 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
     every ``|(Qp)_t - p'Qp| < 0.005 / k``: each row runs its own iterations (a row that has
     converged keeps its value while others go on), as onnxruntime computes row by row.
     """
-    from onnx_stablehlo.frontend.lowering.control_flow import while_loop
+    from onnx_stablehlo.frontend.builders import while_loop
 
     k = n_classes
     dtype = emit.dtype_of(scores)

@@ -285,7 +285,7 @@ def lower_qgemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         C [N] or [M, N] int32.
     Dtypes: A, B int8/uint8; Y int8/uint8 or float32.
     """
-    from onnx_stablehlo.frontend.lowering.matmul import integer_matmul
+    from onnx_stablehlo.frontend.builders import integer_matmul
 
     a, b = _quantized_input(ctx, 0), _quantized_input(ctx, 3)
     if node.attr_int("transA", 0):
