@@ -13,7 +13,8 @@ Modules, by what they build:
 - :mod:`.activations`: scalar activations (one formula each: softplus, elu, ...) and the
   accurate float32 :func:`erf`.
 - :mod:`.gather`: :func:`take` (``numpy.take`` along one axis).
-- :mod:`.reduce`: :func:`reduce` with a binary body.
+- :mod:`.reduce`: ops with a region that give back values: :func:`reduce` (binary body),
+  :func:`reduce_many`, :func:`reduce_window`, :func:`sort`.
 - :mod:`.loops`: :func:`while_loop`, :func:`counted_loop` and the row read/write of a loop body.
 - :mod:`.linalg`: :func:`dot_general` (the precision policy), :func:`matmul`,
   :func:`integer_matmul`.
@@ -104,7 +105,14 @@ from onnx_stablehlo.frontend.builders.quantize import (
     dynamic_quantize_uint8,
     quantize,
 )
-from onnx_stablehlo.frontend.builders.reduce import block_values, reduce, reduce_many
+from onnx_stablehlo.frontend.builders.reduce import (
+    block_values,
+    padding_attr,
+    reduce,
+    reduce_many,
+    reduce_window,
+    sort,
+)
 
 __all__ = [
     "Arith",
@@ -149,12 +157,14 @@ __all__ = [
     "logical_or",
     "matmul",
     "normalize_axis",
+    "padding_attr",
     "quantize",
     "rank_of",
     "record",
     "record_carried",
     "reduce",
     "reduce_many",
+    "reduce_window",
     "relu",
     "reshape",
     "rounded_product",
@@ -166,6 +176,7 @@ __all__ = [
     "slice_axis",
     "softplus",
     "softsign",
+    "sort",
     "splat",
     "static_shape_of",
     "take",

@@ -95,7 +95,7 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
         return splat(value, u32, shape)
 
     x = convert(x, DataType.FLOAT)
-    bits = stablehlo.bitcastconvert(tensor_type(shape, u32), x)
+    bits = stablehlo.bitcast_convert(tensor_type(shape, u32), x)
     exponent = stablehlo.and_(stablehlo.shift_right_logical(bits, const(23)), const(0xFF))
     special = compare(exponent, const(0xFF), "EQ")
     if round_mode == "up":
@@ -114,7 +114,7 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
     exponent = stablehlo.select(special, const(0xFF), exponent)
     # An exponent rounded up past 0xFE lands on 0xFF (NaN), as the reference's uint8 wrap does.
     byte = convert(stablehlo.and_(exponent, const(0xFF)), DataType.UINT8)
-    return stablehlo.bitcastconvert(tensor_type(shape, DataType.FLOAT8E8M0), byte)
+    return stablehlo.bitcast_convert(tensor_type(shape, DataType.FLOAT8E8M0), byte)
 
 
 

@@ -432,10 +432,7 @@ def _uniform(shape: Sequence[Dim], seed: int) -> ir.Value:
     if is_static(shape):
         state = builders.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
         bits_type = builders.tensor_type(shape, DataType.UINT32)
-        generator = stablehlo.RngBitGeneratorOp(
-            state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state
-        )
-        bits = generator.output
+        _, bits = stablehlo.rng_bit_generator(state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state)
     else:
         bits = _hashed_bits(shape, seed)
     # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).

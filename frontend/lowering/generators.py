@@ -245,14 +245,9 @@ class _Bits:
         self.state = builders.constant(np.array([seed, 0], np.uint64), DataType.UINT64)
 
     def draw(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
-        op = stablehlo.RngBitGeneratorOp(
-            self.state.type,
-            builders.tensor_type(shape, dtype),
-            stablehlo.RngAlgorithmAttr.get("THREE_FRY"),
-            self.state,
-        )
-        self.state = op.results[0]
-        return op.results[1]
+        algorithm = stablehlo.RngAlgorithmAttr.get("THREE_FRY")
+        self.state, bits = stablehlo.rng_bit_generator(self.state.type, builders.tensor_type(shape, dtype), algorithm, self.state)
+        return bits
 
     def uniform(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
         """Floats uniform in [0, 1): random mantissa bits under the exponent of 1.0, minus 1."""
@@ -261,15 +256,10 @@ class _Bits:
         else:
             bits_type, float_type, shift, one = DataType.UINT32, DataType.FLOAT, 9, 0x3F800000
         bits = self.draw(shape, bits_type)
-        mantissa = stablehlo.shift_right_logical(bits, _full(shift, bits_type, shape))
-        in_one_two = stablehlo.or_(mantissa, _full(one, bits_type, shape))
+        mantissa = stablehlo.shift_right_logical(bits, builders.splat(shift, bits_type, shape))
+        in_one_two = stablehlo.or_(mantissa, builders.splat(one, bits_type, shape))
         floats = stablehlo.bitcast_convert(builders.tensor_type(shape, float_type), in_one_two)
-        return builders.convert(stablehlo.subtract(floats, _full(1.0, float_type, shape)), dtype)
-
-
-def _full(value: float | int, dtype: DataType, shape: tuple[int, ...]) -> ir.Value:
-    """A splat constant of ``shape`` (0-d kept 0-d)."""
-    return builders.reshape(builders.splat(value, dtype, shape), shape)
+        return builders.convert(stablehlo.subtract(floats, builders.splat(1.0, float_type, shape)), dtype)
 
 
 def _random_dtype(ctx: LoweringContext, node: OnnxNode, default: DataType) -> DataType:
@@ -288,7 +278,7 @@ def _uniform(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Valu
     u = _Bits(_seed(node)).uniform(shape, compute)
     low, high = node.attr_float("low"), node.attr_float("high")
     value = stablehlo.add(
-        stablehlo.multiply(u, _full(high - low, compute, shape)), _full(low, compute, shape)
+        stablehlo.multiply(u, builders.splat(high - low, compute, shape)), builders.splat(low, compute, shape)
     )
     return builders.convert(value, dtype)
 
@@ -300,15 +290,15 @@ def _normal(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Value
     u1, u2 = bits.uniform(shape, compute), bits.uniform(shape, compute)
     radius = stablehlo.sqrt(
         stablehlo.multiply(
-            _full(-2.0, compute, shape),
-            stablehlo.log(stablehlo.subtract(_full(1.0, compute, shape), u1)),
+            builders.splat(-2.0, compute, shape),
+            stablehlo.log(stablehlo.subtract(builders.splat(1.0, compute, shape), u1)),
         )
     )
-    angle = stablehlo.multiply(_full(2 * np.pi, compute, shape), u2)
+    angle = stablehlo.multiply(builders.splat(2 * np.pi, compute, shape), u2)
     z = stablehlo.multiply(radius, stablehlo.cosine(angle))
     value = stablehlo.add(
-        stablehlo.multiply(z, _full(node.attr_float("scale"), compute, shape)),
-        _full(node.attr_float("mean"), compute, shape),
+        stablehlo.multiply(z, builders.splat(node.attr_float("scale"), compute, shape)),
+        builders.splat(node.attr_float("mean"), compute, shape),
     )
     return builders.convert(value, dtype)
 
@@ -433,7 +423,7 @@ def lower_multinomial(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         builders.broadcast_to(cumulative, grid, dims=[0, 2]), builders.broadcast_to(threshold, grid, dims=[0, 1]), "LE"
     )
     index = builders.reduce(builders.convert(below, out_dtype), [2], stablehlo.add, 0)
-    last = _full(classes - 1, out_dtype, (batch, samples))
+    last = builders.splat(classes - 1, out_dtype, (batch, samples))
     return [stablehlo.minimum(index, last)]
 
 
@@ -442,16 +432,7 @@ def _cumulative_sum(value: ir.Value) -> ir.Value:
     shape = builders.static_shape_of(value)
     dtype = builders.dtype_of(value)
     n = shape[-1]
-    scalar = builders.tensor_type((), dtype)
-    padding = ir.DenseIntElementsAttr.get(np.array([[0, 0], [n - 1, 0]], np.int64))
-    op = stablehlo.ReduceWindowOp(
-        [builders.tensor_type(shape, dtype)],
-        [value],
-        [_full(0, dtype, ())],
-        builders.i64_array([1, n]),
-        padding=padding,
+    (total,) = builders.reduce_window(
+        [value], [builders.splat(0, dtype, ())], [1, n], lambda acc, x: [stablehlo.add(acc[0], x[0])], padding=[(0, 0), (n - 1, 0)]
     )
-    block = op.body.blocks.append(scalar, scalar)
-    with ir.InsertionPoint(block):
-        stablehlo.return_([stablehlo.add(block.arguments[0], block.arguments[1])])
-    return op.results[0]
+    return total

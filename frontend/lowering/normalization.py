@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ResourceLimitError, ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import builders, limits
+from onnx_stablehlo.frontend import builders, dtypes, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -88,15 +88,6 @@ def _stash_dtypes(ctx: LoweringContext, node: OnnxNode, dtype: DataType) -> tupl
     return compute, stash
 
 
-def _output_wanted(node: OnnxNode, index: int) -> bool:
-    return index < len(node.output_names) and bool(node.output_names[index])
-
-
-def _wide_dtype(dtype: DataType) -> DataType:
-    """The dtype statistics over ``dtype`` are computed in (f32 for f16 and bf16)."""
-    return DataType.FLOAT if dtype in (DataType.FLOAT16, DataType.BFLOAT16) else dtype
-
-
 def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.Value:
     """A [C] vector converted to ``dtype`` and broadcast along dim 1 of ``shape``."""
     return builders.broadcast_to(builders.convert(value, dtype), shape, dims=[1])
@@ -157,9 +148,9 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     if bias is not None:
         y = stablehlo.add(y, builders.broadcast_to(bias, shape))
     outputs: list[ir.Value | None] = [y, None, None]
-    if _output_wanted(node, 1):
+    if node.has_output(1):
         outputs[1] = builders.convert(mean, stash)
-    if _output_wanted(node, 2):
+    if node.has_output(2):
         outputs[2] = builders.convert(inv_std_dev, stash)
     return outputs
 
@@ -195,12 +186,12 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     channels = shape[1]
     scale, bias, mean, var = (_channel_vector(ctx, i, channels) for i in range(1, 5))
     stats_dtype = builders.dtype_of(mean)
-    wide = _wide_dtype(dtype)
+    wide = dtypes.wide_dtype(dtype)
     epsilon = node.attr_float("epsilon")
     if node.since_version >= 14:
         training = node.attr_int("training_mode") != 0
     else:
-        training = any(_output_wanted(node, i) for i in range(1, 5))
+        training = any(node.has_output(i) for i in range(1, 5))
         if training:
             raise ctx.error(
                 "training outputs (mean, var, saved_mean, saved_var) of BatchNormalization before "
@@ -218,7 +209,7 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         batch_var = builders.reshape(batch_var, (channels,))
         momentum = node.attr_float("momentum")
         for position, (running, batch) in enumerate([(mean, batch_mean), (var, batch_var)], start=1):
-            if _output_wanted(node, position):
+            if node.has_output(position):
                 old = stablehlo.multiply(builders.convert(running, wide), builders.full_like(batch, momentum))
                 new = stablehlo.multiply(batch, builders.full_like(batch, 1.0 - momentum))
                 outputs[position] = builders.convert(stablehlo.add(old, new), stats_dtype)
@@ -256,7 +247,7 @@ def lower_instance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[i
     if len(shape) < 3:
         raise ctx.error(f"input must have rank >= 3 (N, C, D1, ...), got shape {list(shape)}", ShapeError)
     scale, bias = _channel_vector(ctx, 1, shape[1]), _channel_vector(ctx, 2, shape[1])
-    wide = _wide_dtype(dtype)
+    wide = dtypes.wide_dtype(dtype)
     normalized, _, _ = _standardize(builders.convert(x, wide), range(2, len(shape)), node.attr_float("epsilon"))
     y = stablehlo.add(
         stablehlo.multiply(normalized, _per_channel(scale, shape, wide)), _per_channel(bias, shape, wide)
@@ -297,7 +288,7 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     if per_channel:
         compute, _ = _stash_dtypes(ctx, node, dtype)
     else:
-        compute = _wide_dtype(dtype)
+        compute = dtypes.wide_dtype(dtype)
     group_size = product(shape[1:])
     if isinstance(group_size, int):
         group_size //= groups
@@ -366,7 +357,7 @@ def lower_lp_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     if p not in (1, 2):
         raise ctx.unsupported_attribute("p", p, "1, 2")
     axis = ctx.axis(node.attr_int("axis"), builders.rank_of(x))
-    xw = builders.convert(x, _wide_dtype(dtype))
+    xw = builders.convert(x, dtypes.wide_dtype(dtype))
     if p == 1:
         norm = builders.reduce(stablehlo.abs(xw), [axis], stablehlo.add, 0, keepdims=True)
     else:
@@ -406,7 +397,7 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     size = node.attr_int("size")
     if size < 1:
         raise ctx.unsupported_attribute("size", size, "an integer >= 1")
-    wide = _wide_dtype(dtype)
+    wide = dtypes.wide_dtype(dtype)
     xw = builders.convert(x, wide)
     squares = stablehlo.multiply(xw, xw)
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
@@ -417,21 +408,11 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"size={size} over a symbolic channel count exceeds the window limit", ResourceLimitError)
     window = [1] * len(shape)
     window[1] = before + after + 1
-    padding = np.zeros((len(shape), 2), dtype=np.int64)
-    padding[1] = [before, after]
-    padding_type = ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))
-    op = stablehlo.ReduceWindowOp(
-        [builders.tensor_type(shape, wide)],
-        [squares],
-        [builders.splat(0, wide)],
-        builders.i64_array(window),
-        padding=ir.DenseIntElementsAttr.get(padding, type=padding_type),
+    padding = [(0, 0)] * len(shape)
+    padding[1] = (before, after)
+    (square_sum,) = builders.reduce_window(
+        [squares], [builders.splat(0, wide)], window, lambda acc, x: [stablehlo.add(acc[0], x[0])], padding=padding
     )
-    scalar_type = builders.tensor_type((), wide)
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.return_([stablehlo.add(block.arguments[0], block.arguments[1])])
-    square_sum = op.results[0]
     alpha, beta, bias = node.attr_float("alpha"), node.attr_float("beta"), node.attr_float("bias")
     weighted = stablehlo.multiply(square_sum, builders.full_like(square_sum, alpha / size))
     base = stablehlo.add(weighted, builders.full_like(square_sum, bias))
@@ -460,7 +441,7 @@ def lower_mean_variance_normalization(ctx: LoweringContext, node: OnnxNode) -> l
     dtype = builders.dtype_of(x)
     rank = builders.rank_of(x)
     axes = sorted({ctx.axis(a, rank) for a in node.attr_ints("axes")})
-    xw = builders.convert(x, _wide_dtype(dtype))
+    xw = builders.convert(x, dtypes.wide_dtype(dtype))
     mean = _broadcast_like(_mean_keep(xw, axes), xw)
     centered = stablehlo.subtract(xw, mean)
     std = stablehlo.sqrt(_mean_keep(stablehlo.multiply(centered, centered), axes))

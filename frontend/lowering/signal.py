@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import builders
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -37,16 +37,9 @@ stablehlo.fft, whose cost grows as n log n rather than n**2."""
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 _SIGNAL_FLOATS = (DataType.FLOAT, DataType.DOUBLE, *_NARROW_FLOATS)
-
-
-def _compute_dtype(dtype: DataType) -> DataType:
-    """Transforms of float16/bfloat16 signals run in float32 (as JAX's FFTs do), float32 and
-    float64 in their own precision (dot_general at HIGHEST precision, so no TF32 passes)."""
-    return DataType.FLOAT if dtype in _NARROW_FLOATS else dtype
-
+# Transforms of float16/bfloat16 signals run in float32 (dtypes.wide_dtype, as JAX's FFTs do),
+# float32 and float64 in their own precision (dot_general at HIGHEST precision: no TF32 passes).
 _SIGNAL_DTYPES = "float16, bfloat16, float32, float64"
-
-
 
 
 def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
@@ -141,21 +134,12 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
     if n_in * c_in * out_bins * c_out > _MATRIX_MAX_ELEMENTS:
         return _dft_by_fft(x, axis, length, inverse, onesided)
     dtype = builders.dtype_of(x)
-    compute = _compute_dtype(dtype)
+    compute = dtypes.wide_dtype(dtype)
     x = builders.convert(_slice_axis(x, axis, n_in), compute)
     matrix = builders.constant(_dft_matrix(n_in, c_in, length, inverse, onesided), compute)
     rank = len(shape)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[],
-        rhs_batching_dimensions=[],
-        lhs_contracting_dimensions=[axis, rank - 1],
-        rhs_contracting_dimensions=[0, 1],
-    )
-    others = [d for i, d in enumerate(shape[:-1]) if i != axis]
-    result_type = builders.tensor_type([*others, out_bins, c_out], compute)
-    highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    product = stablehlo.dot_general(
-        result_type, x, matrix, numbers, precision_config=ir.ArrayAttr.get([highest, highest])
+    product = builders.dot_general(
+        x, matrix, lhs_contracting=[axis, rank - 1], rhs_contracting=[0, 1], result_dtype=compute, precision="HIGHEST"
     )
     # dot_general puts the free dims of x first: move the bins back to `axis`.
     permutation = list(range(axis)) + [rank - 2] + list(range(axis, rank - 2)) + [rank - 1]
@@ -170,7 +154,7 @@ def _complex_type(shape: tuple[int, ...], dtype: DataType) -> ir.RankedTensorTyp
 def _dft_by_fft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
     """:func:`_dft` with stablehlo.fft: the axis moves last, ``[re, im]`` become complex values."""
     dtype = builders.dtype_of(x)
-    compute = _compute_dtype(dtype)
+    compute = dtypes.wide_dtype(dtype)
     shape = builders.static_shape_of(x)
     rank = len(shape)
     to_last = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]

@@ -44,11 +44,9 @@ def _sort_with_indices(x: ir.Value, axis: int, descending: bool) -> tuple[ir.Val
     shape = builders.dims_of(x)
     dtype = builders.dtype_of(x)
     index = builders.iota(shape, axis, DataType.INT64)
-    op = stablehlo.SortOp([x.type, index.type], [x, index], dimension=axis, is_stable=False)
-    value_type, index_type = builders.tensor_type((), dtype), builders.tensor_type((), DataType.INT64)
-    block = op.comparator.blocks.append(value_type, value_type, index_type, index_type)
-    with ir.InsertionPoint(block):
-        a, b, index_a, index_b = block.arguments
+
+    def comparator(lhs: list[ir.Value], rhs: list[ir.Value]) -> ir.Value:
+        (a, index_a), (b, index_b) = lhs, rhs
         before = builders.compare(a, b, "GT" if descending else "LT")
         equal = builders.compare(a, b, "EQ")
         if dtypes.is_float(dtype):
@@ -57,8 +55,10 @@ def _sort_with_indices(x: ir.Value, axis: int, descending: bool) -> tuple[ir.Val
             before = stablehlo.or_(before, stablehlo.and_(first, stablehlo.not_(second)))
             equal = stablehlo.or_(equal, stablehlo.and_(a_nan, b_nan))
         tie_break = stablehlo.and_(equal, builders.compare(index_a, index_b, "LT"))
-        stablehlo.return_([stablehlo.or_(before, tie_break)])
-    return builders.record(op.results[0], shape), builders.record(op.results[1], shape)
+        return stablehlo.or_(before, tie_break)
+
+    values, indices = builders.sort([x, index], axis, comparator)
+    return values, indices
 
 
 def _slice_front(value: ir.Value, axis: int, count: int) -> ir.Value:
@@ -126,7 +126,7 @@ def _top_k_selection(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.V
     zero = builders.splat(0.0, DataType.FLOAT, shape)
     operand = stablehlo.select(builders.compare(operand, operand, "NE"), nan, operand)
     operand = stablehlo.select(builders.compare(operand, zero, "EQ"), zero, operand)
-    values, indices = chlo.TopKOp(operand, k).results
+    values, indices = chlo.top_k(operand, k)
     if not largest:
         values = stablehlo.negate(values)
     values, indices = builders.convert(values, dtype), builders.convert(indices, DataType.INT64)

@@ -35,11 +35,6 @@ from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, exact_div, floor_div, is_static, product
 
-def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
-    """A constant int input (axes, shape, split, repeats) as Python ints, flattened."""
-    return [int(v) for v in np.asarray(ctx.constant_input(index)).reshape(-1)]
-
-
 def _axes(ctx: LoweringContext, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
     """Normalizes axes for ``rank``; duplicates are an error.
 
@@ -55,7 +50,7 @@ def _axes(ctx: LoweringContext, axes: Sequence[int], rank: int, what: str = "axe
 def _axes_attr_or_input(ctx: LoweringContext, node: OnnxNode) -> list[int] | None:
     """``axes`` from the attribute (before revision 13) or the optional input 1 (from 13)."""
     if node.since_version >= 13:
-        return _constant_ints(ctx, 1) if ctx.has_input(1) else None
+        return ctx.constant_ints(1) if ctx.has_input(1) else None
     return node.attr_ints("axes")
 
 
@@ -165,7 +160,7 @@ def lower_reshape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     data = ctx.input(0)
     source = builders.dims_of(data)
     if ctx.is_constant_input(1):
-        requested = _constant_ints(ctx, 1)
+        requested = ctx.constant_ints(1)
     else:
         requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     allowzero = node.attr_int("allowzero", 0) if node.since_version >= 14 else 0
@@ -437,7 +432,7 @@ def lower_expand(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     data = ctx.input(0)
     source = builders.dims_of(data)
     if ctx.is_constant_input(1):
-        requested = _constant_ints(ctx, 1)
+        requested = ctx.constant_ints(1)
     else:
         requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     try:
@@ -460,7 +455,7 @@ def lower_tile(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    repeats = _constant_ints(ctx, 1)
+    repeats = ctx.constant_ints(1)
     if len(repeats) != len(shape) or any(r < 0 for r in repeats):
         raise ctx.error(f"repeats {repeats} must be {len(shape)} non-negative counts", ShapeError)
     if all(r == 1 for r in repeats):
@@ -539,7 +534,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def _split_sizes(ctx: LoweringContext) -> list[Dim]:
     """Split's ``split`` input as ints, or ints and symbolic dims of a shape computation."""
     if ctx.is_constant_input(1):
-        return _constant_ints(ctx, 1)
+        return ctx.constant_ints(1)
     return [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
 
 
