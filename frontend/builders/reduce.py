@@ -84,13 +84,18 @@ def reduce_many(
     out_shape = [d for i, d in enumerate(shape) if i not in axes]
     element_types = [dtype_of(v) for v in values]
     op = stablehlo.ReduceOp([tensor_type(out_shape, d) for d in element_types], list(values), list(inits), i64_array(axes))
+    _build_body(op.body, element_types, body)
+    return [record(result, out_shape) for result in op.results]
+
+
+def _build_body(region: ir.Region, element_types: Sequence, body: Callable) -> None:
+    """Fills a reduction region: 0-d accumulators then 0-d elements, one per operand each."""
     scalar_types = [tensor_type((), d) for d in element_types]
-    block = op.body.blocks.append(*scalar_types, *scalar_types)
-    count = len(values)
+    block = region.blocks.append(*scalar_types, *scalar_types)
+    count = len(element_types)
     with ir.InsertionPoint(block):
         arguments = list(block.arguments)
         stablehlo.return_(list(body(arguments[:count], arguments[count:])))
-    return [record(result, out_shape) for result in op.results]
 
 
 def padding_attr(pads: Sequence[tuple[int, int]]) -> ir.DenseIntElementsAttr:
@@ -136,12 +141,7 @@ def reduce_window(
         window_dilations=None if dilations is None else i64_array(dilations),
         padding=None if padding is None else padding_attr(padding),
     )
-    scalar_types = [tensor_type((), d) for d in element_types]
-    block = op.body.blocks.append(*scalar_types, *scalar_types)
-    count = len(values)
-    with ir.InsertionPoint(block):
-        arguments = list(block.arguments)
-        stablehlo.return_(list(body(arguments[:count], arguments[count:])))
+    _build_body(op.body, element_types, body)
     return [record(result, shape) for result in op.results]
 
 

@@ -54,6 +54,15 @@ def _shifted_exp(x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value, 
 # Softmax family ------------------------------------------------------------------------------
 
 
+def _softmax_family(ctx: LoweringContext, node: OnnxNode, finish) -> list[ir.Value]:
+    """``finish(x - max, exp(x - max), sum(exp(x - max)))`` over the op's axes, f16/bf16 in f32."""
+    x = ctx.input(0)
+    dtype = builders.dtype_of(x)
+    axes = _softmax_axes(ctx, node, builders.rank_of(x))
+    wide = builders.convert(x, dtypes.wide_dtype(dtype))
+    return [builders.convert(finish(*_shifted_exp(wide, axes)), dtype)]
+
+
 @lowering("Softmax", since=1)  # 1: coerced to 2-D at `axis` (default 1)
 @lowering("Softmax", since=11)  # 11: negative `axis` allowed; same coercion
 @lowering("Softmax", since=13)  # 13: one axis, default -1 (see _softmax_axes)
@@ -65,13 +74,7 @@ def lower_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
-    x = ctx.input(0)
-    dtype = builders.dtype_of(x)
-    axes = _softmax_axes(ctx, node, builders.rank_of(x))
-    wide = builders.convert(x, dtypes.wide_dtype(dtype))
-    _, exp, total = _shifted_exp(wide, axes)
-    result = stablehlo.divide(exp, total)
-    return [builders.convert(result, dtype)]
+    return _softmax_family(ctx, node, lambda shifted, exp, total: stablehlo.divide(exp, total))
 
 
 @lowering("LogSoftmax", since=1)  # 1: coerced to 2-D at `axis` (default 1)
@@ -85,13 +88,7 @@ def lower_log_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
-    x = ctx.input(0)
-    dtype = builders.dtype_of(x)
-    axes = _softmax_axes(ctx, node, builders.rank_of(x))
-    wide = builders.convert(x, dtypes.wide_dtype(dtype))
-    shifted, _, total = _shifted_exp(wide, axes)
-    result = stablehlo.subtract(shifted, stablehlo.log(total))
-    return [builders.convert(result, dtype)]
+    return _softmax_family(ctx, node, lambda shifted, exp, total: stablehlo.subtract(shifted, stablehlo.log(total)))
 
 
 def _hardmax_last_axis(x: ir.Value) -> ir.Value:
