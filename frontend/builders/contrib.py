@@ -13,7 +13,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim
@@ -61,21 +61,13 @@ def attr(node: OnnxNode, name: str):
 
 def wide(x: ir.Value) -> ir.Value:
     """``x`` in float32 when it is float16/bfloat16 (ORT's CPU kernels compute those in float)."""
-    return emit.convert(x, DataType.FLOAT) if emit.dtype_of(x) in HALF else x
-
-
-def scalar(value: float, like: ir.Value) -> ir.Value:
-    return emit.full_like(like, value)
-
-
-def output_wanted(node: OnnxNode, index: int) -> bool:
-    return index < len(node.output_names) and bool(node.output_names[index])
+    return builders.convert(x, dtypes.wide_dtype(builders.dtype_of(x)))
 
 
 def add_broadcast(x: ir.Value, other: ir.Value) -> ir.Value:
     """``x + other`` with ``other`` numpy-broadcast onto ``x``'s shape (and dtype)."""
-    other = emit.convert(other, emit.dtype_of(x))
-    return stablehlo.add(x, emit.broadcast_to(other, emit.dims_of(x)))
+    other = builders.convert(other, builders.dtype_of(x))
+    return stablehlo.add(x, builders.broadcast_to(other, builders.dims_of(x)))
 
 
 def product(dims: Sequence[Dim]) -> Dim:
@@ -87,15 +79,15 @@ def product(dims: Sequence[Dim]) -> Dim:
 
 def embed(table: ir.Value, ids: ir.Value) -> ir.Value:
     """``table[ids]`` (rows of a [V, H] table) for any-rank integer ids, clamped into range."""
-    ids_shape = emit.dims_of(ids)
-    vocab, hidden = emit.dims_of(table)
-    flat = emit.reshape(emit.convert(ids, DataType.INT64), [product(ids_shape)])
-    flat = stablehlo.clamp(emit.full_like(flat, 0), flat, dim_minus_one(vocab, flat))
-    rows = emit.take(table, flat, 0)
-    return emit.reshape(rows, (*ids_shape, hidden))
+    ids_shape = builders.dims_of(ids)
+    vocab, hidden = builders.dims_of(table)
+    flat = builders.reshape(builders.convert(ids, DataType.INT64), [product(ids_shape)])
+    flat = stablehlo.clamp(builders.full_like(flat, 0), flat, dim_minus_one(vocab, flat))
+    rows = builders.take(table, flat, 0)
+    return builders.reshape(rows, (*ids_shape, hidden))
 
 
 def dim_minus_one(dim: Dim, like: ir.Value) -> ir.Value:
-    value = emit.dim_value(dim)
-    value = stablehlo.subtract(value, emit.constant(np.array(1, np.int64)))
-    return emit.broadcast_to(value, emit.dims_of(like), dims=[])
+    value = builders.dim_value(dim)
+    value = stablehlo.subtract(value, builders.constant(np.array(1, np.int64)))
+    return builders.broadcast_to(value, builders.dims_of(like), dims=[])

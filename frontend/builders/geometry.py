@@ -1,21 +1,20 @@
 """Helpers shared by the spatial rules (sampling, detection, conv's DeformConv/Col2Im, pool's MaxUnpool, linalg's Det).
 
 Coordinates and weights are computed in float32 (float64 for float64 inputs): ``compute_dtype``.
-``Arith`` is a small arithmetic helper over values of one float type; ``gather_vectors`` takes
-rows of a table at run-time indices; ``while_loop`` is a counted stablehlo.while; the tap
-helpers combine the per-axis sample positions and weights of an interpolation.
+``gather_vectors`` takes rows of a table at run-time points; the tap helpers combine the per-axis
+sample positions and weights of an interpolation. Arithmetic goes through the floor's
+:class:`~onnx_stablehlo.frontend.builders.Arith` and loops through its ``while_loop``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 
@@ -41,80 +40,17 @@ def ints_attr(node: OnnxNode, name: str, default: Sequence[int]) -> list[int]:
     return list(value) if value else list(default)
 
 
-def constant_ints(ctx: LoweringContext, index: int) -> list[int]:
-    return [int(v) for v in np.asarray(ctx.constant_input(index)).reshape(-1)]
-
-
-class Arith:
-    """Elementwise ops on values of one static shape and dtype; Python numbers become splats."""
-
-    def __init__(self, shape: Sequence[int], dtype: DataType) -> None:
-        self.shape = tuple(int(d) for d in shape)
-        self.dtype = dtype
-
-    def const(self, value: float) -> ir.Value:
-        return emit.splat(value, self.dtype, self.shape)
-
-    def _v(self, value: ir.Value | float) -> ir.Value:
-        return value if isinstance(value, ir.Value) else self.const(value)
-
-    def add(self, a, b) -> ir.Value:
-        return stablehlo.add(self._v(a), self._v(b))
-
-    def sub(self, a, b) -> ir.Value:
-        return stablehlo.subtract(self._v(a), self._v(b))
-
-    def mul(self, a, b) -> ir.Value:
-        return stablehlo.multiply(self._v(a), self._v(b))
-
-    def exact_div(self, a, b) -> ir.Value:
-        """``a / b`` correctly rounded: the divisor passes through an optimization barrier, so
-        XLA cannot turn the division into a multiplication by a reciprocal (which moves
-        ``floor``/``ceil`` of exact quotients)."""
-        (opaque,) = stablehlo.OptimizationBarrierOp([self._v(b)]).results
-        return stablehlo.divide(self._v(a), opaque)
-
-    def floor(self, a: ir.Value) -> ir.Value:
-        return stablehlo.floor(a)
-
-    def ceil(self, a: ir.Value) -> ir.Value:
-        return stablehlo.ceil(a)
-
-    def max(self, a, b) -> ir.Value:
-        return stablehlo.maximum(self._v(a), self._v(b))
-
-    def clamp(self, a: ir.Value, lo: float, hi: float) -> ir.Value:
-        return stablehlo.clamp(self._v(lo), a, self._v(hi))
-
-    def cmp(self, a, b, direction: str) -> ir.Value:
-        return emit.compare(self._v(a), self._v(b), direction)
-
-    def select(self, cond: ir.Value, a, b) -> ir.Value:
-        return stablehlo.select(cond, self._v(a), self._v(b))
-
-    def iota(self, dim: int) -> ir.Value:
-        return stablehlo.iota(emit.tensor_type(self.shape, self.dtype), dim)
-
-
-def logical_and(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.and_(a, b)
-
-
-def logical_or(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.or_(a, b)
-
-
 def stack(values: Sequence[ir.Value]) -> ir.Value:
     """Stacks same-shape values along a new last axis."""
-    shape = list(emit.static_shape_of(values[0]))
-    parts = [emit.reshape(v, [*shape, 1]) for v in values]
+    shape = list(builders.static_shape_of(values[0]))
+    parts = [builders.reshape(v, [*shape, 1]) for v in values]
     return parts[0] if len(parts) == 1 else stablehlo.concatenate(parts, len(shape))
 
 
 def component(value: ir.Value, index: int) -> ir.Value:
     """``value[..., index]`` (the last axis dropped)."""
-    shape = emit.static_shape_of(value)
-    return emit.reshape(axis_slice(value, len(shape) - 1, index), shape[:-1])
+    shape = builders.static_shape_of(value)
+    return builders.reshape(axis_slice(value, len(shape) - 1, index), shape[:-1])
 
 
 def expect_rank(ctx: LoweringContext, index: int, rank: int) -> tuple[int, ...]:
@@ -128,7 +64,7 @@ def expect_rank(ctx: LoweringContext, index: int, rank: int) -> tuple[int, ...]:
 
 def axis_slice(value: ir.Value, axis: int, index: int) -> ir.Value:
     """``value`` sliced to ``index`` along ``axis`` (kept as size 1)."""
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     starts = [0] * len(shape)
     limits = list(shape)
     starts[axis], limits[axis] = index, index + 1
@@ -146,8 +82,8 @@ def gather_vectors(table: ir.Value, indices: ir.Value, batch: int) -> ir.Value:
     Returns:
         ``[b1..bk, s..., c]``.
     """
-    table_shape = emit.static_shape_of(table)
-    index_shape = emit.static_shape_of(indices)
+    table_shape = builders.static_shape_of(table)
+    index_shape = builders.static_shape_of(indices)
     point_rank = index_shape[-1]
     point_dims = list(range(batch, batch + point_rank))
     numbers = stablehlo.GatherDimensionNumbers.get(
@@ -159,35 +95,10 @@ def gather_vectors(table: ir.Value, indices: ir.Value, batch: int) -> ir.Value:
         index_vector_dim=len(index_shape) - 1,
     )
     slice_sizes = [1] * (batch + point_rank) + [table_shape[-1]]
-    result_type = emit.tensor_type([*index_shape[:-1], table_shape[-1]], emit.dtype_of(table))
+    result_type = builders.tensor_type([*index_shape[:-1], table_shape[-1]], builders.dtype_of(table))
     return stablehlo.gather(
-        table, indices, numbers, emit.i64_array(slice_sizes), indices_are_sorted=False, results=[result_type]
+        table, indices, numbers, builders.i64_array(slice_sizes), indices_are_sorted=False, results=[result_type]
     )
-
-
-def while_loop(
-    init: Sequence[ir.Value],
-    cond: Callable[[list[ir.Value]], ir.Value],
-    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``stablehlo.while`` carrying ``init``; ``cond``/``body`` build its regions from the carry."""
-    types = [v.type for v in init]
-    op = stablehlo.WhileOp(types, list(init))
-    cond_block = op.cond.blocks.append(*types)
-    with ir.InsertionPoint(cond_block):
-        stablehlo.ReturnOp([cond(list(cond_block.arguments))])
-    body_block = op.body.blocks.append(*types)
-    with ir.InsertionPoint(body_block):
-        stablehlo.ReturnOp(list(body(list(body_block.arguments))))
-    return list(op.results)
-
-
-def scalar(value: float | int, dtype: DataType) -> ir.Value:
-    return emit.splat(value, dtype)
-
-
-def increment(counter: ir.Value) -> ir.Value:
-    return stablehlo.add(counter, scalar(1, DataType.INT64))
 
 
 Tap = tuple[ir.Value, "ir.Value | None", "ir.Value | None"]
@@ -205,8 +116,8 @@ def combine_taps(per_axis: Sequence[Sequence[Tap]], lead: Sequence[int]):
 
     def spread(values: Sequence[ir.Value], axis: int) -> ir.Value:
         stacked = stack(values)
-        spread_out = emit.broadcast_to(stacked, grid, dims=[*lead_dims, len(lead) + axis])
-        return emit.reshape(spread_out, [*lead, combos])
+        spread_out = builders.broadcast_to(stacked, grid, dims=[*lead_dims, len(lead) + axis])
+        return builders.reshape(spread_out, [*lead, combos])
 
     indices = stack([spread([tap[0] for tap in taps], axis) for axis, taps in enumerate(per_axis)])
     weights = valid = None

@@ -18,7 +18,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim
 
@@ -193,15 +193,15 @@ class Vec:
     dtype = DataType.DOUBLE
 
     def const(self, value: float | np.ndarray, shape: Sequence[int]) -> ir.Value:
-        return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
+        return builders.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
 
     def scalar(self, value: float) -> ir.Value:
         """A rank-0 constant."""
-        return emit.splat(value, self.dtype)
+        return builders.splat(value, self.dtype)
 
     def scalar_to(self, scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
         """A rank-0 value broadcast to ``shape``."""
-        return emit.broadcast_to(scalar, shape, dims=[])
+        return builders.broadcast_to(scalar, shape, dims=[])
 
     def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
         return stablehlo.add(a, b)
@@ -213,8 +213,7 @@ class Vec:
         return stablehlo.multiply(a, b)
 
     def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.divide(a, opaque)
+        return builders.exact_divide(a, b)
 
     def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
         return stablehlo.select(cond, a, b)
@@ -222,8 +221,8 @@ class Vec:
 
 def element(vector: ir.Value, index: int, dtype: DataType) -> ir.Value:
     """``vector[index]`` as a rank-0 value of ``dtype``."""
-    one = stablehlo.slice(vector, emit.i64_array([index]), emit.i64_array([index + 1]), emit.i64_array([1]))
-    return emit.reshape(emit.convert(one, dtype), ())
+    one = stablehlo.slice(vector, builders.i64_array([index]), builders.i64_array([index + 1]), builders.i64_array([1]))
+    return builders.reshape(builders.convert(one, dtype), ())
 
 
 def runtime_coordinates(
@@ -251,11 +250,11 @@ def runtime_coordinates(
             source = vec.add(offset, source)
         x = vec.sub(source, c(0.5))
         if mode == "pytorch_half_pixel":
-            x = vec.select(emit.compare(width, c(1.0), "GT"), x, c(0.0))
+            x = vec.select(builders.compare(width, c(1.0), "GT"), x, c(0.0))
         return x, None
     if mode == "align_corners":
         x = vec.div(vec.mul(y, c(in_size - 1)), vec.sub(width, c(1.0)))
-        return vec.select(emit.compare(width, c(1.0), "EQ"), c(0.0), x), None
+        return vec.select(builders.compare(width, c(1.0), "EQ"), c(0.0), x), None
     if mode == "asymmetric":
         return vec.div(y, s), None
     if mode == "tf_half_pixel_for_nn":
@@ -265,18 +264,18 @@ def runtime_coordinates(
     last = c(in_size - 1)
     extent = vec.sub(end, start)
     x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, c(1.0)))
-    x = vec.select(emit.compare(width, c(1.0), "EQ"), vec.div(vec.mul(extent, last), c(2.0)), x)
+    x = vec.select(builders.compare(width, c(1.0), "EQ"), vec.div(vec.mul(extent, last), c(2.0)), x)
     x = vec.add(x, vec.mul(start, last))
-    outside = stablehlo.or_(emit.compare(x, c(0.0), "LT"), emit.compare(x, last, "GT"))
+    outside = stablehlo.or_(builders.compare(x, c(0.0), "LT"), builders.compare(x, last, "GT"))
     return x, outside
 
 
 def runtime_nearest(spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value, in_size: int) -> ir.Value:
-    shape = emit.static_shape_of(x)
+    shape = builders.static_shape_of(x)
     half = vec.const(0.5, shape)
     rounding = spec.nearest_mode
     if rounding == "simple":
-        down = emit.compare(vec.scalar_to(scale, shape), vec.const(1.0, shape), "LT")
+        down = builders.compare(vec.scalar_to(scale, shape), vec.const(1.0, shape), "LT")
         index = vec.select(down, stablehlo.ceil(x), stablehlo.floor(x))
     elif rounding == "round_prefer_floor":
         index = stablehlo.ceil(vec.sub(x, half))
@@ -287,12 +286,12 @@ def runtime_nearest(spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value,
     else:
         index = stablehlo.ceil(x)
     index = stablehlo.clamp(vec.const(0.0, shape), index, vec.const(in_size - 1, shape))
-    return emit.convert(index, DataType.INT64)
+    return builders.convert(index, DataType.INT64)
 
 
 def runtime_kernel(spec: Interpolation, vec: Vec, distance: ir.Value) -> ir.Value:
     """The in-graph twin of :func:`_kernel`."""
-    shape = emit.static_shape_of(distance)
+    shape = builders.static_shape_of(distance)
     d = stablehlo.abs(distance)
     one = vec.const(1.0, shape)
     zero = vec.const(0.0, shape)
@@ -305,8 +304,8 @@ def runtime_kernel(spec: Interpolation, vec: Vec, distance: ir.Value) -> ir.Valu
 
     near = vec.add(vec.mul(vec.mul(vec.sub(vec.mul(c(a + 2), d), c(a + 3)), d), d), one)
     far = vec.sub(vec.mul(vec.add(vec.mul(vec.sub(vec.mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
-    inner = emit.compare(d, one, "LE")
-    within = emit.compare(d, c(2.0), "LT")
+    inner = builders.compare(d, one, "LE")
+    within = builders.compare(d, c(2.0), "LT")
     return vec.select(inner, near, vec.select(within, far, zero))
 
 
@@ -314,104 +313,80 @@ def runtime_matrix(
     spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value, in_size: int, min_scale: float
 ) -> ir.Value:
     """The in-graph twin of :func:`_interpolation_matrix`; ``min_scale`` bounds the tap count."""
-    out_size = emit.static_shape_of(x)[0]
+    out_size = builders.static_shape_of(x)[0]
     kernel_scale_bound = min(min_scale, 1.0) if spec.antialias else 1.0
     radius = tap_radius(spec, kernel_scale_bound)
     taps_count = 2 * radius
     grid = [out_size, taps_count]
     base = stablehlo.floor(x)
     offsets = vec.const(np.arange(-radius + 1, radius + 1)[None, :], grid)
-    taps = vec.add(emit.broadcast_to(base, grid, dims=[0]), offsets)
-    distance = vec.sub(taps, emit.broadcast_to(x, grid, dims=[0]))
+    taps = vec.add(builders.broadcast_to(base, grid, dims=[0]), offsets)
+    distance = vec.sub(taps, builders.broadcast_to(x, grid, dims=[0]))
     if spec.antialias:
         kernel_scale = stablehlo.minimum(scale, vec.scalar(1.0))
         distance = vec.mul(distance, vec.scalar_to(kernel_scale, grid))
     weights = runtime_kernel(spec, vec, distance)
     low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
     if spec.exclude_outside:
-        outside = stablehlo.or_(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT"))
+        outside = stablehlo.or_(builders.compare(taps, low, "LT"), builders.compare(taps, high, "GT"))
         weights = vec.select(outside, vec.const(0.0, grid), weights)
     if spec.antialias or spec.exclude_outside:
-        total = emit.reduce(weights, [1], stablehlo.AddOp, 0)
-        total = vec.select(emit.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
-        weights = vec.div(weights, emit.broadcast_to(total, grid, dims=[0]))
+        total = builders.reduce(weights, [1], stablehlo.AddOp, 0)
+        total = vec.select(builders.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
+        weights = vec.div(weights, builders.broadcast_to(total, grid, dims=[0]))
     clamped = stablehlo.clamp(low, taps, high)
     # matrix[o, i] = sum_t weights[o, t] * (clamped[o, t] == i)
     cube = [out_size, taps_count, in_size]
     columns = vec.const(np.arange(in_size)[None, None, :], cube)
-    hit = emit.compare(emit.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
-    spread = vec.select(hit, emit.broadcast_to(weights, cube, dims=[0, 1]), vec.const(0.0, cube))
-    return emit.reduce(spread, [1], stablehlo.AddOp, 0)
-
-
-def compute_dtype(dtype: DataType) -> DataType:
-    """The float type linear/cubic interpolation of ``dtype`` is computed in."""
-    if dtype in (DataType.DOUBLE, DataType.INT64, DataType.UINT64):
-        return DataType.DOUBLE
-    return DataType.FLOAT
+    hit = builders.compare(builders.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
+    spread = vec.select(hit, builders.broadcast_to(weights, cube, dims=[0, 1]), vec.const(0.0, cube))
+    return builders.reduce(spread, [1], stablehlo.AddOp, 0)
 
 
 def contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
     """``x`` with ``axis`` replaced by ``matrix @ x`` along it (``matrix`` is ``[out, in]``)."""
-    shape = emit.static_shape_of(x)
-    out_size = emit.static_shape_of(matrix)[0]
-    rank = len(shape)
-    dtype = emit.dtype_of(x)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[],
-        rhs_batching_dimensions=[],
-        lhs_contracting_dimensions=[axis],
-        rhs_contracting_dimensions=[1],
-    )
-    rest = [size for d, size in enumerate(shape) if d != axis]
-    highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    product = stablehlo.dot_general(
-        emit.tensor_type([*rest, out_size], dtype),
-        x,
-        matrix,
-        numbers,
-        precision_config=ir.ArrayAttr.get([highest, highest]),
-    )
+    rank = len(builders.static_shape_of(x))
+    product = builders.dot_general(x, matrix, lhs_contracting=[axis], rhs_contracting=[1], precision="HIGHEST")
     # dot_general puts the new axis last; move it back.
     permutation = list(range(rank - 1))
     permutation.insert(axis, rank - 1)
-    return emit.transpose(product, permutation)
+    return builders.transpose(product, permutation)
 
 
 def apply_plans(x: ir.Value, plans: Sequence[AxisPlan], spec: Interpolation) -> ir.Value:
     """Resizes ``x`` axis by axis, then fills extrapolated positions."""
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     result = x
     compute = dtype
     if spec.mode != "nearest":
-        compute = compute_dtype(dtype)
-        result = emit.convert(result, compute)
+        compute = dtypes.float_compute_dtype(dtype)
+        result = builders.convert(result, compute)
     for plan in plans:
         if plan.indices is not None:
             indices = plan.indices
             if isinstance(indices, np.ndarray):
-                indices = emit.constant(indices.astype(np.int64), DataType.INT64)
-            result = emit.take(result, indices, plan.axis)
+                indices = builders.constant(indices.astype(np.int64), DataType.INT64)
+            result = builders.take(result, indices, plan.axis)
         else:
             weights = plan.weights
             if isinstance(weights, np.ndarray):
-                weights = emit.constant(weights, compute)
+                weights = builders.constant(weights, compute)
             else:
-                weights = emit.convert(weights, compute)
+                weights = builders.convert(weights, compute)
             result = contract_axis(result, weights, plan.axis)
     if compute != dtype:
         result = convert_back(result, dtype)
     masked = [p for p in plans if p.extrapolated is not None]
     if masked:
-        shape = emit.static_shape_of(result)
+        shape = builders.static_shape_of(result)
         mask = None
         for plan in masked:
             flags = plan.extrapolated
             if isinstance(flags, np.ndarray):
-                flags = emit.constant(flags.astype(np.bool_), DataType.BOOL)
-            flags = emit.broadcast_to(flags, shape, dims=[plan.axis])
+                flags = builders.constant(flags.astype(np.bool_), DataType.BOOL)
+            flags = builders.broadcast_to(flags, shape, dims=[plan.axis])
             mask = flags if mask is None else stablehlo.or_(mask, flags)
-        fill = emit.splat(spec.extrapolation_value, dtype, shape)
+        fill = builders.splat(spec.extrapolation_value, dtype, shape)
         result = stablehlo.select(mask, fill, result)
     return result
 
@@ -420,12 +395,12 @@ def convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
     """Float -> ``dtype``; integers saturate and truncate toward zero (as onnxruntime does)."""
     if dtypes.is_integer(dtype):
         info = np.iinfo(dtypes.numpy_dtype(dtype))
-        source = emit.dtype_of(value)
-        shape = emit.dims_of(value)
-        low = emit.splat(float(info.min), source, shape)
-        high = emit.splat(float(info.max), source, shape)
+        source = builders.dtype_of(value)
+        shape = builders.dims_of(value)
+        low = builders.splat(float(info.min), source, shape)
+        high = builders.splat(float(info.max), source, shape)
         value = stablehlo.clamp(low, value, high)
-    return emit.convert(value, dtype)
+    return builders.convert(value, dtype)
 
 
 def runtime_kernel_dims(spec: Interpolation, distance: ir.Value, shape: Sequence[Dim]) -> ir.Value:
@@ -433,16 +408,14 @@ def runtime_kernel_dims(spec: Interpolation, distance: ir.Value, shape: Sequence
     d = stablehlo.abs(distance)
 
     def c(value: float) -> ir.Value:
-        return emit.splat(value, DataType.DOUBLE, shape)
+        return builders.splat(value, DataType.DOUBLE, shape)
 
-    add = lambda a, b: stablehlo.add(a, b)  # noqa: E731
-    sub = lambda a, b: stablehlo.subtract(a, b)  # noqa: E731
-    mul = lambda a, b: stablehlo.multiply(a, b)  # noqa: E731
+    add, sub, mul = stablehlo.add, stablehlo.subtract, stablehlo.multiply
     if spec.mode == "linear":
         return stablehlo.clamp(c(0.0), sub(c(1.0), d), c(1.0))
     a = spec.cubic_a
     near = add(mul(mul(sub(mul(c(a + 2), d), c(a + 3)), d), d), c(1.0))
     far = sub(mul(add(mul(sub(mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
-    inner = emit.compare(d, c(1.0), "LE")
-    within = emit.compare(d, c(2.0), "LT")
+    inner = builders.compare(d, c(1.0), "LE")
+    within = builders.compare(d, c(2.0), "LT")
     return stablehlo.select(inner, near, stablehlo.select(within, far, c(0.0)))

@@ -12,7 +12,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 
@@ -25,19 +25,19 @@ NUMERIC_INPUTS = (DataType.FLOAT, DataType.DOUBLE, DataType.INT64, DataType.INT3
 def float_input(ctx: LoweringContext, index: int = 0, keep_double: bool = True) -> ir.Value:
     """Input ``index`` as float32 (float64 kept when ``keep_double``), as onnxruntime reads it."""
     x = ctx.input(index)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if dtype not in NUMERIC_INPUTS:
         raise ctx.unsupported_dtype(dtype, "float32, float64, int64, int32")
     if dtype == DataType.DOUBLE and keep_double:
         return x
-    return emit.convert(x, DataType.FLOAT)
+    return builders.convert(x, DataType.FLOAT)
 
 
 def as_matrix(ctx: LoweringContext, x: ir.Value) -> ir.Value:
     """``[N, F]`` from ``[F]`` (one row) or ``[N, F]``; onnxruntime reads rank 1 as one row."""
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     if len(shape) == 1:
-        return emit.reshape(x, (1, shape[0]))
+        return builders.reshape(x, (1, shape[0]))
     if len(shape) != 2:
         raise ctx.error(f"X must have rank 1 or 2, got shape {list(shape)}", ShapeError)
     return x
@@ -64,19 +64,19 @@ def rounded_once(function, x: ir.Value) -> ir.Value:
 
     XLA's float32 pow, exp and tanh are a few ulp off where onnxruntime's (the C library's)
     are within one; SVM probabilities amplify that. Without float64 on the device
-    (``emit.float64_allowed()``) it is computed in float32.
+    (``builders.float64_allowed()``) it is computed in float32.
     """
-    if emit.dtype_of(x) != DataType.FLOAT or not emit.float64_allowed():
+    if builders.dtype_of(x) != DataType.FLOAT or not builders.float64_allowed():
         return function(x)
-    return emit.convert(function(emit.convert(x, DataType.DOUBLE)), DataType.FLOAT)
+    return builders.convert(function(builders.convert(x, DataType.DOUBLE)), DataType.FLOAT)
 
 
 def logistic(x: ir.Value) -> ir.Value:
     """onnxruntime's ``ComputeLogistic``: ``v = 1 / (1 + exp(-|x|))``, ``1 - v`` for x < 0."""
-    dtype, shape = emit.dtype_of(x), emit.dims_of(x)
-    one = emit.splat(1.0, dtype, shape)
+    dtype, shape = builders.dtype_of(x), builders.dims_of(x)
+    one = builders.splat(1.0, dtype, shape)
     v = stablehlo.divide(one, stablehlo.add(one, stablehlo.exponential(stablehlo.negate(stablehlo.abs(x)))))
-    negative = emit.compare(x, emit.splat(0.0, dtype, shape), "LT")
+    negative = builders.compare(x, builders.splat(0.0, dtype, shape), "LT")
     return stablehlo.select(negative, stablehlo.subtract(one, v), v)
 
 
@@ -89,14 +89,14 @@ def probit(x: ir.Value) -> ir.Value:
     ``log`` or ``sqrt`` becomes up to about 1e-4 there (absolute; the approximation itself is
     only good to about 2e-3).
     """
-    dtype, shape = emit.dtype_of(x), emit.dims_of(x)
+    dtype, shape = builders.dtype_of(x), builders.dims_of(x)
     f32 = np.float32
 
     def c(value: float) -> ir.Value:
-        return emit.splat(float(value), dtype, shape)
+        return builders.splat(float(value), dtype, shape)
 
     y = stablehlo.subtract(stablehlo.multiply(x, c(2.0)), c(1.0))
-    sign = stablehlo.select(emit.compare(y, c(0.0), "LT"), c(-1.0), c(1.0))
+    sign = stablehlo.select(builders.compare(y, c(0.0), "LT"), c(-1.0), c(1.0))
     w = stablehlo.multiply(stablehlo.subtract(c(1.0), y), stablehlo.add(c(1.0), y))
     log = rounded_once(lambda v: stablehlo.log(v), w)
     v = stablehlo.add(c(f32(2) / (f32(3.14159) * f32(0.147))), stablehlo.multiply(c(0.5), log))
@@ -109,8 +109,8 @@ def probit(x: ir.Value) -> ir.Value:
 
 
 def row_max(x: ir.Value) -> ir.Value:
-    shape = emit.dims_of(x)
-    return emit.broadcast_to(emit.reduce(x, [1], stablehlo.MaxOp, -np.inf), shape, dims=[0])
+    shape = builders.dims_of(x)
+    return builders.broadcast_to(builders.reduce(x, [1], stablehlo.MaxOp, -np.inf), shape, dims=[0])
 
 
 def row_sum(x: ir.Value, in_order: bool = False) -> ir.Value:
@@ -119,22 +119,22 @@ def row_sum(x: ir.Value, in_order: bool = False) -> ir.Value:
     ``in_order`` adds the columns left to right (onnxruntime's loop order) for up to 256
     static columns; a ``stablehlo.reduce`` may add them in any order.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     columns = shape[1]
     if in_order and isinstance(columns, int) and columns <= 256:
-        total = emit.reshape(emit.slice_axis(x, 1, 0, 1), shape[:1])
+        total = builders.reshape(builders.slice_axis(x, 1, 0, 1), shape[:1])
         for column in range(1, columns):
-            total = stablehlo.add(total, emit.reshape(emit.slice_axis(x, 1, column, column + 1), shape[:1]))
-        return emit.broadcast_to(total, shape, dims=[0])
-    return emit.broadcast_to(emit.reduce(x, [1], stablehlo.AddOp, 0.0), shape, dims=[0])
+            total = stablehlo.add(total, builders.reshape(builders.slice_axis(x, 1, column, column + 1), shape[:1]))
+        return builders.broadcast_to(total, shape, dims=[0])
+    return builders.broadcast_to(builders.reduce(x, [1], stablehlo.AddOp, 0.0), shape, dims=[0])
 
 
 def softmax(x: ir.Value, zero: bool) -> ir.Value:
     """Row softmax; ``zero`` (SOFTMAX_ZERO) keeps scores within 1e-7 of 0 at 0, as onnxruntime."""
     e = stablehlo.exponential(stablehlo.subtract(x, row_max(x)))
     if zero:
-        near_zero = emit.compare(stablehlo.abs(x), emit.full_like(x, 1e-7), "LE")
-        e = stablehlo.select(near_zero, emit.full_like(x, 0.0), e)
+        near_zero = builders.compare(stablehlo.abs(x), builders.full_like(x, 1e-7), "LE")
+        e = stablehlo.select(near_zero, builders.full_like(x, 0.0), e)
     return stablehlo.divide(e, row_sum(e))
 
 
@@ -156,35 +156,35 @@ def post_transform(ctx: LoweringContext, name: str, scores: ir.Value) -> ir.Valu
 
 def argmax_rows(x: ir.Value) -> ir.Value:
     """The first index of each row's maximum as int64 ``[N]`` (NaN never wins)."""
-    shape = emit.dims_of(x)
-    dtype = emit.dtype_of(x)
-    index = emit.iota(shape, 1, DataType.INT64)
+    shape = builders.dims_of(x)
+    dtype = builders.dtype_of(x)
+    index = builders.iota(shape, 1, DataType.INT64)
     op = stablehlo.ReduceOp(
-        [emit.tensor_type(shape[:1], dtype), emit.tensor_type(shape[:1], DataType.INT64)],
+        [builders.tensor_type(shape[:1], dtype), builders.tensor_type(shape[:1], DataType.INT64)],
         [x, index],
-        [emit.splat(-np.inf, dtype), emit.splat(0, DataType.INT64)],
-        emit.i64_array([1]),
+        [builders.splat(-np.inf, dtype), builders.splat(0, DataType.INT64)],
+        builders.i64_array([1]),
     )
-    value_type, index_type = emit.tensor_type((), dtype), emit.tensor_type((), DataType.INT64)
+    value_type, index_type = builders.tensor_type((), dtype), builders.tensor_type((), DataType.INT64)
     block = op.body.blocks.append(value_type, index_type, value_type, index_type)
     with ir.InsertionPoint(block):
         acc_value, acc_index, value, idx = block.arguments
-        better = emit.compare(value, acc_value, "GT")
-        tie = stablehlo.and_(emit.compare(value, acc_value, "EQ"), emit.compare(idx, acc_index, "LT"))
+        better = builders.compare(value, acc_value, "GT")
+        tie = stablehlo.and_(builders.compare(value, acc_value, "EQ"), builders.compare(idx, acc_index, "LT"))
         take = stablehlo.or_(better, tie)
         stablehlo.ReturnOp(
             [stablehlo.select(better, value, acc_value), stablehlo.select(take, idx, acc_index)]
         )
-    return emit.record(op.results[1], shape[:1])
+    return builders.record(op.results[1], shape[:1])
 
 
 def take_labels(labels: np.ndarray, index: ir.Value) -> ir.Value:
     """``labels[index]`` for int64 indices ``[N]`` into a constant label table."""
-    return emit.take(emit.constant(labels.astype(np.int64)), index, 0)
+    return builders.take(builders.constant(labels.astype(np.int64)), index, 0)
 
 
 def add_row(x: ir.Value, row: np.ndarray) -> ir.Value:
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
-    value = emit.broadcast_to(emit.constant(row.astype(dtypes.numpy_dtype(dtype))), shape, dims=[1])
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
+    value = builders.broadcast_to(builders.constant(row.astype(dtypes.numpy_dtype(dtype))), shape, dims=[1])
     return stablehlo.add(x, value)

@@ -15,7 +15,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit, limits
+from onnx_stablehlo.frontend import builders, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, floor_div
 
@@ -217,7 +217,7 @@ def reduce_window(
         out_spatial: the output size per spatial axis.
         body: ``body(lhs_args, rhs_args) -> results``, the scalar reduction.
     """
-    shape = emit.dims_of(operands[0])
+    shape = builders.dims_of(operands[0])
     if not all(is_int(d) for d in (*shape, *out_spatial)):
         return reduce_window_symbolic(operands, inits, window, out_spatial, body)
     padding = [(0, 0), (0, 0)]
@@ -229,7 +229,7 @@ def reduce_window(
         padding.append((max(0, begin), max(0, extent - begin - size)))
     if start != [0] * len(shape) or limit != list(shape):
         operands = [
-            stablehlo.slice(v, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape)))
+            stablehlo.slice(v, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * len(shape)))
             for v in operands
         ]
     return emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
@@ -250,7 +250,7 @@ def reduce_window_symbolic(
     Raises:
         ShapeError: the padding would need a slice or a size-dependent tail.
     """
-    shape = emit.dims_of(operands[0])
+    shape = builders.dims_of(operands[0])
     padding = [(0, 0), (0, 0)]
     for size, (begin, end), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
         if is_int(size) and is_int(o) and is_int(begin) and is_int(end):
@@ -295,17 +295,17 @@ def pad_symbolic(
     dynamic = [not (is_int(lo) and is_int(hi)) for lo, hi in padding]
     low = [lo if d else 0 for d, (lo, _) in zip(dynamic, padding)]
     high = [hi if d else 0 for d, (_, hi) in zip(dynamic, padding)]
-    shape = emit.dims_of(operands[0])
+    shape = builders.dims_of(operands[0])
     padded_dims = [size + lo + hi for size, lo, hi in zip(shape, low, high)]
-    low_t, high_t = emit.shape_tensor(low), emit.shape_tensor(high)
-    interior = emit.constant(np.zeros(len(shape), np.int64))
+    low_t, high_t = builders.shape_tensor(low), builders.shape_tensor(high)
+    interior = builders.constant(np.zeros(len(shape), np.int64))
     padded = []
     for value, fill in zip(operands, values):
-        dtype = emit.dtype_of(value)
+        dtype = builders.dtype_of(value)
         result = stablehlo.dynamic_pad(
-            emit.tensor_type(padded_dims, dtype), value, emit.splat(fill, dtype), low_t, high_t, interior
+            builders.tensor_type(padded_dims, dtype), value, builders.splat(fill, dtype), low_t, high_t, interior
         )
-        padded.append(emit.record(result, padded_dims))
+        padded.append(builders.record(result, padded_dims))
     rest = [(0, 0) if d else (int(lo), int(hi)) for d, (lo, hi) in zip(dynamic, padding)]
     return padded, rest
 
@@ -319,23 +319,23 @@ def emit_reduce_window(
     body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
 ) -> list[ir.Value]:
     """One ``stablehlo.reduce_window`` over N x C x spatial operands with a variadic ``body``."""
-    element_dtypes = [emit.dtype_of(v) for v in operands]
+    element_dtypes = [builders.dtype_of(v) for v in operands]
     op = stablehlo.ReduceWindowOp(
-        [emit.tensor_type(out_shape, d) for d in element_dtypes],
+        [builders.tensor_type(out_shape, d) for d in element_dtypes],
         list(operands),
-        [emit.splat(init, d) for init, d in zip(inits, element_dtypes)],
-        emit.i64_array([1, 1, *window.kernel]),
-        window_strides=emit.i64_array([1, 1, *window.strides]),
-        window_dilations=emit.i64_array([1, 1, *window.dilations]),
+        [builders.splat(init, d) for init, d in zip(inits, element_dtypes)],
+        builders.i64_array([1, 1, *window.kernel]),
+        window_strides=builders.i64_array([1, 1, *window.strides]),
+        window_dilations=builders.i64_array([1, 1, *window.dilations]),
         padding=padding_attr(padding),
     )
-    scalar_types = [emit.tensor_type((), d) for d in element_dtypes]
+    scalar_types = [builders.tensor_type((), d) for d in element_dtypes]
     block = op.body.blocks.append(*scalar_types, *scalar_types)
     with ir.InsertionPoint(block):
         count = len(operands)
         args = list(block.arguments)
         stablehlo.ReturnOp(body(args[:count], args[count:]))
-    return [emit.record(r, out_shape) for r in op.results]
+    return [builders.record(r, out_shape) for r in op.results]
 
 
 def window_counts(

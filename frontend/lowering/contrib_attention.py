@@ -25,42 +25,42 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import contrib
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.matmul import matmul
+from onnx_stablehlo.frontend.builders import matmul
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
 
 def _concat(values: Sequence[ir.Value], axis: int) -> ir.Value:
     """``stablehlo.concatenate`` along ``axis`` (symbolic dims recorded)."""
-    shapes = [emit.dims_of(v) for v in values]
+    shapes = [builders.dims_of(v) for v in values]
     out = list(shapes[0])
     total: Dim = 0
     for shape in shapes:
         total = total + shape[axis]
     out[axis] = total
     joined = stablehlo.concatenate(list(values), ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))
-    return emit.record(joined, out)
+    return builders.record(joined, out)
 
 
 def _heads(x: ir.Value, num_heads: int, head_size: int) -> ir.Value:
     """[B, S, N*h] -> [B, N, S, h]."""
-    batch, seq, _ = emit.dims_of(x)
-    return emit.transpose(emit.reshape(x, (batch, seq, num_heads, head_size)), [0, 2, 1, 3])
+    batch, seq, _ = builders.dims_of(x)
+    return builders.transpose(builders.reshape(x, (batch, seq, num_heads, head_size)), [0, 2, 1, 3])
 
 
 def _merge_heads(x: ir.Value) -> ir.Value:
     """[B, N, S, h] -> [B, S, N*h]."""
-    batch, heads, seq, size = emit.dims_of(x)
-    return emit.reshape(emit.transpose(x, [0, 2, 1, 3]), (batch, seq, heads * size))
+    batch, heads, seq, size = builders.dims_of(x)
+    return builders.reshape(builders.transpose(x, [0, 2, 1, 3]), (batch, seq, heads * size))
 
 
 def _batched_dot(lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: int) -> ir.Value:
     """dot_general batched over the first two dims of rank-4 operands."""
-    lhs_shape, rhs_shape = emit.dims_of(lhs), emit.dims_of(rhs)
+    lhs_shape, rhs_shape = builders.dims_of(lhs), builders.dims_of(rhs)
     shape = [lhs_shape[0], lhs_shape[1]]
     shape += [d for i, d in enumerate(lhs_shape) if i >= 2 and i != lhs_contract]
     shape += [d for i, d in enumerate(rhs_shape) if i >= 2 and i != rhs_contract]
@@ -70,17 +70,17 @@ def _batched_dot(lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: 
         lhs_contracting_dimensions=[lhs_contract],
         rhs_contracting_dimensions=[rhs_contract],
     )
-    result = stablehlo.dot_general(emit.tensor_type(shape, emit.dtype_of(lhs)), lhs, rhs, numbers)
-    return emit.record(result, shape)
+    result = stablehlo.dot_general(builders.tensor_type(shape, builders.dtype_of(lhs)), lhs, rhs, numbers)
+    return builders.record(result, shape)
 
 
 def _repeat_kv(x: ir.Value, groups: int) -> ir.Value:
     """[B, KV, T, h] -> [B, KV*groups, T, h], each kv head repeated for its group of q heads."""
     if groups == 1:
         return x
-    batch, kv, total, size = emit.dims_of(x)
-    wide = emit.broadcast_to(x, (batch, kv, groups, total, size), dims=[0, 1, 3, 4])
-    return emit.reshape(wide, (batch, kv * groups, total, size))
+    batch, kv, total, size = builders.dims_of(x)
+    wide = builders.broadcast_to(x, (batch, kv, groups, total, size), dims=[0, 1, 3, 4])
+    return builders.reshape(wide, (batch, kv * groups, total, size))
 
 
 def scaled_dot_product_attention(
@@ -101,29 +101,29 @@ def scaled_dot_product_attention(
     (callers widen f16 first); softmax is max-shifted.
     """
     scores = _batched_dot(q, k, 3, 3)
-    shape = emit.dims_of(scores)
-    scores = stablehlo.multiply(scores, contrib.scalar(scale, scores))
+    shape = builders.dims_of(scores)
+    scores = stablehlo.multiply(scores, builders.full_like(scores, scale))
     if softcap > 0:
-        capped = stablehlo.tanh(stablehlo.divide(scores, contrib.scalar(softcap, scores)))
-        scores = stablehlo.multiply(capped, contrib.scalar(softcap, scores))
+        capped = stablehlo.tanh(stablehlo.divide(scores, builders.full_like(scores, softcap)))
+        scores = stablehlo.multiply(capped, builders.full_like(scores, softcap))
     if additive is not None:
-        scores = stablehlo.add(scores, emit.broadcast_to(emit.convert(additive, emit.dtype_of(scores)), shape))
+        scores = stablehlo.add(scores, builders.broadcast_to(builders.convert(additive, builders.dtype_of(scores)), shape))
     if keep is not None:
-        lowest = float(np.finfo(np.float32).min) if emit.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
-        scores = stablehlo.select(emit.broadcast_to(keep, shape), scores, contrib.scalar(lowest, scores))
-    top = emit.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
-    exp = stablehlo.exponential(stablehlo.subtract(scores, emit.broadcast_to(top, shape)))
-    total = emit.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
-    probs = stablehlo.divide(exp, emit.broadcast_to(total, shape))
+        lowest = float(np.finfo(np.float32).min) if builders.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
+        scores = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
+    top = builders.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
+    exp = stablehlo.exponential(stablehlo.subtract(scores, builders.broadcast_to(top, shape)))
+    total = builders.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
+    probs = stablehlo.divide(exp, builders.broadcast_to(total, shape))
     return _batched_dot(probs, v, 3, 2)
 
 
 def causal_keep(seq: Dim, total: Dim, past: Dim) -> ir.Value:
     """[S, T] bool: key position t is visible from query s when t <= past + s."""
-    rows = emit.iota([seq, total], 0, DataType.INT64)
-    cols = emit.iota([seq, total], 1, DataType.INT64)
-    limit = stablehlo.add(rows, emit.broadcast_to(emit.dim_value(past), emit.dims_of(rows), dims=[]))
-    return emit.compare(cols, limit, "LE")
+    rows = builders.iota([seq, total], 0, DataType.INT64)
+    cols = builders.iota([seq, total], 1, DataType.INT64)
+    limit = stablehlo.add(rows, builders.broadcast_to(builders.dim_value(past), builders.dims_of(rows), dims=[]))
+    return builders.compare(cols, limit, "LE")
 
 
 def _mask_from_index(
@@ -135,29 +135,29 @@ def _mask_from_index(
     before ``mask_index[B + b]`` (left padding); 2-D [B, T]: raw 0/1 mask; 3-D [B, S, T].
     """
     mask = ctx.input(index)
-    shape = emit.dims_of(mask)
-    zero, fill = emit.splat(0.0, dtype), emit.splat(filter_value, dtype)
+    shape = builders.dims_of(mask)
+    zero, fill = builders.splat(0.0, dtype), builders.splat(filter_value, dtype)
 
     def additive(keep: ir.Value) -> ir.Value:
-        out_shape = emit.dims_of(keep)
-        return stablehlo.select(keep, emit.broadcast_to(zero, out_shape, dims=[]), emit.broadcast_to(fill, out_shape, dims=[]))
+        out_shape = builders.dims_of(keep)
+        return stablehlo.select(keep, builders.broadcast_to(zero, out_shape, dims=[]), builders.broadcast_to(fill, out_shape, dims=[]))
 
     if len(shape) == 1:
-        positions = emit.iota([batch, total], 1, DataType.INT32)
+        positions = builders.iota([batch, total], 1, DataType.INT32)
         end_only = shape[0] == batch
-        end = mask if end_only else emit.slice_axis(mask, 0, 0, batch)
-        keep = emit.compare(positions, emit.broadcast_to(emit.convert(end, DataType.INT32), [batch, total], dims=[0]), "LT")
+        end = mask if end_only else builders.slice_axis(mask, 0, 0, batch)
+        keep = builders.compare(positions, builders.broadcast_to(builders.convert(end, DataType.INT32), [batch, total], dims=[0]), "LT")
         if not end_only:
-            start = emit.slice_axis(mask, 0, batch, shape[0])
-            after = emit.compare(positions, emit.broadcast_to(emit.convert(start, DataType.INT32), [batch, total], dims=[0]), "GE")
+            start = builders.slice_axis(mask, 0, batch, shape[0])
+            after = builders.compare(positions, builders.broadcast_to(builders.convert(start, DataType.INT32), [batch, total], dims=[0]), "GE")
             keep = stablehlo.and_(keep, after)
-        return emit.reshape(additive(keep), (batch, 1, 1, total))
+        return builders.reshape(additive(keep), (batch, 1, 1, total))
     if len(shape) == 2:
-        keep = emit.compare(mask, emit.full_like(mask, 0), "GT")
-        return emit.reshape(additive(keep), (shape[0], 1, 1, shape[1]))
+        keep = builders.compare(mask, builders.full_like(mask, 0), "GT")
+        return builders.reshape(additive(keep), (shape[0], 1, 1, shape[1]))
     if len(shape) == 3:
-        keep = emit.compare(mask, emit.full_like(mask, 0), "GT")
-        return emit.reshape(additive(keep), (shape[0], 1, shape[1], shape[2]))
+        keep = builders.compare(mask, builders.full_like(mask, 0), "GT")
+        return builders.reshape(additive(keep), (shape[0], 1, shape[1], shape[2]))
     raise ctx.error(f"mask_index of rank {len(shape)} is not supported (accepted: [B], [2B], [B, T], [B, S, T])", ShapeError)
 
 
@@ -189,10 +189,10 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     if ctx.has_input(6):
         raise ctx.error("past_sequence_length (a shared past/present buffer) is not supported", UnsupportedAttributeError)
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     weights = ctx.input(1)
-    batch, seq, _ = emit.dims_of(x)
-    width = emit.dims_of(weights)[1]
+    batch, seq, _ = builders.dims_of(x)
+    width = builders.dims_of(weights)[1]
     sizes = node.attr_ints("qkv_hidden_sizes") or ([width // 3] * 3 if isinstance(width, int) else None)
     if sizes is None or len(sizes) != 3 or any(s % num_heads for s in sizes):
         raise ctx.error(f"qkv sizes {sizes} must be three multiples of num_heads={num_heads}", ShapeError)
@@ -200,44 +200,44 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
     if ctx.has_input(2):
         qkv = contrib.add_broadcast(qkv, contrib.wide(ctx.input(2)))
     q_size, k_size, v_size = sizes
-    q = _heads(emit.slice_axis(qkv, 2, 0, q_size), num_heads, q_size // num_heads)
-    k = _heads(emit.slice_axis(qkv, 2, q_size, q_size + k_size), num_heads, k_size // num_heads)
-    v = _heads(emit.slice_axis(qkv, 2, q_size + k_size, q_size + k_size + v_size), num_heads, v_size // num_heads)
+    q = _heads(builders.slice_axis(qkv, 2, 0, q_size), num_heads, q_size // num_heads)
+    k = _heads(builders.slice_axis(qkv, 2, q_size, q_size + k_size), num_heads, k_size // num_heads)
+    v = _heads(builders.slice_axis(qkv, 2, q_size + k_size, q_size + k_size + v_size), num_heads, v_size // num_heads)
     past_len: Dim = 0
     if ctx.has_input(4):
         past = contrib.wide(ctx.input(4))
-        past_shape = emit.dims_of(past)
+        past_shape = builders.dims_of(past)
         past_len = past_shape[3]
-        k = _concat([_squeeze0(emit.slice_axis(past, 0, 0, 1)), k], 2)
-        v = _concat([_squeeze0(emit.slice_axis(past, 0, 1, 2)), v], 2)
-    total = emit.dims_of(k)[2]
-    wide_dtype = emit.dtype_of(q)
+        k = _concat([_squeeze0(builders.slice_axis(past, 0, 0, 1)), k], 2)
+        v = _concat([_squeeze0(builders.slice_axis(past, 0, 1, 2)), v], 2)
+    total = builders.dims_of(k)[2]
+    wide_dtype = builders.dtype_of(q)
     additive = None
     if ctx.has_input(3):
         additive = _mask_from_index(ctx, 3, batch, seq, total, float(contrib.attr(node, "mask_filter_value")), wide_dtype)
     if ctx.has_input(5):
         bias = contrib.wide(ctx.input(5))
         additive = bias if additive is None else stablehlo.add(
-            *emit.broadcast_values(additive, bias)
+            *builders.broadcast_values(additive, bias)
         )
     keep = None
     if int(contrib.attr(node, "unidirectional")):
-        keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
+        keep = builders.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
     scale = node.attr_float("scale", 1.0 / math.sqrt(q_size // num_heads))
     out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
-    outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None]
-    if contrib.output_wanted(node, 1):
+    outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None]
+    if node.has_output(1):
         present = _concat([_unsqueeze0(k), _unsqueeze0(v)], 0)
-        outputs[1] = emit.convert(present, dtype)
+        outputs[1] = builders.convert(present, dtype)
     return outputs
 
 
 def _squeeze0(x: ir.Value) -> ir.Value:
-    return emit.reshape(x, emit.dims_of(x)[1:])
+    return builders.reshape(x, builders.dims_of(x)[1:])
 
 
 def _unsqueeze0(x: ir.Value) -> ir.Value:
-    return emit.reshape(x, (1, *emit.dims_of(x)))
+    return builders.reshape(x, (1, *builders.dims_of(x)))
 
 
 @lowering("MultiHeadAttention", since=1, domain=contrib.MS)
@@ -265,56 +265,56 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     for index, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} (beam-search buffers) is not supported", UnsupportedAttributeError)
-    if contrib.output_wanted(node, 3):
+    if node.has_output(3):
         raise ctx.error("output qk is not supported", UnsupportedAttributeError)
     query = contrib.wide(ctx.input(0))
     dtype = ctx.input_dtype(0)
-    batch, seq, q_hidden = emit.dims_of(query)
+    batch, seq, q_hidden = builders.dims_of(query)
     if not isinstance(q_hidden, int) or q_hidden % num_heads:
         raise ctx.error(f"query hidden size {q_hidden} is not a multiple of num_heads={num_heads}", ShapeError)
     head = q_hidden // num_heads
     key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
-    key_rank = len(emit.dims_of(key))
+    key_rank = len(builders.dims_of(key))
     bias = contrib.wide(ctx.input(3)) if ctx.has_input(3) else None
-    v_hidden = emit.dims_of(value)[-1] * (num_heads if key_rank == 4 else 1)
+    v_hidden = builders.dims_of(value)[-1] * (num_heads if key_rank == 4 else 1)
     if bias is not None:
-        query = contrib.add_broadcast(query, emit.slice_axis(bias, 0, 0, q_hidden))
+        query = contrib.add_broadcast(query, builders.slice_axis(bias, 0, 0, q_hidden))
     q = _heads(query, num_heads, head)
     if key_rank == 4:
         k, v = key, value
         if bias is not None:
-            k = contrib.add_broadcast(k, emit.reshape(emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden), (num_heads, 1, head)))
-            v = contrib.add_broadcast(v, emit.reshape(emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden), (num_heads, 1, v_hidden // num_heads)))
+            k = contrib.add_broadcast(k, builders.reshape(builders.slice_axis(bias, 0, q_hidden, 2 * q_hidden), (num_heads, 1, head)))
+            v = contrib.add_broadcast(v, builders.reshape(builders.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden), (num_heads, 1, v_hidden // num_heads)))
     else:
         if bias is not None:
-            key = contrib.add_broadcast(key, emit.slice_axis(bias, 0, q_hidden, 2 * q_hidden))
-            value = contrib.add_broadcast(value, emit.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
+            key = contrib.add_broadcast(key, builders.slice_axis(bias, 0, q_hidden, 2 * q_hidden))
+            value = contrib.add_broadcast(value, builders.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
         k = _heads(key, num_heads, head)
         v = _heads(value, num_heads, v_hidden // num_heads)
     past_len: Dim = 0
     if ctx.has_input(6) and ctx.has_input(7):
         past_key, past_value = contrib.wide(ctx.input(6)), contrib.wide(ctx.input(7))
-        past_len = emit.dims_of(past_key)[2]
+        past_len = builders.dims_of(past_key)[2]
         k = _concat([past_key, k], 2)
         v = _concat([past_value, v], 2)
-    total = emit.dims_of(k)[2]
+    total = builders.dims_of(k)[2]
     additive = None
     filter_value = float(contrib.attr(node, "mask_filter_value"))
     if ctx.has_input(4):
-        additive = _mask_from_index(ctx, 4, batch, seq, total, filter_value, emit.dtype_of(q))
+        additive = _mask_from_index(ctx, 4, batch, seq, total, filter_value, builders.dtype_of(q))
     if ctx.has_input(5):
         attention_bias = contrib.wide(ctx.input(5))
-        additive = attention_bias if additive is None else stablehlo.add(*emit.broadcast_values(additive, attention_bias))
+        additive = attention_bias if additive is None else stablehlo.add(*builders.broadcast_values(additive, attention_bias))
     keep = None
     if int(contrib.attr(node, "unidirectional")):
-        keep = emit.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
+        keep = builders.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
     scale = node.attr_float("scale", 1.0 / math.sqrt(head))
     out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
-    outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None, None, None]
-    if contrib.output_wanted(node, 1):
-        outputs[1] = emit.convert(k, dtype)
-    if contrib.output_wanted(node, 2):
-        outputs[2] = emit.convert(v, dtype)
+    outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
+    if node.has_output(1):
+        outputs[1] = builders.convert(k, dtype)
+    if node.has_output(2):
+        outputs[2] = builders.convert(v, dtype)
     return outputs
 
 
@@ -327,35 +327,35 @@ def rotate(
     dims. Non-interleaved: halves ``(x1, x2)`` -> ``(x1 cos - x2 sin, x2 cos + x1 sin)``;
     interleaved: the pairs ``(x[2i], x[2i+1])`` rotate.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     rank = len(shape)
     head = shape[-1]
     half = rotary_dim // 2
-    rot = emit.slice_axis(x, rank - 1, 0, rotary_dim) if rotary_dim != head else x
+    rot = builders.slice_axis(x, rank - 1, 0, rotary_dim) if rotary_dim != head else x
     lead = list(shape[:-1])
-    cos = emit.broadcast_to(cos, (*lead, half))
-    sin = emit.broadcast_to(sin, (*lead, half))
+    cos = builders.broadcast_to(cos, (*lead, half))
+    sin = builders.broadcast_to(sin, (*lead, half))
     if interleaved:
-        pairs = emit.reshape(rot, (*lead, half, 2))
-        x1 = emit.reshape(emit.slice_axis(pairs, rank, 0, 1), (*lead, half))
-        x2 = emit.reshape(emit.slice_axis(pairs, rank, 1, 2), (*lead, half))
+        pairs = builders.reshape(rot, (*lead, half, 2))
+        x1 = builders.reshape(builders.slice_axis(pairs, rank, 0, 1), (*lead, half))
+        x2 = builders.reshape(builders.slice_axis(pairs, rank, 1, 2), (*lead, half))
     else:
-        x1 = emit.slice_axis(rot, rank - 1, 0, half)
-        x2 = emit.slice_axis(rot, rank - 1, half, rotary_dim)
+        x1 = builders.slice_axis(rot, rank - 1, 0, half)
+        x2 = builders.slice_axis(rot, rank - 1, half, rotary_dim)
     out1 = stablehlo.subtract(
-        emit.rounded_product(stablehlo.multiply(x1, cos)), stablehlo.multiply(x2, sin)
+        builders.rounded_product(stablehlo.multiply(x1, cos)), stablehlo.multiply(x2, sin)
     )
     out2 = stablehlo.add(
-        emit.rounded_product(stablehlo.multiply(x2, cos)), stablehlo.multiply(x1, sin)
+        builders.rounded_product(stablehlo.multiply(x2, cos)), stablehlo.multiply(x1, sin)
     )
     if interleaved:
-        stacked = _concat([emit.reshape(out1, (*lead, half, 1)), emit.reshape(out2, (*lead, half, 1))], rank)
-        rotated = emit.reshape(stacked, (*lead, rotary_dim))
+        stacked = _concat([builders.reshape(out1, (*lead, half, 1)), builders.reshape(out2, (*lead, half, 1))], rank)
+        rotated = builders.reshape(stacked, (*lead, rotary_dim))
     else:
         rotated = _concat([out1, out2], rank - 1)
     if rotary_dim == head:
         return rotated
-    return _concat([rotated, emit.slice_axis(x, rank - 1, rotary_dim, head)], rank - 1)
+    return _concat([rotated, builders.slice_axis(x, rank - 1, rotary_dim, head)], rank - 1)
 
 
 def cache_rows(cache: ir.Value, positions: ir.Value) -> ir.Value:
@@ -381,10 +381,10 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     if int(contrib.attr(node, "is_packed_batching")):
         raise ctx.unsupported_attribute("is_packed_batching", 1, "0")
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     cos_cache, sin_cache = contrib.wide(ctx.input(2)), contrib.wide(ctx.input(3))
-    half = emit.dims_of(cos_cache)[1]
+    half = builders.dims_of(cos_cache)[1]
     if not isinstance(half, int):
         raise ctx.error("cos_cache needs a static last dim", ShapeError)
     rotary_dim = int(contrib.attr(node, "rotary_embedding_dim")) or 2 * half
@@ -403,30 +403,30 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     else:
         raise ctx.error(f"input must be [B, S, N*h] or [B, N, S, h], got {list(shape)}", ShapeError)
     positions = ctx.input(1)
-    pos_shape = emit.dims_of(positions)
+    pos_shape = builders.dims_of(positions)
     if len(pos_shape) == 1:
-        offsets = emit.broadcast_to(emit.convert(positions, DataType.INT64), (batch, seq), dims=[0]) if pos_shape[0] == batch and pos_shape[0] != 1 else emit.broadcast_to(emit.reshape(emit.convert(positions, DataType.INT64), ()), (batch, seq), dims=[])
-        positions = stablehlo.add(offsets, emit.iota([batch, seq], 1, DataType.INT64))
+        offsets = builders.broadcast_to(builders.convert(positions, DataType.INT64), (batch, seq), dims=[0]) if pos_shape[0] == batch and pos_shape[0] != 1 else builders.broadcast_to(builders.reshape(builders.convert(positions, DataType.INT64), ()), (batch, seq), dims=[])
+        positions = stablehlo.add(offsets, builders.iota([batch, seq], 1, DataType.INT64))
     cos = cache_rows(cos_cache, positions)  # [B, S, half]
     sin = cache_rows(sin_cache, positions)
     wide = contrib.wide(x)
     if len(shape) == 4:
-        cos4 = emit.reshape(cos, (batch, 1, seq, half))
-        sin4 = emit.reshape(sin, (batch, 1, seq, half))
+        cos4 = builders.reshape(cos, (batch, 1, seq, half))
+        sin4 = builders.reshape(sin, (batch, 1, seq, half))
         y = rotate(wide, cos4, sin4, rotary_dim, bool(contrib.attr(node, "interleaved")))
     else:
-        split = emit.reshape(wide, (batch, seq, num_heads, head))
-        cos4 = emit.reshape(cos, (batch, seq, 1, half))
-        sin4 = emit.reshape(sin, (batch, seq, 1, half))
-        y = emit.reshape(rotate(split, cos4, sin4, rotary_dim, bool(contrib.attr(node, "interleaved"))), shape)
-    return [emit.convert(y, dtype)]
+        split = builders.reshape(wide, (batch, seq, num_heads, head))
+        cos4 = builders.reshape(cos, (batch, seq, 1, half))
+        sin4 = builders.reshape(sin, (batch, seq, 1, half))
+        y = builders.reshape(rotate(split, cos4, sin4, rotary_dim, bool(contrib.attr(node, "interleaved"))), shape)
+    return [builders.convert(y, dtype)]
 
 
 def _batched_take(x: ir.Value, indices: ir.Value) -> ir.Value:
     """``x[b, indices[b, t], ...]``: x [B, S, *rest], int64 indices [B, T] in range -> [B, T, *rest]."""
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     batch, rest = shape[0], list(shape[2:])
-    count = emit.dims_of(indices)[1]
+    count = builders.dims_of(indices)[1]
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(2, 2 + len(rest))),
         collapsed_slice_dims=[1],
@@ -436,11 +436,11 @@ def _batched_take(x: ir.Value, indices: ir.Value) -> ir.Value:
         index_vector_dim=2,
     )
     out_shape = [batch, count, *rest]
-    points = emit.reshape(indices, [batch, count, 1])
+    points = builders.reshape(indices, [batch, count, 1])
     result = stablehlo.gather(
-        x, points, numbers, emit.i64_array([1, 1, *rest]), results=[emit.tensor_type(out_shape, emit.dtype_of(x))]
+        x, points, numbers, builders.i64_array([1, 1, *rest]), results=[builders.tensor_type(out_shape, builders.dtype_of(x))]
     )
-    return emit.record(result, out_shape)
+    return builders.record(result, out_shape)
 
 
 def _grow_cache(past: ir.Value, new: ir.Value, past_lengths: ir.Value) -> ir.Value:
@@ -449,22 +449,22 @@ def _grow_cache(past: ir.Value, new: ir.Value, past_lengths: ir.Value) -> ir.Val
     ``past_lengths`` [B] int64 is each row's valid past length (<= P); positions after
     ``past_b + S`` are zeros.
     """
-    batch, heads, past_len, size = emit.dims_of(past)
-    seq = emit.dims_of(new)[2]
+    batch, heads, past_len, size = builders.dims_of(past)
+    seq = builders.dims_of(new)[2]
     total = past_len + seq
-    t = emit.iota([batch, total], 1, DataType.INT64)
-    start = emit.broadcast_to(past_lengths, [batch, total], dims=[0])
+    t = builders.iota([batch, total], 1, DataType.INT64)
+    start = builders.broadcast_to(past_lengths, [batch, total], dims=[0])
     offset = stablehlo.subtract(t, start)
-    last = stablehlo.subtract(emit.dim_value(seq), emit.constant(np.array(1, np.int64)))
-    index = stablehlo.clamp(emit.full_like(offset, 0), offset, emit.broadcast_to(last, [batch, total], dims=[]))
-    from_new = emit.transpose(_batched_take(emit.transpose(new, [0, 2, 1, 3]), index), [0, 2, 1, 3])
-    zeros = emit.splat(0.0, emit.dtype_of(past), [batch, heads, seq, size])
+    last = stablehlo.subtract(builders.dim_value(seq), builders.constant(np.array(1, np.int64)))
+    index = stablehlo.clamp(builders.full_like(offset, 0), offset, builders.broadcast_to(last, [batch, total], dims=[]))
+    from_new = builders.transpose(_batched_take(builders.transpose(new, [0, 2, 1, 3]), index), [0, 2, 1, 3])
+    zeros = builders.splat(0.0, builders.dtype_of(past), [batch, heads, seq, size])
     padded_past = _concat([past, zeros], 2)
     shape = (batch, heads, total, size)
-    in_past = emit.broadcast_to(emit.compare(t, start, "LT"), shape, dims=[0, 2])
-    end = stablehlo.add(start, emit.broadcast_to(emit.dim_value(seq), [batch, total], dims=[]))
-    in_new = emit.broadcast_to(emit.compare(t, end, "LT"), shape, dims=[0, 2])
-    chosen = stablehlo.select(in_new, from_new, emit.splat(0.0, emit.dtype_of(past), shape))
+    in_past = builders.broadcast_to(builders.compare(t, start, "LT"), shape, dims=[0, 2])
+    end = stablehlo.add(start, builders.broadcast_to(builders.dim_value(seq), [batch, total], dims=[]))
+    in_new = builders.broadcast_to(builders.compare(t, end, "LT"), shape, dims=[0, 2])
+    chosen = stablehlo.select(in_new, from_new, builders.splat(0.0, builders.dtype_of(past), shape))
     return stablehlo.select(in_past, padded_past, chosen)
 
 
@@ -510,12 +510,12 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
                         (15, "k_norm_weight"), (16, "query_seqlens")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} is not supported", UnsupportedAttributeError)
-    if int(contrib.attr(node, "qk_output")) or contrib.output_wanted(node, 3):
+    if int(contrib.attr(node, "qk_output")) or node.has_output(3):
         raise ctx.error("output output_qk is not supported", UnsupportedAttributeError)
     query = ctx.input(0)
-    dtype = emit.dtype_of(query)
+    dtype = builders.dtype_of(query)
     query = contrib.wide(query)
-    batch, seq, width = emit.dims_of(query)
+    batch, seq, width = builders.dims_of(query)
     if ctx.has_input(1) and ctx.has_input(2):
         if not isinstance(width, int) or width % num_heads:
             raise ctx.error(f"query width {width} is not a multiple of num_heads={num_heads}", ShapeError)
@@ -527,33 +527,33 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
             raise ctx.error(f"packed QKV width {width} is not a multiple of num_heads + 2 kv_num_heads", ShapeError)
         head = width // parts
         packed = query
-        query = emit.slice_axis(packed, 2, 0, num_heads * head)
-        key = emit.slice_axis(packed, 2, num_heads * head, (num_heads + kv_heads) * head)
-        value = emit.slice_axis(packed, 2, (num_heads + kv_heads) * head, width)
+        query = builders.slice_axis(packed, 2, 0, num_heads * head)
+        key = builders.slice_axis(packed, 2, num_heads * head, (num_heads + kv_heads) * head)
+        value = builders.slice_axis(packed, 2, (num_heads + kv_heads) * head, width)
     q = _heads(query, num_heads, head)
     k = _heads(key, kv_heads, head)
     v = _heads(value, kv_heads, head)
     i64 = DataType.INT64
-    seqlens = emit.convert(ctx.input(5), i64)
-    total_len = emit.reshape(emit.convert(ctx.input(6), i64), ())
-    seq_value = emit.dim_value(seq)
-    first = emit.compare(seq_value, total_len, "EQ")
+    seqlens = builders.convert(ctx.input(5), i64)
+    total_len = builders.reshape(builders.convert(ctx.input(6), i64), ())
+    seq_value = builders.dim_value(seq)
+    first = builders.compare(seq_value, total_len, "EQ")
     grown = stablehlo.subtract(
-        stablehlo.add(seqlens, emit.full_like(seqlens, 1)), emit.broadcast_to(seq_value, [batch], dims=[])
+        stablehlo.add(seqlens, builders.full_like(seqlens, 1)), builders.broadcast_to(seq_value, [batch], dims=[])
     )
     past_lengths = stablehlo.select(
-        emit.broadcast_to(first, [batch], dims=[]), emit.full_like(grown, 0), grown
+        builders.broadcast_to(first, [batch], dims=[]), builders.full_like(grown, 0), grown
     )
     positions = stablehlo.add(
-        emit.broadcast_to(past_lengths, [batch, seq], dims=[0]), emit.iota([batch, seq], 1, i64)
+        builders.broadcast_to(past_lengths, [batch, seq], dims=[0]), builders.iota([batch, seq], 1, i64)
     )
     if int(contrib.attr(node, "do_rotary")):
-        rotary_positions = emit.convert(ctx.input(9), i64) if ctx.has_input(9) else positions
+        rotary_positions = builders.convert(ctx.input(9), i64) if ctx.has_input(9) else positions
         cos_cache, sin_cache = contrib.wide(ctx.input(7)), contrib.wide(ctx.input(8))
-        half = emit.dims_of(cos_cache)[1]
+        half = builders.dims_of(cos_cache)[1]
         interleaved = bool(contrib.attr(node, "rotary_interleaved"))
-        cos = emit.reshape(cache_rows(cos_cache, rotary_positions), (batch, 1, seq, half))
-        sin = emit.reshape(cache_rows(sin_cache, rotary_positions), (batch, 1, seq, half))
+        cos = builders.reshape(cache_rows(cos_cache, rotary_positions), (batch, 1, seq, half))
+        sin = builders.reshape(cache_rows(sin_cache, rotary_positions), (batch, 1, seq, half))
         q = rotate(q, cos, sin, 2 * half, interleaved)
         k = rotate(k, cos, sin, 2 * half, interleaved)
     if ctx.has_input(3) and ctx.has_input(4):
@@ -561,24 +561,24 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
         present_v = _grow_cache(contrib.wide(ctx.input(4)), v, past_lengths)
     else:
         present_k, present_v = k, v
-    total = emit.dims_of(present_k)[2]
+    total = builders.dims_of(present_k)[2]
     groups = num_heads // kv_heads
-    t = emit.iota([batch, seq, total], 2, i64)
-    limit = emit.broadcast_to(positions, [batch, seq, total], dims=[0, 1])
-    keep = emit.compare(t, limit, "LE")
+    t = builders.iota([batch, seq, total], 2, i64)
+    limit = builders.broadcast_to(positions, [batch, seq, total], dims=[0, 1])
+    keep = builders.compare(t, limit, "LE")
     window = int(contrib.attr(node, "local_window_size"))
     if window > 0:
-        lower = stablehlo.subtract(limit, emit.full_like(limit, window))
-        keep = stablehlo.and_(keep, emit.compare(t, lower, "GT"))
-    keep = emit.reshape(keep, (batch, 1, seq, total))
+        lower = stablehlo.subtract(limit, builders.full_like(limit, window))
+        keep = stablehlo.and_(keep, builders.compare(t, lower, "GT"))
+    keep = builders.reshape(keep, (batch, 1, seq, total))
     scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
     out = scaled_dot_product_attention(
         q, _repeat_kv(present_k, groups), _repeat_kv(present_v, groups), scale, None, keep,
         softcap=float(contrib.attr(node, "softcap")),
     )
-    outputs: list[ir.Value | None] = [emit.convert(_merge_heads(out), dtype), None, None, None]
-    if contrib.output_wanted(node, 1):
-        outputs[1] = emit.convert(present_k, dtype)
-    if contrib.output_wanted(node, 2):
-        outputs[2] = emit.convert(present_v, dtype)
+    outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
+    if node.has_output(1):
+        outputs[1] = builders.convert(present_k, dtype)
+    if node.has_output(2):
+        outputs[2] = builders.convert(present_v, dtype)
     return outputs

@@ -25,7 +25,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import contrib
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -35,13 +35,13 @@ from onnx_stablehlo.frontend.shapes import Dim
 
 def _mean_last(x: ir.Value) -> ir.Value:
     """The mean of ``x`` over its last axis, keepdims."""
-    shape = emit.dims_of(x)
-    total = emit.reduce(x, [len(shape) - 1], stablehlo.AddOp, 0, keepdims=True)
+    shape = builders.dims_of(x)
+    total = builders.reduce(x, [len(shape) - 1], stablehlo.AddOp, 0, keepdims=True)
     count = shape[-1]
     if isinstance(count, int):
-        return emit.divide(total, emit.full_like(total, count))
-    divisor = emit.convert(emit.dim_value(count), emit.dtype_of(total))
-    return stablehlo.divide(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[]))
+        return builders.divide(total, builders.full_like(total, count))
+    divisor = builders.convert(builders.dim_value(count), builders.dtype_of(total))
+    return stablehlo.divide(total, builders.broadcast_to(divisor, builders.dims_of(total), dims=[]))
 
 
 def _layer_norm_last(
@@ -53,19 +53,19 @@ def _layer_norm_last(
     Two-pass variance ``mean((x - mean)^2)``; ORT's CPU kernels use ``mean(x^2) - mean^2``,
     which agrees to a few ulp on normalization-sized rows.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     if simplified:
         mean = None
         centered = x
     else:
         mean = _mean_last(x)
-        centered = stablehlo.subtract(x, emit.broadcast_to(mean, shape))
+        centered = stablehlo.subtract(x, builders.broadcast_to(mean, shape))
     variance = _mean_last(stablehlo.multiply(centered, centered))
-    std = stablehlo.sqrt(stablehlo.add(variance, contrib.scalar(epsilon, variance)))
-    inv_std = stablehlo.divide(contrib.scalar(1.0, std), std)
-    y = stablehlo.divide(centered, emit.broadcast_to(std, shape))
+    std = stablehlo.sqrt(stablehlo.add(variance, builders.full_like(variance, epsilon)))
+    inv_std = stablehlo.divide(builders.full_like(std, 1.0), std)
+    y = stablehlo.divide(centered, builders.broadcast_to(std, shape))
     if gamma is not None:
-        y = stablehlo.multiply(y, emit.broadcast_to(emit.convert(gamma, emit.dtype_of(x)), shape))
+        y = stablehlo.multiply(y, builders.broadcast_to(builders.convert(gamma, builders.dtype_of(x)), shape))
     if beta is not None:
         y = contrib.add_broadcast(y, beta)
     return y, mean, inv_std
@@ -74,7 +74,7 @@ def _layer_norm_last(
 def _check_hidden(ctx: LoweringContext, index: int, hidden: Dim) -> ir.Value:
     """Input ``index`` checked to be a vector of the hidden size."""
     value = ctx.input(index)
-    shape = emit.dims_of(value)
+    shape = builders.dims_of(value)
     if len(shape) != 1 or (isinstance(shape[0], int) and isinstance(hidden, int) and shape[0] != hidden):
         raise ctx.error(
             f"input '{ctx.node.input_names[index]}' must have shape [{hidden}] (the hidden size), got {list(shape)}",
@@ -85,15 +85,15 @@ def _check_hidden(ctx: LoweringContext, index: int, hidden: Dim) -> ir.Value:
 
 def _skip_layer_norm(ctx: LoweringContext, node: OnnxNode, simplified: bool) -> list[ir.Value | None]:
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if len(shape) not in (2, 3):
         raise ctx.error(f"input must have rank 2 or 3 ([batch, sequence,] hidden), got {list(shape)}", ShapeError)
     skip = ctx.input(1)
     try:
-        emit.broadcast_shapes(emit.dims_of(skip), shape)
+        builders.broadcast_shapes(builders.dims_of(skip), shape)
     except ValueError as exc:
-        raise ctx.error(f"skip {list(emit.dims_of(skip))} does not broadcast to input {list(shape)}", ShapeError) from exc
+        raise ctx.error(f"skip {list(builders.dims_of(skip))} does not broadcast to input {list(shape)}", ShapeError) from exc
     hidden = shape[-1]
     gamma = _check_hidden(ctx, 2, hidden)
     beta_index, bias_index = (None, 3) if simplified else (3, 4)
@@ -103,15 +103,15 @@ def _skip_layer_norm(ctx: LoweringContext, node: OnnxNode, simplified: bool) -> 
     if bias is not None:
         total = contrib.add_broadcast(total, contrib.wide(bias))
     y, mean, inv_std = _layer_norm_last(total, contrib.wide(gamma), None if beta is None else contrib.wide(beta), contrib.attr(node, "epsilon"), simplified)
-    outputs: list[ir.Value | None] = [emit.convert(y, dtype), None, None, None]
-    if contrib.output_wanted(node, 1):
+    outputs: list[ir.Value | None] = [builders.convert(y, dtype), None, None, None]
+    if node.has_output(1):
         if mean is None:
             raise ctx.error("output 'mean' is not computed by a simplified (RMS) layer norm", UnsupportedAttributeError)
-        outputs[1] = emit.convert(mean, DataType.FLOAT)
-    if contrib.output_wanted(node, 2):
-        outputs[2] = emit.convert(inv_std, DataType.FLOAT)
-    if contrib.output_wanted(node, 3):
-        outputs[3] = emit.convert(total, dtype)
+        outputs[1] = builders.convert(mean, DataType.FLOAT)
+    if node.has_output(2):
+        outputs[2] = builders.convert(inv_std, DataType.FLOAT)
+    if node.has_output(3):
+        outputs[3] = builders.convert(total, dtype)
     return outputs
 
 
@@ -158,18 +158,18 @@ def lower_simplified_layer_normalization(ctx: LoweringContext, node: OnnxNode) -
     Raises: ShapeError for a bad `axis`.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(int(contrib.attr(node, "axis")), len(shape))
     wide = contrib.wide(x)
-    rows = emit.reshape(wide, (*shape[:axis], contrib.product(shape[axis:])))
+    rows = builders.reshape(wide, (*shape[:axis], contrib.product(shape[axis:])))
     _, _, inv_std = _layer_norm_last(rows, None, None, float(contrib.attr(node, "epsilon")), simplified=True)
-    inv_std = emit.reshape(inv_std, (*shape[:axis], *([1] * (len(shape) - axis))))
-    normalized = stablehlo.multiply(wide, emit.broadcast_to(inv_std, shape))
+    inv_std = builders.reshape(inv_std, (*shape[:axis], *([1] * (len(shape) - axis))))
+    normalized = stablehlo.multiply(wide, builders.broadcast_to(inv_std, shape))
     scale = ctx.input(1)
-    y = stablehlo.multiply(normalized, emit.broadcast_to(contrib.wide(scale), shape))
-    outputs: list[ir.Value | None] = [emit.convert(y, emit.dtype_of(scale)), None]
-    if contrib.output_wanted(node, 1):
-        outputs[1] = emit.convert(inv_std, DataType.FLOAT)
+    y = stablehlo.multiply(normalized, builders.broadcast_to(contrib.wide(scale), shape))
+    outputs: list[ir.Value | None] = [builders.convert(y, builders.dtype_of(scale)), None]
+    if node.has_output(1):
+        outputs[1] = builders.convert(inv_std, DataType.FLOAT)
     return outputs
 
 
@@ -190,20 +190,20 @@ def lower_embed_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> lis
     Follows ORT: mask_index[b] = count(mask[b] == 1) (zeros without a mask).
     """
     ids = ctx.input(0)
-    shape = emit.dims_of(ids)
+    shape = builders.dims_of(ids)
     if len(shape) != 2:
         raise ctx.error(f"input_ids must be [batch, sequence], got {list(shape)}", ShapeError)
     batch, seq = shape
     word = ctx.input(2)
-    dtype = emit.dtype_of(word)
-    hidden = emit.dims_of(word)[1]
+    dtype = builders.dtype_of(word)
+    hidden = builders.dims_of(word)[1]
     total = contrib.wide(contrib.embed(word, ids))
     if ctx.has_input(8):
         positions = ctx.input(8)
         position_rows = contrib.embed(ctx.input(3), positions)
         total = contrib.add_broadcast(total, contrib.wide(position_rows))
     else:
-        arange = emit.iota([seq], 0, DataType.INT32)
+        arange = builders.iota([seq], 0, DataType.INT32)
         position_rows = contrib.embed(ctx.input(3), arange)  # [S, H]
         total = contrib.add_broadcast(total, contrib.wide(position_rows))
     if ctx.has_input(1) and ctx.has_input(4):
@@ -211,16 +211,16 @@ def lower_embed_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> lis
     gamma = _check_hidden(ctx, 5, hidden)
     beta = _check_hidden(ctx, 6, hidden)
     y, _, _ = _layer_norm_last(total, contrib.wide(gamma), contrib.wide(beta), float(contrib.attr(node, "epsilon")), simplified=False)
-    outputs: list[ir.Value | None] = [emit.convert(y, dtype), None, None]
-    if contrib.output_wanted(node, 1):
+    outputs: list[ir.Value | None] = [builders.convert(y, dtype), None, None]
+    if node.has_output(1):
         if ctx.has_input(7):
             mask = ctx.input(7)
-            ones = emit.convert(emit.compare(mask, emit.full_like(mask, 1), "EQ"), DataType.INT32)
-            outputs[1] = emit.reduce(ones, [1], stablehlo.AddOp, 0)
+            ones = builders.convert(builders.compare(mask, builders.full_like(mask, 1), "EQ"), DataType.INT32)
+            outputs[1] = builders.reduce(ones, [1], stablehlo.AddOp, 0)
         else:
-            outputs[1] = emit.splat(0, DataType.INT32, [batch])
-    if contrib.output_wanted(node, 2):
-        outputs[2] = emit.convert(total, dtype)
+            outputs[1] = builders.splat(0, DataType.INT32, [batch])
+    if node.has_output(2):
+        outputs[2] = builders.convert(total, dtype)
     return outputs
 
 
@@ -229,16 +229,16 @@ def _with_bias(ctx: LoweringContext, bias_index: int) -> ir.Value:
     if ctx.has_input(bias_index):
         bias = ctx.input(bias_index)
         try:
-            emit.broadcast_shapes(emit.dims_of(bias), emit.dims_of(x))
+            builders.broadcast_shapes(builders.dims_of(bias), builders.dims_of(x))
         except ValueError as exc:
-            raise ctx.error(f"bias {list(emit.dims_of(bias))} does not broadcast to {list(emit.dims_of(x))}", ShapeError) from exc
+            raise ctx.error(f"bias {list(builders.dims_of(bias))} does not broadcast to {list(builders.dims_of(x))}", ShapeError) from exc
         x = contrib.add_broadcast(x, contrib.wide(bias))
     return x
 
 
 def _gelu_erf(x: ir.Value) -> ir.Value:
-    inner = emit.erf(stablehlo.multiply(x, contrib.scalar(1.0 / math.sqrt(2.0), x)))
-    return stablehlo.multiply(stablehlo.multiply(x, contrib.scalar(0.5, x)), stablehlo.add(inner, contrib.scalar(1.0, x)))
+    inner = builders.erf(stablehlo.multiply(x, builders.full_like(x, 1.0 / math.sqrt(2.0))))
+    return stablehlo.multiply(stablehlo.multiply(x, builders.full_like(x, 0.5)), stablehlo.add(inner, builders.full_like(x, 1.0)))
 
 
 @lowering("Gelu", since=1, domain=contrib.MS)
@@ -250,7 +250,7 @@ def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16 (in f32), f32, f64.
     """
     x = ctx.input(0)
-    return [emit.convert(_gelu_erf(contrib.wide(x)), emit.dtype_of(x))]
+    return [builders.convert(_gelu_erf(contrib.wide(x)), builders.dtype_of(x))]
 
 
 @lowering("BiasGelu", since=1, domain=contrib.MS)
@@ -262,7 +262,7 @@ def lower_bias_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16 (in f32), f32, f64.
     Raises: ShapeError when B does not broadcast to A.
     """
-    return [emit.convert(_gelu_erf(_with_bias(ctx, 1)), ctx.input_dtype(0))]
+    return [builders.convert(_gelu_erf(_with_bias(ctx, 1)), ctx.input_dtype(0))]
 
 
 @lowering("FastGelu", since=1, domain=contrib.MS)
@@ -276,10 +276,10 @@ def lower_fast_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = _with_bias(ctx, 1)
     cube = stablehlo.multiply(stablehlo.multiply(x, x), x)
-    poly = stablehlo.add(x, stablehlo.multiply(cube, contrib.scalar(0.044715, x)))
-    inner = stablehlo.tanh(stablehlo.multiply(poly, contrib.scalar(math.sqrt(2.0 / math.pi), x)))
-    y = stablehlo.multiply(stablehlo.multiply(x, contrib.scalar(0.5, x)), stablehlo.add(inner, contrib.scalar(1.0, x)))
-    return [emit.convert(y, ctx.input_dtype(0))]
+    poly = stablehlo.add(x, stablehlo.multiply(cube, builders.full_like(x, 0.044715)))
+    inner = stablehlo.tanh(stablehlo.multiply(poly, builders.full_like(x, math.sqrt(2.0 / math.pi))))
+    y = stablehlo.multiply(stablehlo.multiply(x, builders.full_like(x, 0.5)), stablehlo.add(inner, builders.full_like(x, 1.0)))
+    return [builders.convert(y, ctx.input_dtype(0))]
 
 
 @lowering("QuickGelu", since=1, domain=contrib.MS)
@@ -292,8 +292,8 @@ def lower_quick_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = contrib.wide(ctx.input(0))
     alpha = float(contrib.attr(node, "alpha"))
-    y = stablehlo.multiply(x, stablehlo.logistic(stablehlo.multiply(x, contrib.scalar(alpha, x))))
-    return [emit.convert(y, ctx.input_dtype(0))]
+    y = stablehlo.multiply(x, stablehlo.logistic(stablehlo.multiply(x, builders.full_like(x, alpha))))
+    return [builders.convert(y, ctx.input_dtype(0))]
 
 
 @lowering("BiasAdd", since=1, domain=contrib.MS)
@@ -307,9 +307,9 @@ def lower_bias_add(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError for shapes that do not fit.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     if len(shape) != 3:
         raise ctx.error(f"X must be [batch, sequence, channels], got {list(shape)}", ShapeError)
     _check_hidden(ctx, 1, shape[-1])
     y = contrib.add_broadcast(contrib.add_broadcast(contrib.wide(x), contrib.wide(ctx.input(1))), contrib.wide(ctx.input(2)))
-    return [emit.convert(y, emit.dtype_of(x))]
+    return [builders.convert(y, builders.dtype_of(x))]

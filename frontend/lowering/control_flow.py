@@ -45,7 +45,7 @@ Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html, onnx__Scan.html.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import onnx_ir
@@ -58,17 +58,15 @@ from onnx_stablehlo.errors import (
     ShapeError,
     UnsupportedDtypeError,
 )
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
-__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row"]
 
 _MAX_UNROLLED_ITERATIONS = 64
 """A Loop whose ``stablehlo.while`` body cannot be lowered is unrolled up to this many steps."""
-
 
 
 class _NeedsConstantError(ShapeError, NonConstantInputError):
@@ -79,124 +77,12 @@ class _NeedsConstantKindError(UnsupportedDtypeError, NonConstantInputError):
     """Sequences or optionals in a region, which they can leave only when unrolled or inlined."""
 
 
-# Region builders (shared with recurrent.py) ---------------------------------------------------
-
-
-def while_loop(
-    init: Sequence[ir.Value],
-    cond: Callable[[list[ir.Value]], ir.Value],
-    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``stablehlo.while`` carrying ``init``; ``cond`` and ``body`` build its two regions.
-
-    Carried values may have symbolic dims: the run-time sizes of those dims are emitted before
-    the loop (so a region never defines a size that code after the loop reuses), and the
-    regions' block arguments carry the same symbolic dims as ``init``.
-
-    Args:
-        init: the initial carried values.
-        cond: carried values -> ``tensor<i1>``, emitted in the condition region.
-        body: carried values -> next carried values (same types), emitted in the body region.
-
-    Returns:
-        The carried values after the last iteration.
-    """
-    dims = [_prepare_dims(v) for v in init]
-    types = [v.type for v in init]
-    op = stablehlo.WhileOp(types, list(init))
-    cond_block = op.cond.blocks.append(*types)
-    with ir.InsertionPoint(cond_block):
-        stablehlo.ReturnOp([cond(_record_all(cond_block.arguments, dims))])
-    body_block = op.body.blocks.append(*types)
-    with ir.InsertionPoint(body_block):
-        stablehlo.ReturnOp(list(body(_record_all(body_block.arguments, dims))))
-    return _record_all(op.results, dims)
-
-
-def _prepare_dims(value: ir.Value) -> tuple[Dim, ...] | None:
-    """A carried value's dims, its symbolic ones' sizes emitted here (None when static)."""
-    if all(d is not None for d in emit.shape_of(value)):
-        return None
-    dims = emit.dims_of(value)
-    for dim in dims:
-        if not isinstance(dim, int):
-            emit.dim_value(dim)  # cached by the importer: later uses in the regions reuse it
-    return dims
-
-
-def _record_all(values: Sequence[ir.Value], dims: Sequence[tuple[Dim, ...] | None]) -> list[ir.Value]:
-    return [v if d is None else emit.record(v, d) for v, d in zip(values, dims)]
-
-
-def counted_loop(
-    count: Dim,
-    init: Sequence[ir.Value],
-    body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``for i in range(count)`` as a ``stablehlo.while`` with an i64 counter.
-
-    Args:
-        count: the number of iterations: an int, or a symbolic dim whose run-time size
-            (``stablehlo.get_dimension_size``) bounds the loop.
-        init: the initial carried values (symbolic dims allowed).
-        body: ``(i: tensor<i64>, carried) -> next carried``.
-
-    Returns:
-        The carried values after ``count`` iterations.
-    """
-    limit = None if isinstance(count, (int, np.integer)) else emit.dim_value(count)
-
-    def step(args: list[ir.Value]) -> list[ir.Value]:
-        counter = args[0]
-        return [_increment(counter), *body(counter, args[1:])]
-
-    def below(args: list[ir.Value]) -> ir.Value:
-        bound = emit.splat(int(count), DataType.INT64) if limit is None else limit
-        return emit.compare(args[0], bound, "LT")
-
-    return while_loop([emit.splat(0, DataType.INT64), *init], below, step)[1:]
-
-
-def _increment(counter: ir.Value) -> ir.Value:
-    return stablehlo.AddOp(counter, emit.splat(1, emit.dtype_of(counter))).result
+# Helpers --------------------------------------------------------------------------------------
 
 
 def _reverse_index(counter: ir.Value, length: int) -> ir.Value:
     """``length - 1 - counter``."""
-    return stablehlo.SubtractOp(emit.splat(length - 1, emit.dtype_of(counter)), counter).result
-
-
-def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``value[..., index, ...]`` (``index`` a scalar tensor along ``axis``), axis dropped.
-
-    A static ``value`` gives ``stablehlo.dynamic_slice``; with symbolic dims the slice sizes
-    are run-time values, so it is a ``stablehlo.dynamic_gather`` of one index (a plain gather
-    once the module is refined to static shapes). An out-of-range index is clamped.
-    """
-    shape = emit.shape_of(value)
-    if all(d is not None for d in shape):
-        zero = emit.splat(0, emit.dtype_of(index))
-        starts = [index if d == axis else zero for d in range(len(shape))]
-        sizes = [1 if d == axis else n for d, n in enumerate(shape)]
-        row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
-        return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
-    row = emit.take(value, emit.reshape(emit.convert(index, DataType.INT64), (1,)), axis)
-    return emit.reshape(row, [n for d, n in enumerate(emit.dims_of(value)) if d != axis])
-
-
-def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``buffer`` with ``buffer[..., index, ...] = row`` along ``axis`` (dynamic_update_slice).
-
-    Symbolic dims are allowed (``dynamic_update_slice`` takes its sizes from ``row``).
-    """
-    dims = emit.dims_of(buffer)
-    row_dims = list(emit.dims_of(row))
-    row_dims.insert(axis, 1)
-    update = emit.reshape(row, row_dims)
-    zero = emit.splat(0, emit.dtype_of(index))
-    starts = [index if d == axis else zero for d in range(len(dims))]
-    result = stablehlo.DynamicUpdateSliceOp(buffer, update, starts).result
-    return emit.record(result, dims)
+    return stablehlo.subtract(builders.splat(length - 1, builders.dtype_of(counter)), counter)
 
 
 def _constant_bool(value: ir.Value) -> bool | None:
@@ -206,7 +92,7 @@ def _constant_bool(value: ir.Value) -> bool | None:
     region's results must be); this tells a constant cond from a computed one.
     """
     operation = getattr(value.owner, "operation", None)
-    if operation is None or operation.name != "stablehlo.constant" or emit.dtype_of(value) != DataType.BOOL:
+    if operation is None or operation.name != "stablehlo.constant" or builders.dtype_of(value) != DataType.BOOL:
         return None
     return bool(np.array(operation.attributes["value"]).reshape(-1)[0])
 
@@ -218,10 +104,10 @@ def _placeholder(arg_types: Sequence[ir.Type]) -> tuple[ir.OpView, ir.Block]:
 
 
 def _scalar_pred(ctx: LoweringContext, value: ir.Value, what: str) -> ir.Value:
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if int(np.prod(shape, dtype=np.int64)) != 1:
         raise ctx.error(f"{what} must hold one element, got shape {list(shape)}", ShapeError)
-    return emit.reshape(emit.convert(value, DataType.BOOL), ())
+    return builders.reshape(builders.convert(value, DataType.BOOL), ())
 
 
 def _non_tensor(graph: onnx_ir.Graph) -> onnx_ir.Value | None:
@@ -239,7 +125,7 @@ def _known(kind: DataType, value: int | bool) -> LoweredValue:
 
 
 def _empty(like: ir.Value, length_axis_shape: Sequence[int]) -> np.ndarray:
-    return np.zeros(tuple(length_axis_shape), dtype=dtypes.numpy_dtype(emit.dtype_of(like)))
+    return np.zeros(tuple(length_axis_shape), dtype=dtypes.numpy_dtype(builders.dtype_of(like)))
 
 
 # If -----------------------------------------------------------------------------------------
@@ -303,7 +189,7 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                         "time only the taken branch is lowered",
                         _NeedsConstantError,
                     ) from exc
-                stablehlo.ReturnOp(outputs)
+                stablehlo.return_(outputs)
             blocks.append(block)
             results.append(outputs)
         then_out, else_out = results
@@ -319,7 +205,7 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
         blocks[0].append_to(op.true_branch)
         blocks[1].append_to(op.false_branch)
     finally:
-        emit.erase(holder.operation)
+        builders.erase(holder.operation)
     return list(op.results)
 
 
@@ -419,12 +305,12 @@ class _LoopInput:
             flat = ctx.symbolic_input(index).reshape(-1)
             dim = flat[0] if flat.size == 1 else None
         value = ctx.input(index)
-        if emit.dtype_of(value) != dtype or int(np.prod(emit.static_shape_of(value), dtype=np.int64)) != 1:
+        if builders.dtype_of(value) != dtype or int(np.prod(builders.static_shape_of(value), dtype=np.int64)) != 1:
             raise ctx.error(f"{what} must be one {dtype.name.lower()} element, got {value.type}", ShapeError)
-        return cls(False, None, emit.reshape(value, ()), dim)
+        return cls(False, None, builders.reshape(value, ()), dim)
 
     def materialize(self, dtype: DataType) -> ir.Value:
-        return self.value if self.value is not None else emit.splat(self.const, dtype)
+        return self.value if self.value is not None else builders.splat(self.const, dtype)
 
 
 def _unrollable(trip: _LoopInput, cond: _LoopInput) -> bool:
@@ -465,18 +351,18 @@ def _loop_while(
     carried: list[ir.Value],
     num_scan: int,
 ) -> list[ir.Value | np.ndarray]:
-    counter_init = emit.splat(0, DataType.INT64)
+    counter_init = builders.splat(0, DataType.INT64)
     cond_init = [] if cond.absent else [cond.materialize(DataType.BOOL)]
     init = [counter_init, *cond_init, *carried]
-    init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(_prepare_dims(v) for v in carried)]
+    init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(builders.carry_dims(v) for v in carried)]
     if trip.dim is not None and not isinstance(trip.dim, int):
-        emit.dim_value(trip.dim)  # a scan output's length, emitted before the loop
+        builders.dim_value(trip.dim)  # a scan output's length, emitted before the loop
     holder, block = _placeholder([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
-            args = _record_all(list(block.arguments), init_dims)
+            args = builders.record_carried(list(block.arguments), init_dims)
             counter = args[0]
-            cond_arg = args[1] if cond_init else emit.splat(True, DataType.BOOL)
+            cond_arg = args[1] if cond_init else builders.splat(True, DataType.BOOL)
             state = args[1 + len(cond_init):]
             outputs = ctx.lower_subgraph(body, [counter, cond_arg, *state])
             cond_out = _scalar_pred(ctx, outputs[0], "the body's cond output")
@@ -500,34 +386,33 @@ def _loop_while(
                     NonConstantInputError,
                 )
             if isinstance(iterations, int) and iterations == 0:
-                return [*carried, *(_empty(e, (0, *emit.static_shape_of(e))) for e in elements)]
+                return [*carried, *(_empty(e, (0, *builders.static_shape_of(e))) for e in elements)]
             with ir.InsertionPoint(holder.operation):
                 for element in elements:  # sizes for the buffers, emitted before the loop
-                    _prepare_dims(element)
+                    builders.carry_dims(element)
             buffers = []
             for element in elements:
-                shape = (iterations, *emit.dims_of(element))
-                buffer_type = emit.tensor_type(shape, emit.dtype_of(element))
-                buffers.append(emit.record(block.add_argument(buffer_type, ir.Location.unknown()), shape))
+                shape = (iterations, *builders.dims_of(element))
+                buffer_type = builders.tensor_type(shape, builders.dtype_of(element))
+                buffers.append(builders.record(block.add_argument(buffer_type, ir.Location.unknown()), shape))
                 init_dims.append(shape)
-            written = [write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
+            written = [builders.write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
             next_cond = [cond_out] if cond_init else []
-            stablehlo.ReturnOp([_increment(counter), *next_cond, *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], init_dims[len(init):])]
-        op = stablehlo.WhileOp([v.type for v in init], init)
-        cond_block = op.cond.blocks.append(*[v.type for v in init])
-        with ir.InsertionPoint(cond_block):
+            stablehlo.return_([builders.increment(counter), *next_cond, *next_state, *written])
+        init += [builders.splat(0, builders.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], init_dims[len(init):])]
+
+        def keep_going(arguments: list[ir.Value]) -> ir.Value:
             pred = None
             if not trip.absent:
-                pred = emit.compare(cond_block.arguments[0], trip.materialize(DataType.INT64), "LT")
+                pred = builders.compare(arguments[0], trip.materialize(DataType.INT64), "LT")
             if cond_init:
-                going = cond_block.arguments[1]
-                pred = going if pred is None else stablehlo.AndOp(pred, going).result
-            stablehlo.ReturnOp([pred])
-        block.append_to(op.body)
+                pred = arguments[1] if pred is None else stablehlo.and_(pred, arguments[1])
+            return pred
+
+        results = builders.while_with_body(init, keep_going, block)
     finally:
-        emit.erase(holder.operation)
-    return _record_all(list(op.results), init_dims)[1 + len(cond_init):]
+        builders.erase(holder.operation)
+    return builders.record_carried(results, init_dims)[1 + len(cond_init):]
 
 
 def _cond_stays(cond_out: ir.Value, cond_arg: ir.Value | None) -> bool | None:
@@ -572,8 +457,8 @@ def _loop_unrolled(
         if all(e.const is not None and not e.parameter for e in stack):
             results.append(np.stack([np.asarray(e.const()) for e in stack]))  # type: ignore[misc]
             continue
-        rows = [emit.reshape(ctx.materialize(e), (1, *e.shape)) for e in stack]
-        results.append(rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result)
+        rows = [builders.reshape(ctx.materialize(e), (1, *e.shape)) for e in stack]
+        results.append(rows[0] if len(rows) == 1 else stablehlo.concatenate(rows, 0))
     return results
 
 
@@ -604,7 +489,7 @@ def _scan_loop(
     Returns:
         Final states, then the stacked scan outputs.
     """
-    found = [emit.dims_of(v)[axis] for v, axis, _ in scan_inputs]
+    found = [builders.dims_of(v)[axis] for v, axis, _ in scan_inputs]
     static = {d for d in found if isinstance(d, int)}
     if len(static) > 1 or (static and len(set(found)) > 1):
         raise ctx.error(f"scan inputs have different sequence lengths {sorted(map(str, set(found)))}", ShapeError)
@@ -612,19 +497,19 @@ def _scan_loop(
     length = found[0]
     symbolic = not isinstance(length, int)
     for value in [*states, *(v for v, _, _ in scan_inputs)]:
-        _prepare_dims(value)
-    last = emit.dim_value(length - 1) if symbolic else None
+        builders.carry_dims(value)
+    last = builders.dim_value(length - 1) if symbolic else None
 
     def reverse_index(counter: ir.Value) -> ir.Value:
-        return _reverse_index(counter, length) if last is None else stablehlo.SubtractOp(last, counter).result
+        return _reverse_index(counter, length) if last is None else stablehlo.subtract(last, counter)
 
-    counter_init = emit.splat(0, DataType.INT64)
+    counter_init = builders.splat(0, DataType.INT64)
     init = [counter_init, *states]
-    init_dims = [None, *(_prepare_dims(v) for v in states)]
+    init_dims = [None, *(builders.carry_dims(v) for v in states)]
     holder, block = _placeholder([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
-            arguments = _record_all(list(block.arguments), init_dims)
+            arguments = builders.record_carried(list(block.arguments), init_dims)
             counter = arguments[0]
             state = arguments[1:]
             backward = None
@@ -632,7 +517,7 @@ def _scan_loop(
             for value, axis, reverse in scan_inputs:
                 if reverse and backward is None:
                     backward = reverse_index(counter)
-                slices.append(dynamic_index(value, backward if reverse else counter, axis))
+                slices.append(builders.dynamic_index(value, backward if reverse else counter, axis))
             outputs = ctx.lower_subgraph(body, [*state, *slices])
             next_state = outputs[: len(states)]
             elements = outputs[len(states):]
@@ -649,40 +534,40 @@ def _scan_loop(
                     f"{len(output_reverse)} scan_output_directions",
                     ShapeError,
                 )
-            axes = [ctx.axis(a, emit.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
+            axes = [ctx.axis(a, builders.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
             with ir.InsertionPoint(holder.operation):
                 for element in elements:  # sizes for the buffers, emitted before the loop
-                    _prepare_dims(element)
+                    builders.carry_dims(element)
             if length == 0:
                 empties = []
                 for element, axis in zip(elements, axes):
-                    shape = list(emit.static_shape_of(element))
+                    shape = list(builders.static_shape_of(element))
                     shape.insert(axis, 0)
                     empties.append(_empty(element, shape))
                 return [*states, *empties]
             written = []
             buffer_dims = []
             for element, axis, reverse in zip(elements, axes, output_reverse):
-                shape = list(emit.dims_of(element))
+                shape = list(builders.dims_of(element))
                 shape.insert(axis, length)
-                buffer = block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown())
+                buffer = block.add_argument(builders.tensor_type(shape, builders.dtype_of(element)), ir.Location.unknown())
                 buffer_dims.append(tuple(shape))
-                emit.record(buffer, shape)
+                builders.record(buffer, shape)
                 if reverse and backward is None:
                     backward = reverse_index(counter)
-                written.append(write_row(buffer, element, backward if reverse else counter, axis))
-            stablehlo.ReturnOp([_increment(counter), *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], buffer_dims)]
+                written.append(builders.write_row(buffer, element, backward if reverse else counter, axis))
+            stablehlo.return_([builders.increment(counter), *next_state, *written])
+        init += [builders.splat(0, builders.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], buffer_dims)]
         init_dims += buffer_dims
-        op = stablehlo.WhileOp([v.type for v in init], init)
-        cond_block = op.cond.blocks.append(*[v.type for v in init])
-        with ir.InsertionPoint(cond_block):
-            limit = emit.splat(length, DataType.INT64) if not symbolic else emit.dim_value(length)
-            stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], limit, "LT")])
-        block.append_to(op.body)
+
+        def below(arguments: list[ir.Value]) -> ir.Value:
+            limit = builders.splat(length, DataType.INT64) if not symbolic else builders.dim_value(length)
+            return builders.compare(arguments[0], limit, "LT")
+
+        results = builders.while_with_body(init, below, block)
     finally:
-        emit.erase(holder.operation)
-    return _record_all(list(op.results), init_dims)[1:]
+        builders.erase(holder.operation)
+    return builders.record_carried(results, init_dims)[1:]
 
 
 def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
@@ -731,7 +616,7 @@ def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarr
     input_reverse = _directions(ctx, node, "scan_input_directions", num_scan_inputs)
     output_reverse = _directions(ctx, node, "scan_output_directions", num_outputs)
     scan_inputs = [
-        (value, ctx.axis(axis, emit.rank_of(value)), reverse)
+        (value, ctx.axis(axis, builders.rank_of(value)), reverse)
         for value, axis, reverse in zip(values[num_states:], input_axes, input_reverse)
     ]
     return _scan_loop(ctx, body, values[:num_states], scan_inputs, output_axes, output_reverse)
@@ -760,11 +645,11 @@ def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | 
             ShapeError,
         )
     reverse = _directions(ctx, node, "directions", num_scan_inputs)
-    batches = {emit.static_shape_of(v)[0] if emit.rank_of(v) else None for v in values}
+    batches = {builders.static_shape_of(v)[0] if builders.rank_of(v) else None for v in values}
     if len(batches) != 1 or None in batches:
         raise ctx.error(f"every input needs the same batch size as axis 0, got {sorted(map(str, batches))}", ShapeError)
     (batch,) = batches
-    lengths = {emit.static_shape_of(v)[1] if emit.rank_of(v) > 1 else None for v in values[num_states:]}
+    lengths = {builders.static_shape_of(v)[1] if builders.rank_of(v) > 1 else None for v in values[num_states:]}
     if len(lengths) != 1 or None in lengths:
         raise ctx.error(
             f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError
@@ -782,50 +667,50 @@ def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | 
         rows = [_static_row(v, b) for v in values]
         scan_inputs = [(_static_prefix(x, steps), 0, r) for x, r in zip(rows[num_states:], reverse)]
         results = _scan_loop(ctx, body, rows[:num_states], scan_inputs, [0] * num_outputs, [False] * num_outputs)
-        materialized = [emit.constant(r) if isinstance(r, np.ndarray) else r for r in results]
+        materialized = [builders.constant(r) if isinstance(r, np.ndarray) else r for r in results]
         for k in range(num_states, len(materialized)):
             materialized[k] = _pad_axis0(materialized[k], length)
         per_batch.append(materialized)
     outputs = []
     for k in range(len(per_batch[0])):
-        rows = [emit.reshape(r[k], (1, *emit.static_shape_of(r[k]))) for r in per_batch]
-        outputs.append(rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result)
+        rows = [builders.reshape(r[k], (1, *builders.static_shape_of(r[k]))) for r in per_batch]
+        outputs.append(rows[0] if len(rows) == 1 else stablehlo.concatenate(rows, 0))
     return outputs
 
 
 def _static_row(value: ir.Value, index: int) -> ir.Value:
     """``value[index]`` along axis 0 (static slice), axis dropped."""
-    shape = emit.static_shape_of(value)
-    row = stablehlo.SliceOp(
+    shape = builders.static_shape_of(value)
+    row = stablehlo.slice(
         value,
-        emit.i64_array([index] + [0] * (len(shape) - 1)),
-        emit.i64_array([index + 1, *shape[1:]]),
-        emit.i64_array([1] * len(shape)),
-    ).result
-    return emit.reshape(row, shape[1:])
+        builders.i64_array([index] + [0] * (len(shape) - 1)),
+        builders.i64_array([index + 1, *shape[1:]]),
+        builders.i64_array([1] * len(shape)),
+    )
+    return builders.reshape(row, shape[1:])
 
 
 def _static_prefix(value: ir.Value, steps: int) -> ir.Value:
     """The first ``steps`` entries of ``value`` along axis 0."""
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if steps == shape[0]:
         return value
-    return stablehlo.SliceOp(
-        value, emit.i64_array([0] * len(shape)), emit.i64_array([steps, *shape[1:]]), emit.i64_array([1] * len(shape))
-    ).result
+    return stablehlo.slice(
+        value, builders.i64_array([0] * len(shape)), builders.i64_array([steps, *shape[1:]]), builders.i64_array([1] * len(shape))
+    )
 
 
 def _pad_axis0(value: ir.Value, length: int) -> ir.Value:
     """``value`` zero-padded at the end of axis 0 to ``length``."""
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if shape[0] == length:
         return value
-    zero = emit.splat(0, emit.dtype_of(value))
+    zero = builders.splat(0, builders.dtype_of(value))
     rank = len(shape)
-    return stablehlo.PadOp(
+    return stablehlo.pad(
         value,
         zero,
-        emit.i64_array([0] * rank),
-        emit.i64_array([length - shape[0]] + [0] * (rank - 1)),
-        emit.i64_array([0] * rank),
-    ).result
+        builders.i64_array([0] * rank),
+        builders.i64_array([length - shape[0]] + [0] * (rank - 1)),
+        builders.i64_array([0] * rank),
+    )

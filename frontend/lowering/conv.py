@@ -36,7 +36,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import geometry, windows
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -70,8 +70,8 @@ def _convolution(
 
     The batch and spatial dims of lhs may be symbolic (the result's are then symbolic too).
     """
-    lhs_shape = emit.dims_of(lhs)
-    rhs_shape = emit.static_shape_of(rhs)
+    lhs_shape = builders.dims_of(lhs)
+    rhs_shape = builders.static_shape_of(rhs)
     rank = len(lhs_shape) - 2
     spatial = list(range(2, rank + 2))
     out_spatial = []
@@ -81,7 +81,7 @@ def _convolution(
         span = dilated_in + padding[i][0] + padding[i][1] - dilated_k
         out_spatial.append(floor_div(span, strides[i]) + 1)
     out_dims = [lhs_shape[0], rhs_shape[0], *out_spatial]
-    result_type = emit.tensor_type(out_dims, result_dtype)
+    result_type = builders.tensor_type(out_dims, result_dtype)
     numbers = stablehlo.ConvDimensionNumbers.get(
         input_batch_dimension=0,
         input_feature_dimension=1,
@@ -106,19 +106,19 @@ def _convolution(
         rhs_dilation=list(rhs_dilation),
         precision_config=_precision_config(result_dtype),
     )
-    return emit.record(result, out_dims)
+    return builders.record(result, out_dims)
 
 
 def _add_bias(ctx: LoweringContext, y: ir.Value, bias_index: int) -> ir.Value:
     """``y + b`` with ``b`` of shape ``[M]`` broadcast along the feature dim of ``y``."""
     if not ctx.has_input(bias_index):
         return y
-    shape = emit.dims_of(y)
+    shape = builders.dims_of(y)
     bias = ctx.input(bias_index)
-    if emit.static_shape_of(bias) != (shape[1],):
-        raise ctx.error(f"bias shape {emit.static_shape_of(bias)} must be [{shape[1]}]", ShapeError)
-    bias = emit.convert(bias, emit.dtype_of(y))
-    return stablehlo.add(y, emit.broadcast_to(bias, shape, dims=[1]))
+    if builders.static_shape_of(bias) != (shape[1],):
+        raise ctx.error(f"bias shape {builders.static_shape_of(bias)} must be [{shape[1]}]", ShapeError)
+    bias = builders.convert(bias, builders.dtype_of(y))
+    return stablehlo.add(y, builders.broadcast_to(bias, shape, dims=[1]))
 
 
 def _batch_spatial_symbolic(ctx: LoweringContext, index: int) -> tuple[Dim, ...]:
@@ -164,7 +164,7 @@ def lower_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x, w = ctx.input(0), ctx.input(1)
     x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if not dtypes.is_float(dtype):
         raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
     groups = node.attr_int("group")
@@ -252,7 +252,7 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     """
     x, w = ctx.input(0), ctx.input(1)
     x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if not dtypes.is_float(dtype):
         raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
     groups = node.attr_int("group")
@@ -275,10 +275,10 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
 
     # W [C, M/g, K] -> [g, C/g, M/g, K] -> [g, M/g, C/g, K] -> [M, C/g, K], spatially reversed.
     in_per_group, out_per_group = x_shape[1] // groups, w_shape[1]
-    kernel_w = emit.reshape(w, [groups, in_per_group, out_per_group, *kernel])
-    kernel_w = emit.transpose(kernel_w, [0, 2, 1, *range(3, rank + 3)])
-    kernel_w = emit.reshape(kernel_w, [groups * out_per_group, in_per_group, *kernel])
-    kernel_w = stablehlo.reverse(kernel_w, emit.i64_array(range(2, rank + 2)))
+    kernel_w = builders.reshape(w, [groups, in_per_group, out_per_group, *kernel])
+    kernel_w = builders.transpose(kernel_w, [0, 2, 1, *range(3, rank + 3)])
+    kernel_w = builders.reshape(kernel_w, [groups * out_per_group, in_per_group, *kernel])
+    kernel_w = stablehlo.reverse(kernel_w, builders.i64_array(range(2, rank + 2)))
 
     conv_pads = [(k - 1 - b, k - 1 - e) for k, (b, e) in zip(window.effective_kernel, pads)]
     # output_padding (or output_shape) may ask for more tail than the formula gives.
@@ -299,25 +299,25 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         groups=groups,
         result_dtype=dtype,
     )
-    if any(lo or hi for lo, hi in negative) and not all(windows.is_int(d) for d in emit.dims_of(y)):
+    if any(lo or hi for lo, hi in negative) and not all(windows.is_int(d) for d in builders.dims_of(y)):
         # crop a static amount off each end of symbolic dims: real_dynamic_slice
-        shape = emit.dims_of(y)
+        shape = builders.dims_of(y)
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
         cropped = [lim - st for st, lim in zip(start, limit)]
         y = stablehlo.real_dynamic_slice(
-            emit.tensor_type(cropped, dtype),
+            builders.tensor_type(cropped, dtype),
             y,
-            emit.shape_tensor(start),
-            emit.shape_tensor(limit),
-            emit.shape_tensor([1] * len(shape)),
+            builders.shape_tensor(start),
+            builders.shape_tensor(limit),
+            builders.shape_tensor([1] * len(shape)),
         )
-        y = emit.record(y, cropped)
+        y = builders.record(y, cropped)
     elif any(lo or hi for lo, hi in negative):
-        shape = emit.static_shape_of(y)
+        shape = builders.static_shape_of(y)
         start = [0, 0, *(lo for lo, _ in negative)]
         limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
-        y = stablehlo.slice(y, emit.i64_array(start), emit.i64_array(limit), emit.i64_array([1] * len(shape)))
+        y = stablehlo.slice(y, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * len(shape)))
     return [_add_bias(ctx, y, 2)]
 
 
@@ -325,13 +325,13 @@ def _zero_point(ctx: LoweringContext, index: int, per_channel_dim: int | None, s
     """An int32 zero point broadcast to ``shape``: a scalar, or 1-D along ``per_channel_dim``."""
     if not ctx.has_input(index):
         return None
-    zp = emit.convert(ctx.input(index), DataType.INT32)
-    zp_shape = emit.static_shape_of(zp)
+    zp = builders.convert(ctx.input(index), DataType.INT32)
+    zp_shape = builders.static_shape_of(zp)
     size = math.prod(zp_shape)
     if size == 1:
-        return emit.broadcast_to(emit.reshape(zp, []), shape)
+        return builders.broadcast_to(builders.reshape(zp, []), shape)
     if per_channel_dim is not None and size == shape[per_channel_dim]:
-        return emit.broadcast_to(emit.reshape(zp, [size]), shape, dims=[per_channel_dim])
+        return builders.broadcast_to(builders.reshape(zp, [size]), shape, dims=[per_channel_dim])
     raise ctx.error(f"zero point '{ctx.node.input_names[index]}' of shape {list(zp_shape)} must be a scalar"
                     + (f" or have {shape[per_channel_dim]} values" if per_channel_dim is not None else ""), ShapeError)
 
@@ -350,8 +350,8 @@ def _integer_conv(
     kernel = tuple(w_shape[2:])
     _kernel_shape_matches(ctx, node, kernel)
     window, _ = windows.window(ctx, node, x_shape[2:], kernel)
-    x = emit.convert(ctx.input(x_index), DataType.INT32)
-    w = emit.convert(ctx.input(w_index), DataType.INT32)
+    x = builders.convert(ctx.input(x_index), DataType.INT32)
+    w = builders.convert(ctx.input(w_index), DataType.INT32)
     x_zp = _zero_point(ctx, x_zp_index, None, x_shape)
     if x_zp is not None:
         x = stablehlo.subtract(x, x_zp)
@@ -401,63 +401,35 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         ShapeError: inconsistent shapes, scales or zero points.
     """
     acc = _integer_conv(ctx, node, 0, 3, 2, 5)
-    shape = emit.static_shape_of(acc)
+    shape = builders.static_shape_of(acc)
     if ctx.has_input(8):
-        bias = emit.convert(ctx.input(8), DataType.INT32)
-        acc = stablehlo.add(acc, emit.broadcast_to(emit.reshape(bias, [shape[1]]), shape, dims=[1]))
+        bias = builders.convert(ctx.input(8), DataType.INT32)
+        acc = stablehlo.add(acc, builders.broadcast_to(builders.reshape(bias, [shape[1]]), shape, dims=[1]))
     f32 = DataType.FLOAT
 
     def scale(index: int, per_channel: bool) -> ir.Value:
-        value = emit.convert(ctx.input(index), f32)
-        size = math.prod(emit.static_shape_of(value))
+        value = builders.convert(ctx.input(index), f32)
+        size = math.prod(builders.static_shape_of(value))
         if size == 1:
-            return emit.broadcast_to(emit.reshape(value, []), shape)
+            return builders.broadcast_to(builders.reshape(value, []), shape)
         if per_channel and size == shape[1]:
-            return emit.broadcast_to(emit.reshape(value, [size]), shape, dims=[1])
+            return builders.broadcast_to(builders.reshape(value, [size]), shape, dims=[1])
         accepted = f"a scalar or {shape[1]} values" if per_channel else "a scalar"
         raise ctx.error(f"scale '{node.input_names[index]}' must be {accepted}", ShapeError)
 
-    # emit.divide: XLA would turn the division by a constant y_scale into a multiplication by
+    # builders.divide: XLA would turn the division by a constant y_scale into a multiplication by
     # its rounded reciprocal, an ulp off onnxruntime's multiplier (flips some roundings).
-    multiplier = emit.divide(stablehlo.multiply(scale(1, False), scale(4, True)), scale(6, False))
-    y = stablehlo.multiply(emit.convert(acc, f32), multiplier)
+    multiplier = builders.divide(stablehlo.multiply(scale(1, False), scale(4, True)), scale(6, False))
+    y = stablehlo.multiply(builders.convert(acc, f32), multiplier)
     y = stablehlo.round_nearest_even(y)
     out_dtype = ctx.input_dtype(7) if ctx.has_input(7) else DataType.UINT8
     if out_dtype not in (DataType.INT8, DataType.UINT8):
         raise ctx.unsupported_dtype(out_dtype, "int8, uint8")
     if ctx.has_input(7):
-        y = stablehlo.add(y, emit.broadcast_to(emit.reshape(emit.convert(ctx.input(7), f32), []), shape))
+        y = stablehlo.add(y, builders.broadcast_to(builders.reshape(builders.convert(ctx.input(7), f32), []), shape))
     info = np.iinfo(dtypes.numpy_dtype(out_dtype))
-    y = stablehlo.clamp(emit.splat(info.min, f32), y, emit.splat(info.max, f32))
-    return [emit.convert(y, out_dtype)]
-
-
-def _dot(
-    lhs: ir.Value,
-    rhs: ir.Value,
-    batch: tuple[Sequence[int], Sequence[int]],
-    contract: tuple[Sequence[int], Sequence[int]],
-) -> ir.Value:
-    """``stablehlo.dot_general`` at HIGHEST precision (no TF32/bf16 passes on accelerators)."""
-    lhs_shape = emit.static_shape_of(lhs)
-    rhs_shape = emit.static_shape_of(rhs)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(batch[0]),
-        rhs_batching_dimensions=list(batch[1]),
-        lhs_contracting_dimensions=list(contract[0]),
-        rhs_contracting_dimensions=list(contract[1]),
-    )
-    lhs_free = [d for i, d in enumerate(lhs_shape) if i not in batch[0] and i not in contract[0]]
-    rhs_free = [d for i, d in enumerate(rhs_shape) if i not in batch[1] and i not in contract[1]]
-    shape = [lhs_shape[i] for i in batch[0]] + lhs_free + rhs_free
-    highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    return stablehlo.dot_general(
-        emit.tensor_type(shape, emit.dtype_of(lhs)),
-        lhs,
-        rhs,
-        numbers,
-        precision_config=ir.ArrayAttr.get([highest, highest]),
-    )
+    y = stablehlo.clamp(builders.splat(info.min, f32), y, builders.splat(info.max, f32))
+    return [builders.convert(y, out_dtype)]
 
 
 @lowering("Col2Im", since=18)
@@ -478,8 +450,8 @@ def lower_col2im(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x = ctx.input(0)
     dtype = ctx.input_dtype(0)
     batch, block_channels, length = geometry.expect_rank(ctx, 0, 3)
-    image = geometry.constant_ints(ctx, 1)
-    block = geometry.constant_ints(ctx, 2)
+    image = ctx.constant_ints(1)
+    block = ctx.constant_ints(2)
     rank = len(image)
     if len(block) != rank or rank == 0:
         raise ctx.error(f"image_shape {image} and block_shape {block} must have the same nonzero length", ShapeError)
@@ -502,15 +474,15 @@ def lower_col2im(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             ShapeError,
         )
     channels = block_channels // kernel
-    blocks = emit.reshape(x, [batch, channels, kernel, *columns])
-    zero = geometry.scalar(0, dtype)
+    blocks = builders.reshape(x, [batch, channels, kernel, *columns])
+    zero = builders.splat(0, dtype)
     combine = stablehlo.OrOp if dtype == DataType.BOOL else stablehlo.AddOp
     image_value = None
     for k, offsets in enumerate(itertools.product(*[range(b) for b in block])):
         starts = [0, 0, k] + [0] * rank
         limits = [batch, channels, k + 1, *columns]
         slab = stablehlo.slice(blocks, starts, limits, [1] * (rank + 3))
-        slab = emit.reshape(slab, [batch, channels, *columns])
+        slab = builders.reshape(slab, [batch, channels, *columns])
         low = [offsets[i] * dilations[i] - pads[i] for i in range(rank)]
         high = [image[i] - (low[i] + (columns[i] - 1) * strides[i] + 1) for i in range(rank)]
         interior = [s - 1 for s in strides]
@@ -575,8 +547,8 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     compute = geometry.compute_dtype(dtype)
     points = math.prod(out_dims)
     lead = [batch, offset_group, taps, points]
-    offsets = emit.reshape(emit.convert(ctx.input(2), compute), [batch, offset_group, taps, rank, points])
-    f = geometry.Arith(lead, compute)
+    offsets = builders.reshape(builders.convert(ctx.input(2), compute), [batch, offset_group, taps, rank, points])
+    f = builders.Arith(lead, compute)
     # Compile-time part of every sample position: [K, P] per axis.
     kernel_index = np.stack(np.meshgrid(*[np.arange(k) for k in kernel], indexing="ij"), -1).reshape(taps, rank)
     out_index = np.stack(np.meshgrid(*[np.arange(o) for o in out_dims], indexing="ij"), -1).reshape(points, rank)
@@ -588,40 +560,40 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             + kernel_index[:, None, axis] * dilations[axis]
         ).astype(np.float64)
         position = f.add(
-            emit.broadcast_to(emit.constant(base, compute), lead, dims=[2, 3]),
-            emit.reshape(geometry.axis_slice(offsets, 3, axis), lead),
+            builders.broadcast_to(builders.constant(base, compute), lead, dims=[2, 3]),
+            builders.reshape(geometry.axis_slice(offsets, 3, axis), lead),
         )
         low = f.floor(position)
         t = f.sub(position, low)
         axis_taps = []
         for corner, weight in ((low, f.sub(1.0, t)), (f.add(low, 1.0), t)):
-            valid = geometry.logical_and(f.cmp(corner, 0.0, "GE"), f.cmp(corner, size - 1.0, "LE"))
-            index = emit.convert(f.clamp(corner, 0.0, size - 1.0), DataType.INT64)
+            valid = builders.logical_and(f.cmp(corner, 0.0, "GE"), f.cmp(corner, size - 1.0, "LE"))
+            index = builders.convert(f.clamp(corner, 0.0, size - 1.0), DataType.INT64)
             axis_taps.append((index, weight, valid))
         per_axis.append(axis_taps)
     indices, weights, valid = geometry.combine_taps(per_axis, lead)
     corners = 2**rank
     if ctx.has_input(4):
-        mask = emit.reshape(emit.convert(ctx.input(4), compute), lead)
-        weights = stablehlo.multiply(weights, emit.broadcast_to(mask, [*lead, corners], dims=[0, 1, 2, 3]))
+        mask = builders.reshape(builders.convert(ctx.input(4), compute), lead)
+        weights = stablehlo.multiply(weights, builders.broadcast_to(mask, [*lead, corners], dims=[0, 1, 2, 3]))
 
     group_channels = channels // offset_group
-    x = emit.reshape(ctx.input(0), [batch, offset_group, group_channels, *dims])
-    table = emit.transpose(x, [0, 1, *range(3, rank + 3), 2])  # [N, G, d1..dr, C/G]
-    values = emit.convert(geometry.gather_vectors(table, indices, batch=2), compute)  # [N, G, K, P, T, C/G]
+    x = builders.reshape(ctx.input(0), [batch, offset_group, group_channels, *dims])
+    table = builders.transpose(x, [0, 1, *range(3, rank + 3), 2])  # [N, G, d1..dr, C/G]
+    values = builders.convert(geometry.gather_vectors(table, indices, batch=2), compute)  # [N, G, K, P, T, C/G]
     full = [*lead, corners, group_channels]
-    valid_full = emit.broadcast_to(valid, full, dims=[0, 1, 2, 3, 4])
-    values = stablehlo.select(valid_full, values, emit.splat(0, compute, full))
-    weighted = stablehlo.multiply(values, emit.broadcast_to(weights, full, dims=[0, 1, 2, 3, 4]))
-    sampled = emit.reduce(weighted, [4], stablehlo.AddOp, 0)  # [N, G, K, P, C/G]
+    valid_full = builders.broadcast_to(valid, full, dims=[0, 1, 2, 3, 4])
+    values = stablehlo.select(valid_full, values, builders.splat(0, compute, full))
+    weighted = stablehlo.multiply(values, builders.broadcast_to(weights, full, dims=[0, 1, 2, 3, 4]))
+    sampled = builders.reduce(weighted, [4], stablehlo.AddOp, 0)  # [N, G, K, P, C/G]
     # Columns [N, group, C/group, K, P] against W [group, M/group, C/group, K].
-    columns = emit.transpose(sampled, [0, 1, 4, 2, 3])
-    columns = emit.reshape(columns, [batch, group, channels // group, taps, points])
-    w = emit.convert(ctx.input(1), compute)
-    w = emit.reshape(w, [group, out_channels // group, channels // group, taps])
-    product = _dot(w, columns, batch=([0], [1]), contract=([2, 3], [2, 3]))  # [group, M/group, N, P]
-    y = emit.reshape(emit.transpose(product, [2, 0, 1, 3]), [batch, out_channels, points])
+    columns = builders.transpose(sampled, [0, 1, 4, 2, 3])
+    columns = builders.reshape(columns, [batch, group, channels // group, taps, points])
+    w = builders.convert(ctx.input(1), compute)
+    w = builders.reshape(w, [group, out_channels // group, channels // group, taps])
+    product = builders.dot_general(w, columns, lhs_batch=[0], rhs_batch=[1], lhs_contracting=[2, 3], rhs_contracting=[2, 3], precision="HIGHEST")  # [group, M/group, N, P]
+    y = builders.reshape(builders.transpose(product, [2, 0, 1, 3]), [batch, out_channels, points])
     if ctx.has_input(3):
-        bias = emit.convert(ctx.input(3), compute)
-        y = stablehlo.add(y, emit.broadcast_to(bias, [batch, out_channels, points], dims=[1]))
-    return [emit.convert(emit.reshape(y, [batch, out_channels, *out_dims]), dtype)]
+        bias = builders.convert(ctx.input(3), compute)
+        y = stablehlo.add(y, builders.broadcast_to(bias, [batch, out_channels, points], dims=[1]))
+    return [builders.convert(builders.reshape(y, [batch, out_channels, *out_dims]), dtype)]

@@ -14,11 +14,9 @@ from __future__ import annotations
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.frontend import emit
-from onnx_stablehlo.frontend.builders import indexing
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import while_loop
 from onnx_stablehlo.frontend.registry import lowering
 
 
@@ -54,11 +52,11 @@ def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identit
     makes the steps a stablehlo.while (see :func:`_scan_symbolic`).
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(ctx.constant_int(1, "axis"), len(shape))
     reverse = bool(node.attr_int("reverse"))
     if reverse:
-        x = emit.record(stablehlo.reverse(x, emit.i64_array([axis])), shape)
+        x = builders.record(stablehlo.reverse(x, builders.i64_array([axis])), shape)
     if node.attr_int("exclusive"):
         x = _shift(x, axis, 1, identity)
     if isinstance(shape[axis], int):
@@ -69,7 +67,7 @@ def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identit
     else:
         x = _scan_symbolic(x, axis, combine, identity)
     if reverse:
-        x = emit.record(stablehlo.reverse(x, emit.i64_array([axis])), shape)
+        x = builders.record(stablehlo.reverse(x, builders.i64_array([axis])), shape)
     return x
 
 
@@ -79,37 +77,37 @@ def _scan_symbolic(x: ir.Value, axis: int, combine: type, identity: int) -> ir.V
     Carries ``(s, x)`` from ``(1, x)``; each step combines ``x`` with ``x[i - s]`` (a gather at
     ``max(i - s, 0)``, ``identity`` where ``i < s``) and doubles ``s``, while ``s < n``.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     length = shape[axis]
     i64 = DataType.INT64
-    along = emit.iota([length], 0, i64)  # i, for the gather's indices
-    positions = emit.iota(shape, axis, i64)  # i at every element, for the mask
-    limit = emit.dim_value(length)
+    along = builders.iota([length], 0, i64)  # i, for the gather's indices
+    positions = builders.iota(shape, axis, i64)  # i at every element, for the mask
+    limit = builders.dim_value(length)
 
     def below(args: list[ir.Value]) -> ir.Value:
-        return emit.compare(args[0], limit, "LT")
+        return builders.compare(args[0], limit, "LT")
 
     def step(args: list[ir.Value]) -> list[ir.Value]:
         s, acc = args
         source = stablehlo.maximum(
-            stablehlo.subtract(along, emit.broadcast_to(s, [length], dims=())), emit.splat(0, i64, [length])
+            stablehlo.subtract(along, builders.broadcast_to(s, [length], dims=())), builders.splat(0, i64, [length])
         )
-        moved = indexing.take(acc, source, axis)
-        keep = emit.compare(positions, emit.broadcast_to(s, shape, dims=()), "GE")
-        shifted = stablehlo.select(keep, moved, emit.splat(identity, emit.dtype_of(acc), shape))
-        doubled = stablehlo.multiply(s, emit.splat(2, i64))
+        moved = builders.take(acc, source, axis)
+        keep = builders.compare(positions, builders.broadcast_to(s, shape, dims=()), "GE")
+        shifted = stablehlo.select(keep, moved, builders.splat(identity, builders.dtype_of(acc), shape))
+        doubled = stablehlo.multiply(s, builders.splat(2, i64))
         return [doubled, combine(acc, shifted).result]
 
-    return while_loop([emit.splat(1, i64), x], below, step)[1]
+    return builders.while_loop([builders.splat(1, i64), x], below, step)[1]
 
 
 def _shift(value: ir.Value, axis: int, amount: int, fill: int) -> ir.Value:
     """Moves entries ``amount`` places up ``axis``, ``fill`` in: ``y[i] = x[i - amount]``."""
-    rank = emit.rank_of(value)
+    rank = builders.rank_of(value)
     low, high = [0] * rank, [0] * rank
     low[axis], high[axis] = amount, -amount
-    padding = emit.splat(fill, emit.dtype_of(value))
-    return emit.record(stablehlo.pad(value, padding, low, high, [0] * rank), emit.dims_of(value))
+    padding = builders.splat(fill, builders.dtype_of(value))
+    return builders.record(stablehlo.pad(value, padding, low, high, [0] * rank), builders.dims_of(value))
 
 
 @lowering("CumProd", since=26)

@@ -17,8 +17,7 @@ import numpy as np
 from jaxlib.mlir import ir
 
 from onnx_stablehlo.errors import DataDependentShapeError, NonConstantInputError, ShapeError
-from onnx_stablehlo.frontend import emit
-from onnx_stablehlo.frontend.builders import indexing
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
 
@@ -48,16 +47,16 @@ def lower_compress(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise _data_dependent(ctx, 1, "the condition")
     condition = np.asarray(ctx.constant_input(1)).astype(bool).reshape(-1)
     data = ctx.input(0)
-    shape = emit.static_shape_of(data)
+    shape = builders.static_shape_of(data)
     if node.attr("axis") is None:
-        data = emit.reshape(data, [int(np.prod(shape, dtype=np.int64))])
+        data = builders.reshape(data, [int(np.prod(shape, dtype=np.int64))])
         axis = 0
     else:
         axis = ctx.axis(node.attr_int("axis"), len(shape))
-    size = emit.static_shape_of(data)[axis]
+    size = builders.static_shape_of(data)[axis]
     if condition.size > size:
         raise ctx.error(f"condition has {condition.size} entries, the axis only {size}", ShapeError)
-    return [indexing.take_constant(data, np.nonzero(condition)[0].astype(np.int64), axis)]
+    return [builders.take(data, np.nonzero(condition)[0].astype(np.int64), axis)]
 
 
 @lowering("NonZero", since=9)

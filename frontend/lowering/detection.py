@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import DataDependentShapeError, ResourceLimitError, ShapeError
-from onnx_stablehlo.frontend import emit, limits
+from onnx_stablehlo.frontend import builders, limits
 from onnx_stablehlo.frontend.builders import geometry
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -37,27 +37,9 @@ _ROI_UNROLL_MAX_SAMPLES = 16
 """RoiAlign with a fixed sampling_ratio unrolls up to this many sample points per bin."""
 
 
-def _take_rows(value: ir.Value, indices: ir.Value) -> ir.Value:
-    """``value[indices]`` along axis 0 (``indices`` [R] in range): ``[R, *value.shape[1:]]``."""
-    shape = emit.static_shape_of(value)
-    count = emit.static_shape_of(indices)[0]
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=list(range(1, len(shape))),
-        collapsed_slice_dims=[0],
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=[0],
-        index_vector_dim=1,
-    )
-    result_type = emit.tensor_type([count, *shape[1:]], emit.dtype_of(value))
-    return stablehlo.gather(
-        value, indices, numbers, emit.i64_array([1, *shape[1:]]), indices_are_sorted=False, results=[result_type]
-    )
-
-
 def _clamp_index(index: ir.Value, size: int) -> ir.Value:
     """int64 ``index`` clamped into ``[0, size)``."""
-    return stablehlo.clamp(geometry.scalar(0, DataType.INT64), index, geometry.scalar(size - 1, DataType.INT64))
+    return stablehlo.clamp(builders.splat(0, DataType.INT64), index, builders.splat(size - 1, DataType.INT64))
 
 
 _ROI_ALIGN_MODES = ("avg", "max")
@@ -78,17 +60,17 @@ def _roi_axis_samples(
     Returns:
         ``(low, high, low_weight, high_weight, valid)``, each ``[R, pooled]``; indices int64.
     """
-    rois = emit.static_shape_of(start)[0]
-    dtype = emit.dtype_of(start)
-    f = geometry.Arith([rois, pooled], dtype)
+    rois = builders.static_shape_of(start)[0]
+    dtype = builders.dtype_of(start)
+    f = builders.Arith([rois, pooled], dtype)
 
     def per_roi(v: ir.Value) -> ir.Value:
-        return emit.broadcast_to(v, f.shape, dims=[0])
+        return builders.broadcast_to(v, f.shape, dims=[0])
 
     step = per_roi(bin_size)
-    offset = f.exact_div(f.mul(f.add(emit.broadcast_to(sample, f.shape, dims=[]), 0.5), step), per_roi(grid))
+    offset = f.exact_div(f.mul(f.add(builders.broadcast_to(sample, f.shape, dims=[]), 0.5), step), per_roi(grid))
     y = f.add(f.add(per_roi(start), f.mul(f.iota(1), step)), offset)
-    valid = stablehlo.not_(geometry.logical_or(f.cmp(y, -1.0, "LT"), f.cmp(y, float(size), "GT")))
+    valid = stablehlo.not_(builders.logical_or(f.cmp(y, -1.0, "LT"), f.cmp(y, float(size), "GT")))
     y = f.max(y, 0.0)
     low = f.floor(y)
     at_edge = f.cmp(low, size - 1.0, "GE")
@@ -98,8 +80,8 @@ def _roi_axis_samples(
     high_weight = f.sub(y, low)
     low_weight = f.sub(1.0, high_weight)
     return (
-        emit.convert(low, DataType.INT64),
-        emit.convert(high, DataType.INT64),
+        builders.convert(low, DataType.INT64),
+        builders.convert(high, DataType.INT64),
         low_weight,
         high_weight,
         valid,
@@ -153,8 +135,8 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     scale = node.attr_float("spatial_scale")
     compute = geometry.compute_dtype(dtype)
 
-    rois = emit.convert(ctx.input(1), compute)
-    fr = geometry.Arith([count], compute)
+    rois = builders.convert(ctx.input(1), compute)
+    fr = builders.Arith([count], compute)
     shift = 0.5 if coordinate_mode == "half_pixel" else 0.0
     x1, y1, x2, y2 = (fr.sub(fr.mul(geometry.component(rois, j), scale), shift) for j in range(4))
     roi_w, roi_h = fr.sub(x2, x1), fr.sub(y2, y1)
@@ -167,11 +149,11 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         grid_h, grid_w = fr.max(fr.ceil(bin_h), 0.0), fr.max(fr.ceil(bin_w), 0.0)
     samples = fr.max(fr.mul(grid_h, grid_w), 1.0)
 
-    batch_index = _clamp_index(emit.convert(ctx.input(2), DataType.INT64), batch)
-    table = emit.transpose(ctx.input(0), [0, 2, 3, 1])  # [N, H, W, C]
+    batch_index = _clamp_index(builders.convert(ctx.input(2), DataType.INT64), batch)
+    table = builders.transpose(ctx.input(0), [0, 2, 3, 1])  # [N, H, W, C]
     bins = [count, pooled_h, pooled_w]
     out = [*bins, channels]
-    roi_batch = emit.broadcast_to(batch_index, bins, dims=[0])
+    roi_batch = builders.broadcast_to(batch_index, bins, dims=[0])
 
     def contribution(iy: ir.Value, ix: ir.Value) -> ir.Value:
         """``[R, PH, PW, C]``: sample ``(iy, ix)`` of every bin (zero where it is outside)."""
@@ -179,10 +161,10 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         x_low, x_high, wx_low, wx_high, valid_x = _roi_axis_samples(x1, bin_w, grid_w, ix, pooled_w, width)
 
         def rows(v: ir.Value) -> ir.Value:
-            return emit.broadcast_to(v, bins, dims=[0, 1])
+            return builders.broadcast_to(v, bins, dims=[0, 1])
 
         def cols(v: ir.Value) -> ir.Value:
-            return emit.broadcast_to(v, bins, dims=[0, 2])
+            return builders.broadcast_to(v, bins, dims=[0, 2])
 
         corners = [(y, x, stablehlo.multiply(rows(wy), cols(wx)))
                    for y, wy in ((y_low, wy_low), (y_high, wy_high))
@@ -192,34 +174,34 @@ def lower_roi_align(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             geometry.stack([rows(y) for y, _, _ in corners]),
             geometry.stack([cols(x) for _, x, _ in corners]),
         ])
-        values = emit.convert(geometry.gather_vectors(table, indices, batch=0), compute)  # [R, PH, PW, 4, C]
-        weights = emit.broadcast_to(geometry.stack([w for _, _, w in corners]), [*bins, 4, channels], dims=[0, 1, 2, 3])
+        values = builders.convert(geometry.gather_vectors(table, indices, batch=0), compute)  # [R, PH, PW, 4, C]
+        weights = builders.broadcast_to(geometry.stack([w for _, _, w in corners]), [*bins, 4, channels], dims=[0, 1, 2, 3])
         weighted = stablehlo.multiply(values, weights)
         if mode == "avg":
-            combined = emit.reduce(weighted, [3], stablehlo.AddOp, 0)
+            combined = builders.reduce(weighted, [3], stablehlo.AddOp, 0)
         else:
-            combined = emit.reduce(weighted, [3], stablehlo.MaxOp, -np.inf)
-        valid = emit.broadcast_to(geometry.logical_and(rows(valid_y), cols(valid_x)), out, dims=[0, 1, 2])
-        return stablehlo.select(valid, combined, emit.splat(0, compute, out))
+            combined = builders.reduce(weighted, [3], stablehlo.MaxOp, -np.inf)
+        valid = builders.broadcast_to(builders.logical_and(rows(valid_y), cols(valid_x)), out, dims=[0, 1, 2])
+        return stablehlo.select(valid, combined, builders.splat(0, compute, out))
 
     def accumulate(total: ir.Value, value: ir.Value) -> ir.Value:
         if mode == "avg":
             return stablehlo.add(total, value)
         return stablehlo.maximum(total, value)
 
-    initial = emit.splat(0 if mode == "avg" else -np.inf, compute, out)
+    initial = builders.splat(0 if mode == "avg" else -np.inf, compute, out)
     if ratio > 0 and ratio * ratio <= _ROI_UNROLL_MAX_SAMPLES:
         total = initial
         for iy, ix in itertools.product(range(ratio), repeat=2):
-            total = accumulate(total, contribution(geometry.scalar(iy, compute), geometry.scalar(ix, compute)))
+            total = accumulate(total, contribution(builders.splat(iy, compute), builders.splat(ix, compute)))
     else:
         total = _roi_sample_loop(grid_h, grid_w, initial, contribution, accumulate, out)
     if mode == "avg":
-        total = stablehlo.divide(total, emit.broadcast_to(samples, out, dims=[0]))
+        total = stablehlo.divide(total, builders.broadcast_to(samples, out, dims=[0]))
     else:  # a roi without samples pools to zero
         some = fr.cmp(fr.mul(grid_h, grid_w), 0.0, "GT")
-        total = stablehlo.select(emit.broadcast_to(some, out, dims=[0]), total, emit.splat(0, compute, out))
-    return [emit.convert(emit.transpose(total, [0, 3, 1, 2]), dtype)]
+        total = stablehlo.select(builders.broadcast_to(some, out, dims=[0]), total, builders.splat(0, compute, out))
+    return [builders.convert(builders.transpose(total, [0, 3, 1, 2]), dtype)]
 
 
 def _roi_sample_loop(
@@ -235,30 +217,30 @@ def _roi_sample_loop(
     The loop runs over the largest ``grid_h x grid_w`` of all rois; samples beyond a roi's own
     grid are masked out (zero for a sum, ``-inf`` for a max).
     """
-    compute = emit.dtype_of(grid_h)
+    compute = builders.dtype_of(grid_h)
     i64 = DataType.INT64
-    most_h = emit.convert(emit.reduce(grid_h, [0], stablehlo.MaxOp, 0), i64)
-    most_w = emit.convert(emit.reduce(grid_w, [0], stablehlo.MaxOp, 0), i64)
+    most_h = builders.convert(builders.reduce(grid_h, [0], stablehlo.MaxOp, 0), i64)
+    most_w = builders.convert(builders.reduce(grid_w, [0], stablehlo.MaxOp, 0), i64)
     steps = stablehlo.multiply(most_h, most_w)
     neutral = initial  # the accumulator's identity: 0 for a sum, -inf for a max
 
     def cond(carry: list[ir.Value]) -> ir.Value:
-        return emit.compare(carry[0], steps, "LT")
+        return builders.compare(carry[0], steps, "LT")
 
     def body(carry: list[ir.Value]) -> list[ir.Value]:
         step, total = carry
         row = stablehlo.divide(step, most_w)
         column = stablehlo.subtract(step, stablehlo.multiply(row, most_w))
-        iy, ix = emit.convert(row, compute), emit.convert(column, compute)
-        fr = geometry.Arith(emit.static_shape_of(grid_h), compute)
-        inside = geometry.logical_and(
-            fr.cmp(emit.broadcast_to(iy, fr.shape, dims=[]), grid_h, "LT"),
-            fr.cmp(emit.broadcast_to(ix, fr.shape, dims=[]), grid_w, "LT"),
+        iy, ix = builders.convert(row, compute), builders.convert(column, compute)
+        fr = builders.Arith(builders.static_shape_of(grid_h), compute)
+        inside = builders.logical_and(
+            fr.cmp(builders.broadcast_to(iy, fr.shape, dims=[]), grid_h, "LT"),
+            fr.cmp(builders.broadcast_to(ix, fr.shape, dims=[]), grid_w, "LT"),
         )
-        value = stablehlo.select(emit.broadcast_to(inside, out, dims=[0]), contribution(iy, ix), neutral)
-        return [geometry.increment(step), accumulate(total, value)]
+        value = stablehlo.select(builders.broadcast_to(inside, out, dims=[0]), contribution(iy, ix), neutral)
+        return [builders.increment(step), accumulate(total, value)]
 
-    return geometry.while_loop([geometry.scalar(0, i64), initial], cond, body)[1]
+    return builders.while_loop([builders.splat(0, i64), initial], cond, body)[1]
 
 
 @lowering("MaxRoiPool", since=1)
@@ -288,18 +270,18 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     pooled_h, pooled_w = pooled
     scale = node.attr_float("spatial_scale")
     compute = geometry.compute_dtype(dtype)
-    rois = emit.convert(ctx.input(1), compute)
-    fr = geometry.Arith([count], compute)
-    batch_index = _clamp_index(emit.convert(geometry.component(rois, 0), DataType.INT64), batch)
+    rois = builders.convert(ctx.input(1), compute)
+    fr = builders.Arith([count], compute)
+    batch_index = _clamp_index(builders.convert(geometry.component(rois, 0), DataType.INT64), batch)
     x1, y1, x2, y2 = (stablehlo.round_nearest_afz(fr.mul(geometry.component(rois, j), scale)) for j in range(1, 5))
 
     def bounds(start: ir.Value, end: ir.Value, bins: int, size: int) -> tuple[ir.Value, ir.Value]:
         """``[R, bins]`` window starts (inclusive) and ends (exclusive) along one axis."""
         extent = fr.max(fr.add(fr.sub(end, start), 1.0), 1.0)
         step = fr.exact_div(extent, float(bins))
-        f = geometry.Arith([count, bins], compute)
-        step_b = emit.broadcast_to(step, f.shape, dims=[0])
-        start_b = emit.broadcast_to(start, f.shape, dims=[0])
+        f = builders.Arith([count, bins], compute)
+        step_b = builders.broadcast_to(step, f.shape, dims=[0])
+        start_b = builders.broadcast_to(start, f.shape, dims=[0])
         index = f.iota(1)
         lo = f.add(f.floor(f.mul(index, step_b)), start_b)
         hi = f.add(f.ceil(f.mul(f.add(index, 1.0), step_b)), start_b)
@@ -310,38 +292,38 @@ def lower_max_roi_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     def window(lo: ir.Value, hi: ir.Value, size: int) -> ir.Value:
         """``[R, bins, size]``: True at positions inside each bin."""
-        bins = emit.static_shape_of(lo)[1]
-        f = geometry.Arith([count, bins, size], compute)
+        bins = builders.static_shape_of(lo)[1]
+        f = builders.Arith([count, bins, size], compute)
         position = f.iota(2)
-        inside_lo = f.cmp(position, emit.broadcast_to(lo, f.shape, dims=[0, 1]), "GE")
-        return geometry.logical_and(inside_lo, f.cmp(position, emit.broadcast_to(hi, f.shape, dims=[0, 1]), "LT"))
+        inside_lo = f.cmp(position, builders.broadcast_to(lo, f.shape, dims=[0, 1]), "GE")
+        return builders.logical_and(inside_lo, f.cmp(position, builders.broadcast_to(hi, f.shape, dims=[0, 1]), "LT"))
 
-    images = emit.convert(_take_rows(ctx.input(0), batch_index), compute)  # [R, C, H, W]
+    images = builders.convert(builders.take(ctx.input(0), batch_index, 0), compute)  # [R, C, H, W]
     lowest = -np.inf
     by_w = [count, channels, height, pooled_w, width]
     masked = stablehlo.select(
-        emit.broadcast_to(window(w_lo, w_hi, width), by_w, dims=[0, 3, 4]),
-        emit.broadcast_to(images, by_w, dims=[0, 1, 2, 4]),
-        emit.splat(lowest, compute, by_w),
+        builders.broadcast_to(window(w_lo, w_hi, width), by_w, dims=[0, 3, 4]),
+        builders.broadcast_to(images, by_w, dims=[0, 1, 2, 4]),
+        builders.splat(lowest, compute, by_w),
     )
-    column_max = emit.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, H, PW]
+    column_max = builders.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, H, PW]
     by_h = [count, channels, pooled_h, pooled_w, height]
     masked = stablehlo.select(
-        emit.broadcast_to(window(h_lo, h_hi, height), by_h, dims=[0, 2, 4]),
-        emit.broadcast_to(column_max, by_h, dims=[0, 1, 4, 3]),
-        emit.splat(lowest, compute, by_h),
+        builders.broadcast_to(window(h_lo, h_hi, height), by_h, dims=[0, 2, 4]),
+        builders.broadcast_to(column_max, by_h, dims=[0, 1, 4, 3]),
+        builders.splat(lowest, compute, by_h),
     )
-    pooled_max = emit.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, PH, PW]
-    fb = geometry.Arith([count, pooled_h, pooled_w], compute)
-    empty = geometry.logical_or(
-        fb.cmp(emit.broadcast_to(h_hi, fb.shape, dims=[0, 1]), emit.broadcast_to(h_lo, fb.shape, dims=[0, 1]), "LE"),
-        fb.cmp(emit.broadcast_to(w_hi, fb.shape, dims=[0, 2]), emit.broadcast_to(w_lo, fb.shape, dims=[0, 2]), "LE"),
+    pooled_max = builders.reduce(masked, [4], stablehlo.MaxOp, lowest)  # [R, C, PH, PW]
+    fb = builders.Arith([count, pooled_h, pooled_w], compute)
+    empty = builders.logical_or(
+        fb.cmp(builders.broadcast_to(h_hi, fb.shape, dims=[0, 1]), builders.broadcast_to(h_lo, fb.shape, dims=[0, 1]), "LE"),
+        fb.cmp(builders.broadcast_to(w_hi, fb.shape, dims=[0, 2]), builders.broadcast_to(w_lo, fb.shape, dims=[0, 2]), "LE"),
     )
     out = [count, channels, pooled_h, pooled_w]
     result = stablehlo.select(
-        emit.broadcast_to(empty, out, dims=[0, 2, 3]), emit.splat(0, compute, out), pooled_max
+        builders.broadcast_to(empty, out, dims=[0, 2, 3]), builders.splat(0, compute, out), pooled_max
     )
-    return [emit.convert(result, dtype)]
+    return [builders.convert(result, dtype)]
 
 
 def _corners(boxes: np.ndarray, center_point_box: int) -> tuple[np.ndarray, ...]:

@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import indexing
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
@@ -31,8 +31,8 @@ def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
 
     Slices are 1x...x1, so this is a plain stablehlo.gather even when dims are symbolic.
     """
-    shape = emit.dims_of(value)
-    point_shape = emit.dims_of(points)
+    shape = builders.dims_of(value)
+    point_shape = builders.dims_of(points)
     rank = len(shape)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=[],
@@ -42,9 +42,9 @@ def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
         start_index_map=list(range(rank)),
         index_vector_dim=len(point_shape) - 1,
     )
-    result_type = emit.tensor_type(point_shape[:-1], emit.dtype_of(value))
+    result_type = builders.tensor_type(point_shape[:-1], builders.dtype_of(value))
     result = stablehlo.gather(value, points, numbers, [1] * rank, results=[result_type])
-    return emit.record(result, point_shape[:-1])
+    return builders.record(result, point_shape[:-1])
 
 
 @lowering("Gather", since=1)
@@ -63,22 +63,22 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if compile-time indices are out of range.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     dim = shape[axis]
     if not is_static(shape):
         indices = ctx.input(1)
         if isinstance(dim, int):
-            return [indexing.take(data, indexing.normalize_indices(indices, np.asarray(dim), ctx, f"indices for axis {axis}"), axis)]
+            return [builders.take(data, indexing.normalize_indices(indices, np.asarray(dim), ctx, f"indices for axis {axis}"), axis)]
         normalized = indexing.normalize_symbolic(indices, [dim], vector=False, ctx=ctx, what=f"indices for axis {axis}")
-        return [indexing.take(data, normalized, axis)]
+        return [builders.take(data, normalized, axis)]
     if ctx.is_constant_input(1):
         indices = np.asarray(ctx.constant_input(1)).astype(np.int64)
         if np.any((indices < -dim) | (indices >= dim)):
             raise ctx.error(f"indices {indices.tolist()} are out of range for axis {axis} of size {dim}", ShapeError)
-        return [indexing.take_constant(data, np.where(indices < 0, indices + dim, indices), axis)]
+        return [builders.take(data, np.where(indices < 0, indices + dim, indices), axis)]
     indices = indexing.normalize_indices(ctx.input(1), np.asarray(dim), ctx, f"indices for axis {axis}")
-    return [indexing.take(data, indices, axis)]
+    return [builders.take(data, indices, axis)]
 
 
 @lowering("GatherElements", since=11)
@@ -92,7 +92,7 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     indices = indexing.normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
     return [_gather_points(data, indexing.element_coordinates(indices, axis))]
@@ -114,8 +114,8 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         rank is unknown.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
-    index_shape = emit.dims_of(ctx.input(1))
+    shape = builders.dims_of(data)
+    index_shape = builders.dims_of(ctx.input(1))
     batch = node.attr_int("batch_dims", 0) if node.since_version >= 12 else 0
     rank, index_rank = len(shape), len(index_shape)
     depth = index_shape[-1] if index_rank else 0
@@ -142,14 +142,14 @@ def lower_gather_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     )
     slice_sizes = [1] * (batch + depth) + list(shape[batch + depth :])
     result_shape = list(index_shape[:-1]) + list(shape[batch + depth :])
-    result_type = emit.tensor_type(result_shape, emit.dtype_of(data))
+    result_type = builders.tensor_type(result_shape, builders.dtype_of(data))
     if is_static(slice_sizes):
         result = stablehlo.gather(data, indices, numbers, slice_sizes, results=[result_type])
     else:
         result = stablehlo.dynamic_gather(
-            data, indices, emit.shape_tensor(slice_sizes), numbers, results=[result_type]
+            data, indices, builders.shape_tensor(slice_sizes), numbers, results=[result_type]
         )
-    return [emit.record(result, result_shape)]
+    return [builders.record(result, result_shape)]
 
 
 def _gather_nd_depth(ctx: LoweringContext, node: OnnxNode, rank: int, index_rank: int, batch: int) -> int:

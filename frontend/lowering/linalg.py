@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import geometry
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -36,44 +36,44 @@ def _det_step(a: ir.Value, det: ir.Value, k: ir.Value) -> tuple[ir.Value, ir.Val
     Returns the updated matrices and running determinants ``det`` [B] (times the pivot, negated
     when rows were swapped).
     """
-    b, n, _ = emit.static_shape_of(a)
-    dtype = emit.dtype_of(a)
+    b, n, _ = builders.static_shape_of(a)
+    dtype = builders.dtype_of(a)
     i64 = DataType.INT64
-    zero = geometry.scalar(0, i64)
-    rows = stablehlo.iota(emit.tensor_type([b, n], i64), 1)
-    rows3 = stablehlo.iota(emit.tensor_type([b, n, n], i64), 1)
-    k2 = emit.broadcast_to(k, [b, n], dims=[])
-    k3 = emit.broadcast_to(k, [b, n, n], dims=[])
-    f = geometry.Arith([b, n], dtype)
+    zero = builders.splat(0, i64)
+    rows = stablehlo.iota(builders.tensor_type([b, n], i64), 1)
+    rows3 = stablehlo.iota(builders.tensor_type([b, n, n], i64), 1)
+    k2 = builders.broadcast_to(k, [b, n], dims=[])
+    k3 = builders.broadcast_to(k, [b, n, n], dims=[])
+    f = builders.Arith([b, n], dtype)
 
     def column(m: ir.Value) -> ir.Value:
-        return emit.reshape(stablehlo.dynamic_slice(m, [zero, zero, k], emit.i64_array([b, n, 1])), [b, n])
+        return builders.reshape(stablehlo.dynamic_slice(m, [zero, zero, k], builders.i64_array([b, n, 1])), [b, n])
 
     # Partial pivoting: the first row >= k with the largest |a[row, k]|.
-    candidates = f.select(emit.compare(rows, k2, "GE"), stablehlo.abs(column(a)), -1.0)
-    largest = emit.reduce(candidates, [1], stablehlo.MaxOp, -np.inf)
-    is_largest = f.cmp(candidates, emit.broadcast_to(largest, [b, n], dims=[0]), "EQ")
-    first = stablehlo.select(is_largest, rows, emit.splat(n - 1, i64, [b, n]))
-    pivot_row = emit.reduce(first, [1], stablehlo.MinOp, n - 1)  # [B]
-    at_pivot = emit.compare(rows3, emit.broadcast_to(pivot_row, [b, n, n], dims=[0]), "EQ")
-    zeros3 = emit.splat(0, dtype, [b, n, n])
-    row_p = emit.reduce(stablehlo.select(at_pivot, a, zeros3), [1], stablehlo.AddOp, 0)
-    row_k = emit.reshape(stablehlo.dynamic_slice(a, [zero, k, zero], emit.i64_array([b, 1, n])), [b, n])
-    spread_p = emit.broadcast_to(row_p, [b, n, n], dims=[0, 2])
-    spread_k = emit.broadcast_to(row_k, [b, n, n], dims=[0, 2])
+    candidates = f.select(builders.compare(rows, k2, "GE"), stablehlo.abs(column(a)), -1.0)
+    largest = builders.reduce(candidates, [1], stablehlo.MaxOp, -np.inf)
+    is_largest = f.cmp(candidates, builders.broadcast_to(largest, [b, n], dims=[0]), "EQ")
+    first = stablehlo.select(is_largest, rows, builders.splat(n - 1, i64, [b, n]))
+    pivot_row = builders.reduce(first, [1], stablehlo.MinOp, n - 1)  # [B]
+    at_pivot = builders.compare(rows3, builders.broadcast_to(pivot_row, [b, n, n], dims=[0]), "EQ")
+    zeros3 = builders.splat(0, dtype, [b, n, n])
+    row_p = builders.reduce(stablehlo.select(at_pivot, a, zeros3), [1], stablehlo.AddOp, 0)
+    row_k = builders.reshape(stablehlo.dynamic_slice(a, [zero, k, zero], builders.i64_array([b, 1, n])), [b, n])
+    spread_p = builders.broadcast_to(row_p, [b, n, n], dims=[0, 2])
+    spread_k = builders.broadcast_to(row_k, [b, n, n], dims=[0, 2])
     a = stablehlo.select(
-        emit.compare(rows3, k3, "EQ"), spread_p, stablehlo.select(at_pivot, spread_k, a)
+        builders.compare(rows3, k3, "EQ"), spread_p, stablehlo.select(at_pivot, spread_k, a)
     )
-    fb = geometry.Arith([b], dtype)
-    pivot = emit.reshape(stablehlo.dynamic_slice(row_p, [zero, k], emit.i64_array([b, 1])), [b])
+    fb = builders.Arith([b], dtype)
+    pivot = builders.reshape(stablehlo.dynamic_slice(row_p, [zero, k], builders.i64_array([b, 1])), [b])
     product = fb.mul(det, pivot)
-    swapped = emit.compare(pivot_row, emit.broadcast_to(k, [b], dims=[]), "NE")
+    swapped = builders.compare(pivot_row, builders.broadcast_to(k, [b], dims=[]), "NE")
     det = fb.select(swapped, stablehlo.negate(product), product)
     # Rows below k lose their multiple of the pivot row (a zero pivot means a zero column).
     safe = fb.select(fb.cmp(pivot, 0.0, "EQ"), 1.0, pivot)
-    ratio = stablehlo.divide(column(a), emit.broadcast_to(safe, [b, n], dims=[0]))
-    factor = f.select(emit.compare(rows, k2, "GT"), ratio, 0.0)
-    update = stablehlo.multiply(emit.broadcast_to(factor, [b, n, n], dims=[0, 1]), spread_p)
+    ratio = stablehlo.divide(column(a), builders.broadcast_to(safe, [b, n], dims=[0]))
+    factor = f.select(builders.compare(rows, k2, "GT"), ratio, 0.0)
+    update = stablehlo.multiply(builders.broadcast_to(factor, [b, n, n], dims=[0, 1]), spread_p)
     return stablehlo.subtract(a, update), det
 
 
@@ -98,20 +98,20 @@ def lower_det(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     batch_shape = list(shape[:-2])
     count = math.prod(batch_shape)
     compute = geometry.compute_dtype(dtype)
-    a = emit.reshape(emit.convert(ctx.input(0), compute), [count, n, n])
-    det = emit.splat(1, compute, [count])
+    a = builders.reshape(builders.convert(ctx.input(0), compute), [count, n, n])
+    det = builders.splat(1, compute, [count])
     if n <= _DET_UNROLL_MAX:
         for k in range(n):
-            a, det = _det_step(a, det, geometry.scalar(k, DataType.INT64))
+            a, det = _det_step(a, det, builders.splat(k, DataType.INT64))
     else:
 
         def cond(carry: list[ir.Value]) -> ir.Value:
-            return emit.compare(carry[0], geometry.scalar(n, DataType.INT64), "LT")
+            return builders.compare(carry[0], builders.splat(n, DataType.INT64), "LT")
 
         def body(carry: list[ir.Value]) -> list[ir.Value]:
             k, matrices, dets = carry
             matrices, dets = _det_step(matrices, dets, k)
-            return [geometry.increment(k), matrices, dets]
+            return [builders.increment(k), matrices, dets]
 
-        det = geometry.while_loop([geometry.scalar(0, DataType.INT64), a, det], cond, body)[2]
-    return [emit.convert(emit.reshape(det, batch_shape), dtype)]
+        det = builders.while_loop([builders.splat(0, DataType.INT64), a, det], cond, body)[2]
+    return [builders.convert(builders.reshape(det, batch_shape), dtype)]

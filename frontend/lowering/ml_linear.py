@@ -21,19 +21,18 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import ml
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.matmul import _dot_general
 from onnx_stablehlo.frontend.registry import lowering
 
 
 def _matrix_product(x: ir.Value, weights: np.ndarray) -> ir.Value:
     """``x [N, F] @ weights.T`` for constant ``weights [C, F]`` in x's dtype."""
-    dtype = emit.dtype_of(x)
-    w = emit.constant(weights.astype(dtypes.numpy_dtype(dtype)))
-    return _dot_general(x, w, lhs_contracting=[1], rhs_contracting=[1])
+    dtype = builders.dtype_of(x)
+    w = builders.constant(weights.astype(dtypes.numpy_dtype(dtype)))
+    return builders.dot_general(x, w, lhs_contracting=[1], rhs_contracting=[1])
 
 
 @lowering("LinearClassifier", since=1, domain=ml.ML)
@@ -56,7 +55,7 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         UnsupportedAttributeError: PROBIT with one coefficient row and two labels.
     """
     x = ml.as_matrix(ctx, ml.float_input(ctx))
-    features = emit.dims_of(x)[1]
+    features = builders.dims_of(x)[1]
     labels = ml.labels(ctx, node, "classlabels_ints", "classlabels_strings")
     coefficients = np.asarray(node.attr_floats("coefficients"), np.float64)
     if not isinstance(features, int) or coefficients.size % features:
@@ -73,18 +72,18 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     if weights.shape[0] == 1 and n_labels == 2:
         # onnxruntime: v = LOGISTIC or PROBIT of the score (SOFTMAX of one value is not
         # applied), written as [1 - v, v]; the label is the positive one where the score > 0.
-        column = emit.reshape(scores, emit.dims_of(scores)[:1])
-        positive = emit.compare(column, emit.full_like(column, 0.0), "GT")
-        shape = emit.dims_of(column)
+        column = builders.reshape(scores, builders.dims_of(scores)[:1])
+        positive = builders.compare(column, builders.full_like(column, 0.0), "GT")
+        shape = builders.dims_of(column)
         label = stablehlo.select(
-            positive, emit.splat(int(labels[1]), DataType.INT64, shape), emit.splat(int(labels[0]), DataType.INT64, shape)
+            positive, builders.splat(int(labels[1]), DataType.INT64, shape), builders.splat(int(labels[0]), DataType.INT64, shape)
         )
         if post == "PROBIT":
             raise ctx.unsupported_attribute("post_transform", post, "NONE, LOGISTIC, SOFTMAX, SOFTMAX_ZERO for one coefficient row")
         if post == "LOGISTIC":
             scores = ml.post_transform(ctx, post, scores)
         scores = stablehlo.concatenate(
-            [stablehlo.subtract(emit.full_like(scores, 1.0), scores), scores],
+            [stablehlo.subtract(builders.full_like(scores, 1.0), scores), scores],
             ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1),
         )
         return [label, scores]
@@ -92,11 +91,11 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     scores = ml.post_transform(ctx, post, scores)
     if weights.shape[0] == 1:
         threshold = 0.0 if post == "NONE" else 0.5
-        column = emit.reshape(scores, emit.dims_of(scores)[:1])
-        passed = emit.compare(column, emit.full_like(column, threshold), "GE")
+        column = builders.reshape(scores, builders.dims_of(scores)[:1])
+        passed = builders.compare(column, builders.full_like(column, threshold), "GE")
         positive = int(labels[0]) if n_labels else 1
-        shape = emit.dims_of(column)
-        label = stablehlo.select(passed, emit.splat(positive, DataType.INT64, shape), emit.splat(0, DataType.INT64, shape))
+        shape = builders.dims_of(column)
+        label = stablehlo.select(passed, builders.splat(positive, DataType.INT64, shape), builders.splat(0, DataType.INT64, shape))
         return [label, scores]
     label = index if labels is None else ml.take_labels(labels, index)
     return [label, scores]
@@ -114,7 +113,7 @@ def lower_linear_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
             NONE and SOFTMAX; SOFTMAX is lowered too).
     """
     x = ml.as_matrix(ctx, ml.float_input(ctx))
-    features = emit.dims_of(x)[1]
+    features = builders.dims_of(x)[1]
     targets = node.attr_int("targets")
     coefficients = np.asarray(node.attr_floats("coefficients"), np.float64)
     if not isinstance(features, int) or coefficients.size != targets * features:
@@ -151,27 +150,27 @@ def _kernel_of(ctx: LoweringContext, node: OnnxNode) -> _Kernel:
 
 def _kernel_matrix(x: ir.Value, vectors: np.ndarray, kernel: _Kernel) -> ir.Value:
     """``K[n, v] = kernel(x[n], vectors[v])``: ``[N, V]`` in x's dtype."""
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     numpy_dtype = dtypes.numpy_dtype(dtype)
     if kernel.kind == "RBF":
         # sum((x - sv)^2) directly, as onnxruntime does: the expanded form loses precision.
-        n_rows, features = emit.dims_of(x)
+        n_rows, features = builders.dims_of(x)
         wide = (n_rows, vectors.shape[0], features)
         diff = stablehlo.subtract(
-            emit.broadcast_to(x, wide, dims=[0, 2]),
-            emit.broadcast_to(emit.constant(vectors.astype(numpy_dtype)), wide, dims=[1, 2]),
+            builders.broadcast_to(x, wide, dims=[0, 2]),
+            builders.broadcast_to(builders.constant(vectors.astype(numpy_dtype)), wide, dims=[1, 2]),
         )
-        distance = emit.reduce(stablehlo.multiply(diff, diff), [2], stablehlo.AddOp, 0.0)
-        scaled = stablehlo.multiply(emit.full_like(distance, -kernel.gamma), distance)
+        distance = builders.reduce(stablehlo.multiply(diff, diff), [2], stablehlo.AddOp, 0.0)
+        scaled = stablehlo.multiply(builders.full_like(distance, -kernel.gamma), distance)
         return stablehlo.exponential(scaled)
     dot = _matrix_product(x, vectors)
     if kernel.kind == "LINEAR":
         return dot
     affine = stablehlo.add(
-        stablehlo.multiply(dot, emit.full_like(dot, kernel.gamma)), emit.full_like(dot, kernel.coef0)
+        stablehlo.multiply(dot, builders.full_like(dot, kernel.gamma)), builders.full_like(dot, kernel.coef0)
     )
     if kernel.kind == "POLY":
-        return ml.rounded_once(lambda v: stablehlo.power(v, emit.full_like(v, kernel.degree)), affine)
+        return ml.rounded_once(lambda v: stablehlo.power(v, builders.full_like(v, kernel.degree)), affine)
     return ml.rounded_once(lambda v: stablehlo.tanh(v), affine)
 
 
@@ -182,10 +181,10 @@ def _decision_values(x: ir.Value, vectors: np.ndarray, kernel: _Kernel, mix: np.
     own order; summing in float64 keeps our result within onnxruntime's own rounding error of
     the exact value instead of adding a second, different one.
     """
-    wide = emit.float64_allowed() and emit.dtype_of(x) == DataType.FLOAT
-    source = emit.convert(x, DataType.DOUBLE) if wide else x
+    wide = builders.float64_allowed() and builders.dtype_of(x) == DataType.FLOAT
+    source = builders.convert(x, DataType.DOUBLE) if wide else x
     scores = ml.add_row(_matrix_product(_kernel_matrix(source, vectors, kernel), mix), rho)
-    return emit.convert(scores, DataType.FLOAT) if wide else scores
+    return builders.convert(scores, DataType.FLOAT) if wide else scores
 
 
 @lowering("SVMRegressor", since=1, domain=ml.ML)
@@ -202,7 +201,7 @@ def lower_svm_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         UnsupportedAttributeError: an unknown kernel_type, or a post_transform other than NONE.
     """
     x = ml.as_matrix(ctx, ml.float_input(ctx, keep_double=False))
-    features = emit.dims_of(x)[1]
+    features = builders.dims_of(x)[1]
     kernel = _kernel_of(ctx, node)
     coefficients = np.asarray(node.attr_floats("coefficients") or [], np.float32)
     rho = np.asarray(node.attr_floats("rho") or [0.0], np.float32)
@@ -214,10 +213,10 @@ def lower_svm_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         if coefficients.size != features:
             raise ctx.error(f"{coefficients.size} coefficients for {features} features", ShapeError)
         scores = _matrix_product(x, coefficients.reshape(1, -1))
-    scores = stablehlo.add(scores, emit.full_like(scores, float(rho[0])))
+    scores = stablehlo.add(scores, builders.full_like(scores, float(rho[0])))
     if node.attr_int("one_class"):
-        positive = emit.compare(scores, emit.full_like(scores, 0.0), "GT")
-        scores = stablehlo.select(positive, emit.full_like(scores, 1.0), emit.full_like(scores, -1.0))
+        positive = builders.compare(scores, builders.full_like(scores, 0.0), "GT")
+        scores = stablehlo.select(positive, builders.full_like(scores, 1.0), builders.full_like(scores, -1.0))
     post = node.attr_str("post_transform")
     if post != "NONE":
         raise ctx.unsupported_attribute("post_transform", post, "NONE")
@@ -256,11 +255,11 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     prob_b = np.asarray(node.attr_floats("prob_b") or [], np.float32)
     n_vectors = int(per_class.sum())
     all_positive = bool((coefficients >= 0).all())
-    shape_n = emit.dims_of(x)[:1]
+    shape_n = builders.dims_of(x)[:1]
     if n_vectors == 0:
         weights = coefficients.reshape(n_classes, -1)
         scores = _matrix_product(x, weights)
-        scores = stablehlo.add(scores, emit.full_like(scores, float(rho[0])))
+        scores = stablehlo.add(scores, builders.full_like(scores, float(rho[0])))
         votes = None
     else:
         vectors = np.asarray(node.attr_floats("support_vectors") or [], np.float32).reshape(n_vectors, -1)
@@ -276,8 +275,8 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             mix[p, span_i] = coefs[j - 1, span_i]
             mix[p, span_j] = coefs[i, span_j]
         scores = _decision_values(x, vectors, kernel, mix, rho[: len(pairs)])
-        wins = emit.convert(emit.compare(scores, emit.full_like(scores, 0.0), "GT"), DataType.FLOAT)
-        losses = stablehlo.subtract(emit.full_like(wins, 1.0), wins)
+        wins = builders.convert(builders.compare(scores, builders.full_like(scores, 0.0), "GT"), DataType.FLOAT)
+        losses = stablehlo.subtract(builders.full_like(wins, 1.0), wins)
         to_i = np.zeros((n_classes, len(pairs)), np.float32)
         to_j = np.zeros((n_classes, len(pairs)), np.float32)
         for p, (i, j) in enumerate(pairs):
@@ -291,13 +290,13 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if len(rho) == 1 and n_classes == 2 and labels is not None:
         # One decision value for two classes: onnxruntime writes [-s, s] (before post_transform).
         if not has_proba:
-            column = emit.slice_axis(scores, 1, 0, 1)
+            column = builders.slice_axis(scores, 1, 0, 1)
             scores = stablehlo.concatenate(
                 [stablehlo.negate(column), column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
             )
             if votes is None:
-                flat = emit.reshape(column, shape_n)
-                winner = emit.convert(emit.compare(flat, emit.full_like(flat, 0.5 if all_positive else 0.0), "GE" if all_positive else "GT"), DataType.INT64)
+                flat = builders.reshape(column, shape_n)
+                winner = builders.convert(builders.compare(flat, builders.full_like(flat, 0.5 if all_positive else 0.0), "GE" if all_positive else "GT"), DataType.INT64)
     label = winner if labels is None else ml.take_labels(labels, winner)
     scores = ml.post_transform(ctx, post, scores)
     return [label, scores]
@@ -311,18 +310,17 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
     every ``|(Qp)_t - p'Qp| < 0.005 / k``: each row runs its own iterations (a row that has
     converged keeps its value while others go on), as onnxruntime computes row by row.
     """
-    from onnx_stablehlo.frontend.lowering.control_flow import while_loop
 
     k = n_classes
-    dtype = emit.dtype_of(scores)
-    n_rows = emit.dims_of(scores)[0]
+    dtype = builders.dtype_of(scores)
+    n_rows = builders.dims_of(scores)[0]
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
 
     def column(value: ir.Value, index: int) -> ir.Value:
-        return emit.reshape(emit.slice_axis(value, 1, index, index + 1), (n_rows,))
+        return builders.reshape(builders.slice_axis(value, 1, index, index + 1), (n_rows,))
 
     def scalar(value: float) -> ir.Value:
-        return emit.splat(value, dtype, (n_rows,))
+        return builders.splat(value, dtype, (n_rows,))
 
     r: dict[tuple[int, int], ir.Value] = {}
     for p, (i, j) in enumerate(pairs):
@@ -363,16 +361,16 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
     def converged(p: list[ir.Value]) -> ir.Value:
         qp = q_times(p)
         pqp = dot(p, qp)
-        done = emit.splat(True, DataType.BOOL, (n_rows,))
+        done = builders.splat(True, DataType.BOOL, (n_rows,))
         for t in range(k):
             error = stablehlo.abs(stablehlo.subtract(qp[t], pqp))
-            done = stablehlo.and_(done, emit.compare(error, scalar(eps), "LT"))
+            done = stablehlo.and_(done, builders.compare(error, scalar(eps), "LT"))
         return done
 
     def cond(carried: list[ir.Value]) -> ir.Value:
         counter, p = carried[0], carried[1:]
-        more = emit.compare(counter, emit.splat(max_iter, DataType.INT32), "LT")
-        active = emit.reduce(stablehlo.not_(converged(p)), [0], stablehlo.OrOp, False)
+        more = builders.compare(counter, builders.splat(max_iter, DataType.INT32), "LT")
+        active = builders.reduce(stablehlo.not_(converged(p)), [0], stablehlo.OrOp, False)
         return stablehlo.and_(more, active)
 
     def body(carried: list[ir.Value]) -> list[ir.Value]:
@@ -382,10 +380,10 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
         qp = q_times(p)
         pqp = dot(p, qp)
         for t in range(k):
-            diff = emit.divide(stablehlo.subtract(pqp, qp[t]), q[t, t])
+            diff = builders.divide(stablehlo.subtract(pqp, qp[t]), q[t, t])
             p[t] = stablehlo.add(p[t], diff)
             one_plus = stablehlo.add(scalar(1.0), diff)
-            pqp = emit.divide(
+            pqp = builders.divide(
                 stablehlo.add(
                     pqp,
                     stablehlo.multiply(
@@ -397,13 +395,13 @@ def _pairwise_coupling(scores: ir.Value, prob_a: np.ndarray, prob_b: np.ndarray,
                 ),
                 stablehlo.multiply(one_plus, one_plus),
             )
-            p = [emit.divide(v, one_plus) for v in p]
-            qp = [emit.divide(stablehlo.add(qp[u], stablehlo.multiply(diff, q[t, u])), one_plus) for u in range(k)]
+            p = [builders.divide(v, one_plus) for v in p]
+            qp = [builders.divide(stablehlo.add(qp[u], stablehlo.multiply(diff, q[t, u])), one_plus) for u in range(k)]
         p = [stablehlo.select(frozen, old, new) for old, new in zip(start, p)]
-        next_counter = stablehlo.add(counter, emit.splat(1, DataType.INT32))
+        next_counter = stablehlo.add(counter, builders.splat(1, DataType.INT32))
         return [next_counter, *p]
 
-    init = [emit.splat(0, DataType.INT32), *[scalar(1.0 / k) for _ in range(k)]]
-    final = while_loop(init, cond, body)[1:]
-    columns = [emit.reshape(v, (n_rows, 1)) for v in final]
+    init = [builders.splat(0, DataType.INT32), *[scalar(1.0 / k) for _ in range(k)]]
+    final = builders.while_loop(init, cond, body)[1:]
+    columns = [builders.reshape(v, (n_rows, 1)) for v in final]
     return stablehlo.concatenate(columns, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))

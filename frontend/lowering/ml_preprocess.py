@@ -29,7 +29,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import ml
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -51,24 +51,24 @@ def lower_binarizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: float32, float64, int32, int64.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     threshold = node.attr_float("threshold")
     if dtypes.is_float(dtype):
-        bound = emit.splat(threshold, dtype, shape)
-        above = emit.compare(x, bound, "GT")
+        bound = builders.splat(threshold, dtype, shape)
+        above = builders.compare(x, bound, "GT")
     elif dtype in (DataType.INT32, DataType.INT64):
         if np.isnan(threshold):
-            above = emit.splat(False, DataType.BOOL, shape)
+            above = builders.splat(False, DataType.BOOL, shape)
         else:
             info = np.iinfo(dtypes.numpy_dtype(dtype))
             floor = min(max(np.floor(threshold), float(info.min)), float(info.max))
-            above = emit.compare(x, emit.splat(int(floor), dtype, shape), "GT")
+            above = builders.compare(x, builders.splat(int(floor), dtype, shape), "GT")
             if threshold < info.min:
-                above = emit.splat(True, DataType.BOOL, shape)
+                above = builders.splat(True, DataType.BOOL, shape)
     else:
         raise ctx.unsupported_dtype(dtype, "float32, float64, int32, int64")
-    return [stablehlo.select(above, emit.splat(1, dtype, shape), emit.splat(0, dtype, shape))]
+    return [stablehlo.select(above, builders.splat(1, dtype, shape), builders.splat(0, dtype, shape))]
 
 
 @lowering("ArrayFeatureExtractor", since=1, domain=_ML)
@@ -82,17 +82,17 @@ def lower_array_feature_extractor(ctx: LoweringContext, node: OnnxNode) -> list[
     Deviations: out-of-range indices (an error in onnxruntime) are clamped.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if dtype not in (DataType.FLOAT, DataType.DOUBLE, DataType.INT32, DataType.INT64):
         raise ctx.unsupported_dtype(dtype, "float32, float64, int32, int64")
-    shape = emit.static_shape_of(x)
+    shape = builders.static_shape_of(x)
     if not shape:
         raise ctx.error("X must have rank >= 1", ShapeError)
     if len(shape) == 1:
-        x = emit.reshape(x, (1, shape[0]))
+        x = builders.reshape(x, (1, shape[0]))
         shape = (1, shape[0])
     count = int(np.prod(ctx.input_static_shape(1), dtype=np.int64))
-    indices = emit.reshape(ctx.input(1), (count, 1))
+    indices = builders.reshape(ctx.input(1), (count, 1))
     rank = len(shape)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(rank - 1)),
@@ -104,7 +104,7 @@ def lower_array_feature_extractor(ctx: LoweringContext, node: OnnxNode) -> list[
     )
     # The gathered dim comes first (the indices' batch dim); offset dims fill positions 0..r-2
     # of the result, so the result is already [..., k].
-    result_type = emit.tensor_type([*shape[:-1], count], dtype)
+    result_type = builders.tensor_type([*shape[:-1], count], dtype)
     return [stablehlo.gather(x, indices, numbers, [*shape[:-1], 1], results=[result_type])]
 
 
@@ -134,15 +134,15 @@ def lower_normalizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         # onnxruntime's form: sign(x) * sqrt(x^2 / sum(x^2)), not x / sqrt(sum(x^2)).
         square = stablehlo.multiply(x, x)
         total = ml.row_sum(square, in_order=True)
-        zero = emit.compare(total, emit.full_like(total, 0.0), "EQ")
-        safe = stablehlo.select(zero, emit.full_like(total, 1.0), total)
+        zero = builders.compare(total, builders.full_like(total, 0.0), "EQ")
+        safe = stablehlo.select(zero, builders.full_like(total, 1.0), total)
         root = stablehlo.sqrt(stablehlo.divide(square, safe))
         signed = stablehlo.multiply(stablehlo.sign(x), root)
-        return [stablehlo.select(zero, emit.full_like(x, 0.0), signed)]
-    zero = emit.compare(divisor, emit.full_like(divisor, 0.0), "EQ")
-    safe = stablehlo.select(zero, emit.full_like(divisor, 1.0), divisor)
-    y = stablehlo.select(zero, emit.full_like(x, 0.0), stablehlo.divide(x, safe))
-    return [emit.convert(y, DataType.FLOAT)]
+        return [stablehlo.select(zero, builders.full_like(x, 0.0), signed)]
+    zero = builders.compare(divisor, builders.full_like(divisor, 0.0), "EQ")
+    safe = stablehlo.select(zero, builders.full_like(divisor, 1.0), divisor)
+    y = stablehlo.select(zero, builders.full_like(x, 0.0), stablehlo.divide(x, safe))
+    return [builders.convert(y, DataType.FLOAT)]
 
 
 def _per_feature(ctx: LoweringContext, name: str, values: Sequence[float], width: int) -> np.ndarray:
@@ -163,15 +163,15 @@ def lower_scaler(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: X float32, float64, int64, int32; Y float32.
     """
     x = ml.float_input(ctx, keep_double=False)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     width = shape[-1]
     if not isinstance(width, int):
         raise ctx.error("the feature axis must be static", ShapeError)
     offset = _per_feature(ctx, "offset", node.attr_floats("offset") or [0.0], width)
     scale = _per_feature(ctx, "scale", node.attr_floats("scale") or [1.0], width)
     last = [len(shape) - 1]
-    y = stablehlo.subtract(x, emit.broadcast_to(emit.constant(offset), shape, dims=last))
-    return [emit.rounded_product(stablehlo.multiply(y, emit.broadcast_to(emit.constant(scale), shape, dims=last)))]
+    y = stablehlo.subtract(x, builders.broadcast_to(builders.constant(offset), shape, dims=last))
+    return [builders.rounded_product(stablehlo.multiply(y, builders.broadcast_to(builders.constant(scale), shape, dims=last)))]
 
 
 @lowering("Imputer", since=1, domain=ml.ML)
@@ -185,8 +185,8 @@ def lower_imputer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: float32 (with the float attributes), int64 (with the int64 ones).
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     width = shape[-1]
     if dtype == DataType.FLOAT:
         imputed = np.asarray(node.attr_floats("imputed_value_floats") or [], np.float32)
@@ -197,15 +197,15 @@ def lower_imputer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     else:
         raise ctx.unsupported_dtype(dtype, "float32, int64")
     if imputed.size == 1:
-        fill = emit.splat(imputed[0].item(), dtype, shape)
+        fill = builders.splat(imputed[0].item(), dtype, shape)
     elif isinstance(width, int) and imputed.size == width:
-        fill = emit.broadcast_to(emit.constant(imputed), shape, dims=[len(shape) - 1])
+        fill = builders.broadcast_to(builders.constant(imputed), shape, dims=[len(shape) - 1])
     else:
         raise ctx.error(f"{imputed.size} imputed values for {width} features", ShapeError)
     if dtype == DataType.FLOAT and math.isnan(replaced):
-        match = emit.compare(x, x, "NE")
+        match = builders.compare(x, x, "NE")
     else:
-        match = emit.compare(x, emit.splat(replaced, dtype, shape), "EQ")
+        match = builders.compare(x, builders.splat(replaced, dtype, shape), "EQ")
     return [stablehlo.select(match, fill, x)]
 
 
@@ -226,14 +226,14 @@ def lower_one_hot_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
         raise ctx.error("string categories ('cats_strings') are not supported: StableHLO has no string type", UnsupportedDtypeError)
     categories = np.asarray(node.attr_ints("cats_int64s") or [], np.int64)
     x = ctx.input(0)
-    if emit.dtype_of(x) not in ml.NUMERIC_INPUTS:
-        raise ctx.unsupported_dtype(emit.dtype_of(x), "int64, int32, float32, float64")
-    x = emit.convert(x, DataType.INT64)
-    shape = emit.dims_of(x)
+    if builders.dtype_of(x) not in ml.NUMERIC_INPUTS:
+        raise ctx.unsupported_dtype(builders.dtype_of(x), "int64, int32, float32, float64")
+    x = builders.convert(x, DataType.INT64)
+    shape = builders.dims_of(x)
     out_shape = (*shape, len(categories))
-    wide = emit.broadcast_to(x, out_shape, dims=list(range(len(shape))))
-    table = emit.broadcast_to(emit.constant(categories), out_shape, dims=[len(shape)])
-    return [emit.convert(emit.compare(wide, table, "EQ"), DataType.FLOAT)]
+    wide = builders.broadcast_to(x, out_shape, dims=list(range(len(shape))))
+    table = builders.broadcast_to(builders.constant(categories), out_shape, dims=[len(shape)])
+    return [builders.convert(builders.compare(wide, table, "EQ"), DataType.FLOAT)]
 
 
 @lowering("FeatureVectorizer", since=1, domain=ml.ML)
@@ -253,17 +253,17 @@ def lower_feature_vectorizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Va
     parts = []
     for index, width in enumerate(widths):
         x = ml.float_input(ctx, index, keep_double=False)
-        shape = emit.dims_of(x)
+        shape = builders.dims_of(x)
         if len(shape) == 1:
-            x = emit.reshape(x, (shape[0], 1))
-            shape = emit.dims_of(x)
+            x = builders.reshape(x, (shape[0], 1))
+            shape = builders.dims_of(x)
         columns = shape[-1]
         if not isinstance(columns, int):
             raise ctx.error(f"input {index} needs a static feature axis", ShapeError)
         if columns > width:
-            x = emit.slice_axis(x, 1, 0, width)
+            x = builders.slice_axis(x, 1, 0, width)
         elif columns < width:
-            pad = emit.splat(0.0, DataType.FLOAT, (shape[0], width - columns))
+            pad = builders.splat(0.0, DataType.FLOAT, (shape[0], width - columns))
             x = stablehlo.concatenate([x, pad], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))
         parts.append(x)
     if len(parts) == 1:
@@ -283,10 +283,10 @@ def lower_zip_map(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: float32.
     """
     x = ctx.input(0)
-    if emit.dtype_of(x) != DataType.FLOAT:
-        raise ctx.unsupported_dtype(emit.dtype_of(x), "float32")
+    if builders.dtype_of(x) != DataType.FLOAT:
+        raise ctx.unsupported_dtype(builders.dtype_of(x), "float32")
     labels = node.attr("classlabels_int64s") or node.attr("classlabels_strings") or []
-    width = emit.dims_of(x)[-1]
+    width = builders.dims_of(x)[-1]
     if isinstance(width, int) and width != len(labels):
         raise ctx.error(f"{len(labels)} class labels for {width} columns", ShapeError)
     return [x]
@@ -340,21 +340,21 @@ def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     keys, values, default = _key_value_pairs(ctx, node)
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     key_dtype = dtypes.dtype_of_numpy(keys.dtype)
     value_dtype = dtypes.dtype_of_numpy(values.dtype)
-    x = emit.convert(x, key_dtype)
-    flat = emit.reshape(x, (_product(shape),))
-    (size,) = emit.dims_of(flat)
-    wide = emit.broadcast_to(flat, (size, len(keys)), dims=[0])
-    table = emit.broadcast_to(emit.constant(keys), (size, len(keys)), dims=[1])
-    match = emit.compare(wide, table, "EQ")  # a NaN key matches nothing, as in onnxruntime
-    hits = emit.convert(match, DataType.FLOAT)
+    x = builders.convert(x, key_dtype)
+    flat = builders.reshape(x, (_product(shape),))
+    (size,) = builders.dims_of(flat)
+    wide = builders.broadcast_to(flat, (size, len(keys)), dims=[0])
+    table = builders.broadcast_to(builders.constant(keys), (size, len(keys)), dims=[1])
+    match = builders.compare(wide, table, "EQ")  # a NaN key matches nothing, as in onnxruntime
+    hits = builders.convert(match, DataType.FLOAT)
     index = ml.argmax_rows(hits)  # the first matching key
-    found = emit.compare(emit.reduce(hits, [1], stablehlo.MaxOp, 0.0), emit.splat(0.0, DataType.FLOAT, (size,)), "GT")
-    mapped = emit.take(emit.constant(values), index, 0)
-    fallback = emit.splat(default.item() if isinstance(default, np.generic) else default, value_dtype, (size,))
-    return [emit.reshape(stablehlo.select(found, mapped, fallback), shape)]
+    found = builders.compare(builders.reduce(hits, [1], stablehlo.MaxOp, 0.0), builders.splat(0.0, DataType.FLOAT, (size,)), "GT")
+    mapped = builders.take(builders.constant(values), index, 0)
+    fallback = builders.splat(default.item() if isinstance(default, np.generic) else default, value_dtype, (size,))
+    return [builders.reshape(stablehlo.select(found, mapped, fallback), shape)]
 
 
 def _product(dims: Sequence) -> object:

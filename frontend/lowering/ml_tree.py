@@ -19,7 +19,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import ml
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -212,8 +212,8 @@ def _forest_from_tree_ensemble(ctx: LoweringContext, node: OnnxNode, n_targets: 
 
 def _gather_table(table: ir.Value, state: ir.Value) -> ir.Value:
     """``table[state]`` for a ``[M]`` or ``[M, k]`` table and ``[N, T]`` int32 indices."""
-    shape = emit.dims_of(state)
-    table_shape = emit.static_shape_of(table)
+    shape = builders.dims_of(state)
+    table_shape = builders.static_shape_of(table)
     extra = list(table_shape[1:])
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(2, 2 + len(extra))),
@@ -223,16 +223,16 @@ def _gather_table(table: ir.Value, state: ir.Value) -> ir.Value:
         start_index_map=[0],
         index_vector_dim=2,
     )
-    indices = emit.reshape(state, (*shape, 1))
+    indices = builders.reshape(state, (*shape, 1))
     out_shape = (*shape, *extra)
-    result_type = emit.tensor_type(out_shape, emit.dtype_of(table))
-    result = stablehlo.gather(table, indices, numbers, emit.i64_array([1, *extra]), results=[result_type])
-    return emit.record(result, out_shape)
+    result_type = builders.tensor_type(out_shape, builders.dtype_of(table))
+    result = stablehlo.gather(table, indices, numbers, builders.i64_array([1, *extra]), results=[result_type])
+    return builders.record(result, out_shape)
 
 
 def _gather_features(x: ir.Value, feature: ir.Value) -> ir.Value:
     """``x[n, feature[n, t]]`` for ``x [N, F]`` and ``feature [N, T]``: ``[N, T]``."""
-    shape = emit.dims_of(feature)
+    shape = builders.dims_of(feature)
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=[],
         collapsed_slice_dims=[1],
@@ -241,31 +241,31 @@ def _gather_features(x: ir.Value, feature: ir.Value) -> ir.Value:
         start_index_map=[1],
         index_vector_dim=2,
     )
-    indices = emit.reshape(feature, (*shape, 1))
-    result_type = emit.tensor_type(shape, emit.dtype_of(x))
-    result = stablehlo.gather(x, indices, numbers, emit.i64_array([1, 1]), results=[result_type])
-    return emit.record(result, shape)
+    indices = builders.reshape(feature, (*shape, 1))
+    result_type = builders.tensor_type(shape, builders.dtype_of(x))
+    result = stablehlo.gather(x, indices, numbers, builders.i64_array([1, 1]), results=[result_type])
+    return builders.record(result, shape)
 
 
 def _branch(x_value: ir.Value, threshold: ir.Value, mode: int) -> ir.Value:
-    return emit.compare(x_value, threshold, _COMPARISONS[mode])
+    return builders.compare(x_value, threshold, _COMPARISONS[mode])
 
 
 def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
     """The global index of the leaf each row reaches in each tree: int32 ``[N, T]``."""
-    n_rows = emit.dims_of(x)[0]
-    features = emit.dims_of(x)[1]
+    n_rows = builders.dims_of(x)[0]
+    features = builders.dims_of(x)[1]
     branch = forest.mode != _LEAF
     if branch.any() and isinstance(features, int) and forest.feature[branch].max() >= features:
         raise ctx.error(f"a node tests feature {int(forest.feature[branch].max())} of {features}", ShapeError)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     shape = (n_rows, len(forest.roots))
-    state = emit.broadcast_to(emit.constant(forest.roots.astype(np.int32)), shape, dims=[1])
-    links = emit.constant(np.stack([forest.feature, forest.true_next, forest.false_next], axis=1).astype(np.int32))
-    thresholds = emit.constant(forest.threshold.astype(dtypes.numpy_dtype(dtype)))
+    state = builders.broadcast_to(builders.constant(forest.roots.astype(np.int32)), shape, dims=[1])
+    links = builders.constant(np.stack([forest.feature, forest.true_next, forest.false_next], axis=1).astype(np.int32))
+    thresholds = builders.constant(forest.threshold.astype(dtypes.numpy_dtype(dtype)))
     modes = sorted(set(forest.mode[branch].tolist()))
-    mode_table = emit.constant(forest.mode.astype(np.int32)) if len(modes) > 1 else None
-    missing_table = emit.constant(forest.missing_true) if forest.missing_true[branch].any() else None
+    mode_table = builders.constant(forest.mode.astype(np.int32)) if len(modes) > 1 else None
+    missing_table = builders.constant(forest.missing_true) if forest.missing_true[branch].any() else None
     member_table = member_rows = None
     if 6 in modes:
         sets = [m for m in forest.members if m is not None]
@@ -278,34 +278,34 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
                 rows[position, : len(members)] = members
                 row_of[index] = position
                 position += 1
-        member_table = emit.constant(rows.astype(dtypes.numpy_dtype(dtype)))
-        member_rows = emit.constant(row_of)
+        member_table = builders.constant(rows.astype(dtypes.numpy_dtype(dtype)))
+        member_rows = builders.constant(row_of)
     for _ in range(forest.depth):
         link = _gather_table(links, state)
-        feature = emit.reshape(emit.slice_axis(link, 2, 0, 1), shape)
-        on_true = emit.reshape(emit.slice_axis(link, 2, 1, 2), shape)
-        on_false = emit.reshape(emit.slice_axis(link, 2, 2, 3), shape)
+        feature = builders.reshape(builders.slice_axis(link, 2, 0, 1), shape)
+        on_true = builders.reshape(builders.slice_axis(link, 2, 1, 2), shape)
+        on_false = builders.reshape(builders.slice_axis(link, 2, 2, 3), shape)
         value = _gather_features(x, feature)
         threshold = _gather_table(thresholds, state)
         outcomes = {}
         for mode in modes:
             if mode == 6:
                 candidates = _gather_table(member_table, _gather_table(member_rows, state))
-                wide_shape = emit.dims_of(candidates)
-                hits = emit.compare(emit.broadcast_to(value, wide_shape, dims=[0, 1]), candidates, "EQ")
-                outcomes[mode] = emit.reduce(hits, [2], stablehlo.OrOp, False)
+                wide_shape = builders.dims_of(candidates)
+                hits = builders.compare(builders.broadcast_to(value, wide_shape, dims=[0, 1]), candidates, "EQ")
+                outcomes[mode] = builders.reduce(hits, [2], stablehlo.OrOp, False)
             else:
                 outcomes[mode] = _branch(value, threshold, mode)
         if mode_table is None:
-            take_true = outcomes[modes[0]] if modes else emit.splat(True, DataType.BOOL, shape)
+            take_true = outcomes[modes[0]] if modes else builders.splat(True, DataType.BOOL, shape)
         else:
             node_mode = _gather_table(mode_table, state)
-            take_true = emit.splat(False, DataType.BOOL, shape)
+            take_true = builders.splat(False, DataType.BOOL, shape)
             for mode in modes:
-                is_mode = emit.compare(node_mode, emit.splat(mode, DataType.INT32, shape), "EQ")
+                is_mode = builders.compare(node_mode, builders.splat(mode, DataType.INT32, shape), "EQ")
                 take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
         if missing_table is not None:
-            nan = emit.compare(value, value, "NE")
+            nan = builders.compare(value, value, "NE")
             tracks = _gather_table(missing_table, state)
             take_true = stablehlo.or_(take_true, stablehlo.and_(nan, tracks))
         state = stablehlo.select(take_true, on_true, on_false)
@@ -315,31 +315,31 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
 def _aggregate(ctx: LoweringContext, forest: _Forest, leaves: ir.Value, aggregate: str, dtype: DataType) -> ir.Value:
     """Reduces the reached leaves' weights over the trees: ``[N, K]``."""
     n_trees = len(forest.roots)
-    n_rows = emit.dims_of(leaves)[0]
-    weights = emit.constant(forest.weights.astype(dtypes.numpy_dtype(dtype)))
+    n_rows = builders.dims_of(leaves)[0]
+    weights = builders.constant(forest.weights.astype(dtypes.numpy_dtype(dtype)))
     values = _gather_table(weights, leaves)  # [N, T, K]
     if aggregate in ("SUM", "AVERAGE"):
-        total = emit.reduce(values, [1], stablehlo.AddOp, 0.0)
+        total = builders.reduce(values, [1], stablehlo.AddOp, 0.0)
         if aggregate == "AVERAGE":
-            total = emit.divide(total, emit.splat(float(n_trees), dtype, emit.dims_of(total)))
+            total = builders.divide(total, builders.splat(float(n_trees), dtype, builders.dims_of(total)))
         return total
     if aggregate not in ("MIN", "MAX"):
         raise ctx.unsupported_attribute("aggregate_function", aggregate, ", ".join(_AGGREGATES))
-    has = _gather_table(emit.constant(forest.has_weight), leaves)
+    has = _gather_table(builders.constant(forest.has_weight), leaves)
     extreme = np.inf if aggregate == "MIN" else -np.inf
-    masked = stablehlo.select(has, values, emit.full_like(values, extreme))
+    masked = stablehlo.select(has, values, builders.full_like(values, extreme))
     op = stablehlo.MinOp if aggregate == "MIN" else stablehlo.MaxOp
-    result = emit.reduce(masked, [1], op, extreme)
-    any_score = emit.reduce(has, [1], stablehlo.OrOp, False)
+    result = builders.reduce(masked, [1], op, extreme)
+    any_score = builders.reduce(has, [1], stablehlo.OrOp, False)
     del n_rows
-    return stablehlo.select(any_score, result, emit.full_like(result, 0.0))
+    return stablehlo.select(any_score, result, builders.full_like(result, 0.0))
 
 
 def _tree_input(ctx: LoweringContext, double_thresholds: bool) -> ir.Value:
     """X as the threshold type: float64 for float64 X or ``*_as_tensor`` thresholds, else float32."""
     x = ml.as_matrix(ctx, ml.float_input(ctx))
     if double_thresholds:
-        return emit.convert(x, DataType.DOUBLE)
+        return builders.convert(x, DataType.DOUBLE)
     return x
 
 
@@ -366,13 +366,13 @@ def lower_tree_ensemble_regressor(ctx: LoweringContext, node: OnnxNode) -> list[
     forest = _forest_from_node_lists(ctx, node, "target", n_targets)
     double = node.attr("nodes_values_as_tensor") is not None
     x = _tree_input(ctx, double)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     scores = _aggregate(ctx, forest, _walk(ctx, forest, x), node.attr_str("aggregate_function"), dtype)
     base = _base_values(node)
     if base is not None and len(base):
         scores = ml.add_row(scores, np.resize(base, n_targets))
     scores = ml.post_transform(ctx, node.attr_str("post_transform"), scores)
-    return [emit.convert(scores, DataType.FLOAT)]
+    return [builders.convert(scores, DataType.FLOAT)]
 
 
 @lowering("TreeEnsemble", since=5, domain=ml.ML)
@@ -390,8 +390,8 @@ def lower_tree_ensemble(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     source = ctx.input_dtype(0)
     if source not in (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16):
         raise ctx.unsupported_dtype(source, "float32, float64, float16")
-    x = ml.as_matrix(ctx, emit.convert(ctx.input(0), DataType.DOUBLE if source == DataType.DOUBLE else DataType.FLOAT))
-    dtype = emit.dtype_of(x)
+    x = ml.as_matrix(ctx, builders.convert(ctx.input(0), DataType.DOUBLE if source == DataType.DOUBLE else DataType.FLOAT))
+    dtype = builders.dtype_of(x)
     aggregate = node.attr_int("aggregate_function")
     post = node.attr_int("post_transform")
     if not 0 <= aggregate < len(_AGGREGATES):
@@ -400,7 +400,7 @@ def lower_tree_ensemble(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.unsupported_attribute("post_transform", post, "0 to 4")
     scores = _aggregate(ctx, forest, _walk(ctx, forest, x), _AGGREGATES[aggregate], dtype)
     scores = ml.post_transform(ctx, ml.POST_TRANSFORMS[post], scores)
-    return [emit.convert(scores, source)]
+    return [builders.convert(scores, source)]
 
 
 @lowering("TreeEnsembleClassifier", since=1, domain=ml.ML)
@@ -431,33 +431,33 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
     forest = _forest_from_node_lists(ctx, node, "class", n_classes)
     double = node.attr("nodes_values_as_tensor") is not None
     x = _tree_input(ctx, double)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     scores = _aggregate(ctx, forest, _walk(ctx, forest, x), "SUM", dtype)
     base = _base_values(node)
     post = node.attr_str("post_transform")
     used = sorted(set(node.attr_ints("class_ids") or []))
     if n_classes == 2 and len(used) == 1:
-        column = emit.slice_axis(scores, 1, used[0], used[0] + 1)
+        column = builders.slice_axis(scores, 1, used[0], used[0] + 1)
         if base is not None and len(base):
-            column = stablehlo.add(column, emit.splat(float(base[used[0]] if len(base) > used[0] else base[0]), dtype, emit.dims_of(column)))
+            column = stablehlo.add(column, builders.splat(float(base[used[0]] if len(base) > used[0] else base[0]), dtype, builders.dims_of(column)))
         weights = np.asarray(_tensor_or_list(node, "class_weights", np.float32))
         all_positive = bool((weights >= 0).all())
         threshold = 0.5 if all_positive else 0.0
         if (post == "NONE" and all_positive) or post == "PROBIT":
-            other = stablehlo.subtract(emit.full_like(column, 1.0), column)
+            other = stablehlo.subtract(builders.full_like(column, 1.0), column)
         else:
             other = stablehlo.negate(column)
         scores = stablehlo.concatenate([other, column], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))
-        flat = emit.reshape(column, emit.dims_of(column)[:1])
-        positive = emit.compare(flat, emit.full_like(flat, threshold), "GT")
-        shape = emit.dims_of(flat)
+        flat = builders.reshape(column, builders.dims_of(column)[:1])
+        positive = builders.compare(flat, builders.full_like(flat, threshold), "GT")
+        shape = builders.dims_of(flat)
         label = stablehlo.select(
-            positive, emit.splat(int(labels[1]), DataType.INT64, shape), emit.splat(int(labels[0]), DataType.INT64, shape)
+            positive, builders.splat(int(labels[1]), DataType.INT64, shape), builders.splat(int(labels[0]), DataType.INT64, shape)
         )
         scores = ml.post_transform(ctx, post, scores)
-        return [label, emit.convert(scores, DataType.FLOAT)]
+        return [label, builders.convert(scores, DataType.FLOAT)]
     if base is not None and len(base):
         scores = ml.add_row(scores, np.resize(base, n_classes))
     label = ml.take_labels(labels, ml.argmax_rows(scores))
     scores = ml.post_transform(ctx, post, scores)
-    return [label, emit.convert(scores, DataType.FLOAT)]
+    return [label, builders.convert(scores, DataType.FLOAT)]

@@ -9,14 +9,12 @@ Spec: the ai.onnx.preview.training operators (Adagrad, Adam, Momentum).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -44,14 +42,14 @@ def _scalar_like(ctx: LoweringContext, index: int, dtype: DataType) -> ir.Value:
 
     A symbolic shape is assumed to hold one element (a dynamic_reshape to ``[]``, whose
     element count is checked when refined to the feeds' shapes)."""
-    shape = emit.dims_of(ctx.input(index))
+    shape = builders.dims_of(ctx.input(index))
     if is_static(shape) and int(np.prod(shape, dtype=np.int64)) != 1:
         raise ctx.error(f"input {index} ('{ctx.node.input_names[index]}') must be a scalar, got shape {list(shape)}", ShapeError)
-    return emit.convert(emit.reshape(ctx.input(index), []), dtype)
+    return builders.convert(builders.reshape(ctx.input(index), []), dtype)
 
 
 def _check_float(ctx: LoweringContext, value: ir.Value) -> DataType:
-    dtype = emit.dtype_of(value)
+    dtype = builders.dtype_of(value)
     if dtype not in (DataType.FLOAT, DataType.DOUBLE):
         raise ctx.unsupported_dtype(dtype, "float32, float64")
     return dtype
@@ -60,40 +58,10 @@ def _check_float(ctx: LoweringContext, value: ir.Value) -> DataType:
 def _common_shape(*values: ir.Value) -> tuple[Dim, ...]:
     """The shape an optimizer's tensors share (X_i, G_i, ...): their symbolic dims are merged,
     the equality checked when the feeds bind them."""
-    return emit.broadcast_shapes(*[emit.dims_of(v) for v in values])
+    return builders.broadcast_shapes(*[builders.dims_of(v) for v in values])
 
 
-class _Elementwise:
-    """Scalar-broadcasting arithmetic on values of one shape and dtype, for update formulas."""
-
-    def __init__(self, shape: tuple[Dim, ...], dtype: DataType) -> None:
-        self.shape, self.dtype = shape, dtype
-
-    def lift(self, value: ir.Value | float) -> ir.Value:
-        if not isinstance(value, ir.Value):
-            return emit.splat(value, self.dtype, self.shape)
-        return emit.broadcast_to(value, self.shape)
-
-    def _binary(self, op: Callable, lhs: ir.Value | float, rhs: ir.Value | float) -> ir.Value:
-        return op(self.lift(lhs), self.lift(rhs)).result
-
-    def add(self, lhs, rhs):
-        return self._binary(stablehlo.AddOp, lhs, rhs)
-
-    def sub(self, lhs, rhs):
-        return self._binary(stablehlo.SubtractOp, lhs, rhs)
-
-    def mul(self, lhs, rhs):
-        return self._binary(stablehlo.MulOp, lhs, rhs)
-
-    def div(self, lhs, rhs):
-        return self._binary(stablehlo.DivOp, lhs, rhs)
-
-    def sqrt(self, value):
-        return stablehlo.sqrt(self.lift(value))
-
-
-def _regularized(f: _Elementwise, x: ir.Value, g: ir.Value, coefficient: float) -> ir.Value:
+def _regularized(f: builders.Arith, x: ir.Value, g: ir.Value, coefficient: float) -> ir.Value:
     """``norm_coefficient * X + G``."""
     return f.add(f.mul(coefficient, x), g) if coefficient else g
 
@@ -117,9 +85,9 @@ def lower_adagrad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     new_xs, new_hs = [], []
     for x, g, h in zip(xs, gs, hs):
         dtype = _check_float(ctx, x)
-        scalars = _Elementwise((), dtype)
+        scalars = builders.Arith((), dtype)
         rate = scalars.div(_scalar_like(ctx, 0, dtype), scalars.add(1.0, scalars.mul(_scalar_like(ctx, 1, dtype), decay)))
-        f = _Elementwise(_common_shape(x, g, h), dtype)
+        f = builders.Arith(_common_shape(x, g, h), dtype)
         g_reg = _regularized(f, x, g, norm)
         h_new = f.add(h, f.mul(g_reg, g_reg))
         x_new = f.sub(x, f.div(f.mul(rate, g_reg), f.add(f.sqrt(h_new), epsilon)))
@@ -146,19 +114,19 @@ def lower_adam(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
     epsilon = node.attr_float("epsilon")
     norm, norm_post = node.attr_float("norm_coefficient"), node.attr_float("norm_coefficient_post")
-    t_positive = emit.compare(
-        emit.reshape(emit.convert(ctx.input(1), DataType.INT64), []), emit.splat(0, DataType.INT64), "GT"
+    t_positive = builders.compare(
+        builders.reshape(builders.convert(ctx.input(1), DataType.INT64), []), builders.splat(0, DataType.INT64), "GT"
     )
     new_xs, new_vs, new_hs = [], [], []
     for x, g, v, h in zip(xs, gs, vs, hs):
         dtype = _check_float(ctx, x)
-        s = _Elementwise((), dtype)
+        s = builders.Arith((), dtype)
         rate, step = _scalar_like(ctx, 0, dtype), _scalar_like(ctx, 1, dtype)
         beta_power = stablehlo.power(s.lift(beta), step)
         alpha_power = stablehlo.power(s.lift(alpha), step)
         corrected = s.div(s.mul(rate, s.sqrt(s.sub(1.0, beta_power))), s.sub(1.0, alpha_power))
         rate = stablehlo.select(t_positive, corrected, rate)
-        f = _Elementwise(_common_shape(x, g, v, h), dtype)
+        f = builders.Arith(_common_shape(x, g, v, h), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(1.0 - alpha, g_reg))
         h_new = f.add(f.mul(beta, h), f.mul(1.0 - beta, f.mul(g_reg, g_reg)))
@@ -193,15 +161,15 @@ def lower_momentum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     xs, gs, vs = _optimizer_groups(ctx, 3, "Momentum")
     alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
     norm = node.attr_float("norm_coefficient")
-    t_positive = emit.compare(
-        emit.reshape(emit.convert(ctx.input(1), DataType.INT64), []), emit.splat(0, DataType.INT64), "GT"
+    t_positive = builders.compare(
+        builders.reshape(builders.convert(ctx.input(1), DataType.INT64), []), builders.splat(0, DataType.INT64), "GT"
     )
     new_xs, new_vs = [], []
     for x, g, v in zip(xs, gs, vs):
         dtype = _check_float(ctx, x)
         rate = _scalar_like(ctx, 0, dtype)
-        beta_adjusted = stablehlo.select(t_positive, emit.splat(beta, dtype), emit.splat(1.0, dtype))
-        f = _Elementwise(_common_shape(x, g, v), dtype)
+        beta_adjusted = stablehlo.select(t_positive, builders.splat(beta, dtype), builders.splat(1.0, dtype))
+        f = builders.Arith(_common_shape(x, g, v), dtype)
         g_reg = _regularized(f, x, g, norm)
         v_new = f.add(f.mul(alpha, v), f.mul(beta_adjusted, g_reg))
         direction = v_new if mode == "standard" else f.add(g_reg, f.mul(alpha, v_new))

@@ -41,19 +41,12 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import geometry, windows
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, floor_div, product
-
-
-def _lowest(dtype: DataType) -> float | int:
-    """The identity of max for ``dtype``: -inf for floats, the minimum for integers."""
-    if dtypes.is_float(dtype):
-        return -np.inf
-    return int(np.iinfo(dtypes.numpy_dtype(dtype)).min)
 
 
 def _pool_input(
@@ -63,7 +56,7 @@ def _pool_input(
     shape = tuple(ctx.input_shape(0))  # any dim may be symbolic: pooling has no weights
     if len(shape) < 3:
         raise ctx.error(f"X {list(shape)} needs rank >= 3 ([N, C, D1 ...])", ShapeError)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if dtype not in accepted:
         raise ctx.unsupported_dtype(dtype, accepted_text)
     return x, shape
@@ -102,12 +95,12 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x, shape = _pool_input(ctx, _MAXPOOL_TYPES, "float16, bfloat16, float32, float64, int8, uint8")
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     wants_indices = len(node.output_names) > 1 and bool(node.output_names[1])
     is_float = dtypes.is_float(dtype)
 
     def isnan(value: ir.Value) -> ir.Value:
-        return emit.compare(value, value, "NE")
+        return builders.compare(value, value, "NE")
 
     def max_ignoring_nan(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
         largest = stablehlo.maximum(a[0], b[0])
@@ -117,27 +110,27 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [stablehlo.select(isnan(a[0]), b[0], stablehlo.select(isnan(b[0]), a[0], largest))]
 
     if not wants_indices:
-        (y,) = windows.reduce_window([x], [_lowest(dtype)], window, out, max_ignoring_nan)
+        (y,) = windows.reduce_window([x], [dtypes.lowest(dtype)], window, out, max_ignoring_nan)
         return [y]
     shape = ctx.input_static_shape(0)  # Indices need static shapes
     storage_order = node.attr_int("storage_order", 0)
     if storage_order not in (0, 1):
         raise ctx.unsupported_attribute("storage_order", storage_order, "0 (row major), 1 (column major)")
     i64 = DataType.INT64
-    flat = stablehlo.iota(emit.tensor_type([math.prod(shape)], i64), 0)
-    flat = emit.reshape(flat, shape)
+    flat = stablehlo.iota(builders.tensor_type([math.prod(shape)], i64), 0)
+    flat = builders.reshape(flat, shape)
 
     def argmax(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
-        greater = emit.compare(a[0], b[0], "GT")
-        equal = emit.compare(a[0], b[0], "EQ")
-        earlier = stablehlo.and_(equal, emit.compare(a[1], b[1], "LT"))
+        greater = builders.compare(a[0], b[0], "GT")
+        equal = builders.compare(a[0], b[0], "EQ")
+        earlier = stablehlo.and_(equal, builders.compare(a[1], b[1], "LT"))
         take_a = stablehlo.or_(greater, earlier)
         if is_float:  # NaN never wins (see max_ignoring_nan)
             a_nan, b_nan = isnan(a[0]), isnan(b[0])
-            take_a = stablehlo.select(emit.compare(a_nan, b_nan, "NE"), b_nan, take_a)
+            take_a = stablehlo.select(builders.compare(a_nan, b_nan, "NE"), b_nan, take_a)
         return [stablehlo.select(take_a, a[0], b[0]), stablehlo.select(take_a, a[1], b[1])]
 
-    y, indices = windows.reduce_window([x, flat], [_lowest(dtype), np.iinfo(np.int64).max], window, out, argmax)
+    y, indices = windows.reduce_window([x, flat], [dtypes.lowest(dtype), np.iinfo(np.int64).max], window, out, argmax)
     if storage_order == 1:
         indices = _column_major_indices(indices, shape)
     return [y, indices]
@@ -147,10 +140,10 @@ def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:
     """Re-encodes row-major flat indices into X with column-major spatial order."""
     spatial = list(shape[2:])
     i64 = DataType.INT64
-    out_shape = emit.static_shape_of(indices)
+    out_shape = builders.static_shape_of(indices)
 
     def const(value: int) -> ir.Value:
-        return emit.splat(value, i64, out_shape)
+        return builders.splat(value, i64, out_shape)
 
     block = math.prod(spatial)
     within = stablehlo.remainder(indices, const(block))
@@ -188,14 +181,14 @@ def lower_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     x, shape = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     (total,) = windows.reduce_window([x], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])])
     if not all(windows.is_int(d) for d in shape):
         return [_symbolic_average(x, total, window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))]
     counts = windows.window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
-    out_shape = emit.static_shape_of(total)
-    divisor = emit.broadcast_to(emit.constant(counts, dtype), out_shape, dims=range(2, len(out_shape)))
-    return [emit.divide(total, divisor)]
+    out_shape = builders.static_shape_of(total)
+    divisor = builders.broadcast_to(builders.constant(counts, dtype), out_shape, dims=range(2, len(out_shape)))
+    return [builders.divide(total, divisor)]
 
 
 def _symbolic_average(
@@ -206,9 +199,9 @@ def _symbolic_average(
     With ``count_include_pad`` every (floor-mode) window counts the whole kernel; otherwise the
     counts are a ``reduce_window(add)`` of ones over X's spatial dims, padded with zeros.
     """
-    dtype = emit.dtype_of(x)
-    out_dims = emit.dims_of(total)
-    spatial = emit.dims_of(x)[2:]
+    dtype = builders.dtype_of(x)
+    out_dims = builders.dims_of(total)
+    spatial = builders.dims_of(x)[2:]
     covered = all(
         floor_div(size + b + e - k, s) + 1 == o
         for size, (b, e), s, k, o in zip(spatial, window.pads, window.strides, window.effective_kernel, out)
@@ -216,25 +209,25 @@ def _symbolic_average(
     if not covered and include_pad:
         # ceil_mode: the tail past the end padding does not count; pad ones with ones (the pads)
         # and let the reduce_window pad the tail with zeros.
-        ones = emit.splat(1, dtype, [1, 1, *spatial])
+        ones = builders.splat(1, dtype, [1, 1, *spatial])
         low = [0, 0, *(b for b, _ in window.pads)]
         high = [0, 0, *(e for _, e in window.pads)]
-        ones = emit.record(
-            stablehlo.pad(ones, emit.splat(1, dtype), low, high, [0] * len(low)),
+        ones = builders.record(
+            stablehlo.pad(ones, builders.splat(1, dtype), low, high, [0] * len(low)),
             [1, 1, *(size + b + e for size, (b, e) in zip(spatial, window.pads))],
         )
         bare = dataclasses.replace(window, pads=((0, 0),) * len(spatial))
         (counts,) = windows.reduce_window_symbolic([ones], [0], bare, out, lambda a, b: [stablehlo.add(a[0], b[0])])
-        divisor = emit.broadcast_to(counts, out_dims)
+        divisor = builders.broadcast_to(counts, out_dims)
     elif include_pad or (covered and all(windows.is_int(b) and windows.is_int(e) and b == 0 and e == 0 for b, e in window.pads)):
-        divisor = emit.splat(math.prod(window.kernel), dtype, out_dims)
+        divisor = builders.splat(math.prod(window.kernel), dtype, out_dims)
     else:
-        ones = emit.splat(1, dtype, [1, 1, *spatial])
+        ones = builders.splat(1, dtype, [1, 1, *spatial])
         (counts,) = windows.reduce_window_symbolic(
             [ones], [0], window, out, lambda a, b: [stablehlo.add(a[0], b[0])]
         )
-        divisor = emit.broadcast_to(counts, out_dims)
-    return emit.divide(total, divisor)
+        divisor = builders.broadcast_to(counts, out_dims)
+    return builders.divide(total, divisor)
 
 
 def _lp_power(x: ir.Value, p: int) -> ir.Value:
@@ -244,7 +237,7 @@ def _lp_power(x: ir.Value, p: int) -> ir.Value:
     magnitude = stablehlo.abs(x)
     if p == 1:
         return magnitude
-    return stablehlo.power(magnitude, emit.splat(p, emit.dtype_of(x), emit.dims_of(x)))
+    return stablehlo.power(magnitude, builders.splat(p, builders.dtype_of(x), builders.dims_of(x)))
 
 
 def _lp_root(total: ir.Value, p: int) -> ir.Value:
@@ -253,7 +246,7 @@ def _lp_root(total: ir.Value, p: int) -> ir.Value:
         return total
     if p == 2:
         return stablehlo.sqrt(total)
-    return stablehlo.power(total, emit.splat(1.0 / p, emit.dtype_of(total), emit.dims_of(total)))
+    return stablehlo.power(total, builders.splat(1.0 / p, builders.dtype_of(total), builders.dims_of(total)))
 
 
 def _lp_order(ctx: LoweringContext, node: OnnxNode) -> int:
@@ -288,7 +281,7 @@ def lower_lp_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 def _global_reduce(x: ir.Value, body_op: type, init: float | int) -> ir.Value:
     """``stablehlo.reduce`` over the spatial dims of ``[N, C, *S]``, kept as size-1 dims."""
-    return emit.reduce(x, range(2, emit.rank_of(x)), body_op, init, keepdims=True)
+    return builders.reduce(x, range(2, builders.rank_of(x)), body_op, init, keepdims=True)
 
 
 @lowering("GlobalAveragePool", since=1)
@@ -304,11 +297,11 @@ def lower_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     total = _global_reduce(x, stablehlo.AddOp, 0)
     size = product(shape[2:])
     if windows.is_int(size):
-        count = emit.splat(size, emit.dtype_of(x), emit.dims_of(total))
+        count = builders.splat(size, builders.dtype_of(x), builders.dims_of(total))
     else:
-        count = emit.convert(emit.dim_value(size), emit.dtype_of(x))
-        count = emit.broadcast_to(count, emit.dims_of(total), dims=())
-    return [emit.divide(total, count)]
+        count = builders.convert(builders.dim_value(size), builders.dtype_of(x))
+        count = builders.broadcast_to(count, builders.dims_of(total), dims=())
+    return [builders.divide(total, count)]
 
 
 @lowering("GlobalMaxPool", since=1)
@@ -321,7 +314,7 @@ def lower_global_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     Dtypes: float16, bfloat16, float32, float64.
     """
     x, _ = _pool_input(ctx, _POOL_FLOATS, "float16, bfloat16, float32, float64")
-    return [_global_reduce(x, stablehlo.MaxOp, _lowest(emit.dtype_of(x)))]
+    return [_global_reduce(x, stablehlo.MaxOp, dtypes.lowest(builders.dtype_of(x)))]
 
 
 @lowering("GlobalLpPool", since=2)  # 2 made p an int
@@ -372,14 +365,14 @@ def lower_max_unpool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         *x_shape[:2],
         *((x_shape[2 + i] - 1) * strides[i] - (pads[i] + pads[rank + i]) + kernel[i] for i in range(rank)),
     ]
-    out_shape = geometry.constant_ints(ctx, 2) if ctx.has_input(2) else inferred
+    out_shape = ctx.constant_ints(2) if ctx.has_input(2) else inferred
     if len(out_shape) != len(inferred) or any(o < i for o, i in zip(out_shape, inferred)):
         raise ctx.error(f"output_shape {out_shape} must not be smaller than the inferred shape {inferred}", ShapeError)
     dtype = ctx.input_dtype(0)
     elements = math.prod(x_shape)
-    updates = emit.reshape(x, [elements])
-    indices = emit.reshape(emit.convert(ctx.input(1), DataType.INT64), [elements, 1])
-    zeros = emit.splat(0, dtype, [math.prod(inferred)])
+    updates = builders.reshape(x, [elements])
+    indices = builders.reshape(builders.convert(ctx.input(1), DataType.INT64), [elements, 1])
+    zeros = builders.splat(0, dtype, [math.prod(inferred)])
     numbers = stablehlo.ScatterDimensionNumbers.get(
         update_window_dims=[],
         inserted_window_dims=[0],
@@ -389,12 +382,12 @@ def lower_max_unpool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         index_vector_dim=1,
     )
     op = stablehlo.ScatterOp([zeros.type], [zeros], indices, [updates], numbers)
-    scalar = emit.tensor_type((), dtype)
+    scalar = builders.tensor_type((), dtype)
     block = op.update_computation.blocks.append(scalar, scalar)
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([block.arguments[1]])
-    y = emit.reshape(op.results[0], inferred)
+    y = builders.reshape(op.results[0], inferred)
     if out_shape != inferred:
         high = [o - i for o, i in zip(out_shape, inferred)]
-        y = stablehlo.pad(y, geometry.scalar(0, dtype), [0] * len(high), high, [0] * len(high))
+        y = stablehlo.pad(y, builders.splat(0, dtype), [0] * len(high), high, [0] * len(high))
     return [y]

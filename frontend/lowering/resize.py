@@ -43,7 +43,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import interpolation
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -100,7 +100,7 @@ def _resize(
     x = ctx.input(0)
     dims = tuple(ctx.input_shape(0))
     rank = len(dims)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if dtype in (DataType.STRING, DataType.COMPLEX64, DataType.COMPLEX128) or (
         spec.mode != "nearest" and not (dtypes.is_float(dtype) or dtypes.is_integer(dtype))
     ):
@@ -216,7 +216,7 @@ def _resize(
                 if use_sizes:  # not_larger / not_smaller round the scaled size
                     product = vec.add(product, vec.scalar(0.5))
                 expected = stablehlo.floor(product)
-            checks.append(emit.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
+            checks.append(builders.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
         ok = checks[0]
         for check in checks[1:]:
             ok = stablehlo.and_(ok, check)
@@ -230,7 +230,7 @@ def _resize(
     if any(out_shape[a] < 0 for a in axes):
         raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
     if any(out_shape[a] == 0 for a in axes):
-        return emit.splat(0, dtype, out_shape)  # after the run-time check above
+        return builders.splat(0, dtype, out_shape)  # after the run-time check above
 
     plans = []
     for i, a in enumerate(axes):
@@ -360,12 +360,12 @@ def _resize_symbolic(
     if spec.nearest_mode == "simple" and use_sizes:
         raise ctx.error("Resize-10 nearest with 'sizes' needs a static shape", ShapeError)
 
-    dtype = emit.dtype_of(x)
-    compute = dtype if spec.mode == "nearest" else interpolation.compute_dtype(dtype)
-    result = emit.convert(x, compute)
+    dtype = builders.dtype_of(x)
+    compute = dtype if spec.mode == "nearest" else dtypes.float_compute_dtype(dtype)
+    result = builders.convert(x, compute)
     rank = len(dims)
     for axis, scale, target in zip(axes, scales, targets):
-        current = emit.dims_of(result)
+        current = builders.dims_of(result)
         if scale == 1.0 or (scale is None and current[axis] == target):
             continue  # every coordinate mode but tf_crop_and_resize maps y to y
         if spec.mode == "nearest" and (spec.coordinate_mode, spec.nearest_mode) in _REPEATS and scale is not None \
@@ -373,8 +373,8 @@ def _resize_symbolic(
             k = int(scale)
             expanded = [*current[: axis + 1], k, *current[axis + 1 :]]
             mapping = [d if d <= axis else d + 1 for d in range(rank)]
-            repeated = emit.broadcast_to(result, expanded, dims=mapping)
-            result = emit.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
+            repeated = builders.broadcast_to(result, expanded, dims=mapping)
+            result = builders.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
             continue
         result = _resize_axis_symbolic(spec, result, axis, target, scale)
     if compute != dtype:
@@ -395,28 +395,22 @@ def _resize_axis_symbolic(
     the edge, or dropped with ``exclude_outside``) and sum them weighted by the kernel.
     """
     f64 = DataType.DOUBLE
-    in_dim = emit.dims_of(x)[axis]
+    in_dim = builders.dims_of(x)[axis]
     shape = [out_dim]
 
     def c(value: float) -> ir.Value:
-        return emit.splat(value, f64, shape)
+        return builders.splat(value, f64, shape)
 
     def vector(scalar: ir.Value) -> ir.Value:
-        return emit.broadcast_to(scalar, shape, dims=())
+        return builders.broadcast_to(scalar, shape, dims=())
 
-    def div(a: ir.Value, b: ir.Value) -> ir.Value:
-        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.divide(a, opaque)
+    div = builders.exact_divide
+    add, sub, mul, select = stablehlo.add, stablehlo.subtract, stablehlo.multiply, stablehlo.select
 
-    add = lambda a, b: stablehlo.add(a, b)  # noqa: E731
-    sub = lambda a, b: stablehlo.subtract(a, b)  # noqa: E731
-    mul = lambda a, b: stablehlo.multiply(a, b)  # noqa: E731
-    select = lambda p, a, b: stablehlo.select(p, a, b)  # noqa: E731
-
-    y = emit.convert(emit.iota(shape, 0, DataType.INT64), f64)
-    n = emit.convert(emit.dim_value(in_dim), f64)
+    y = builders.convert(builders.iota(shape, 0, DataType.INT64), f64)
+    n = builders.convert(builders.dim_value(in_dim), f64)
     n_v = vector(n)
-    out_v = vector(emit.convert(emit.dim_value(out_dim), f64))
+    out_v = vector(builders.convert(builders.dim_value(out_dim), f64))
     s = div(out_v, n_v) if scale is None else c(scale)
     width = out_v if scale is None else mul(s, n_v)
     mode = spec.coordinate_mode
@@ -427,10 +421,10 @@ def _resize_axis_symbolic(
             source = add(offset, source)
         coords = sub(source, c(0.5))
         if mode == "pytorch_half_pixel":
-            coords = select(emit.compare(width, c(1.0), "GT"), coords, c(0.0))
+            coords = select(builders.compare(width, c(1.0), "GT"), coords, c(0.0))
     elif mode == "align_corners":
         coords = div(mul(y, sub(n_v, c(1.0))), sub(width, c(1.0)))
-        coords = select(emit.compare(width, c(1.0), "EQ"), c(0.0), coords)
+        coords = select(builders.compare(width, c(1.0), "EQ"), c(0.0), coords)
     elif mode == "asymmetric":
         coords = div(y, s)
     elif mode == "tf_half_pixel_for_nn":
@@ -441,7 +435,7 @@ def _resize_axis_symbolic(
 
     def index_of(position: ir.Value) -> ir.Value:
         clamped = stablehlo.clamp(c(0.0), position, last)
-        return emit.convert(clamped, DataType.INT64)
+        return builders.convert(clamped, DataType.INT64)
 
     if spec.mode == "nearest":
         rounding = spec.nearest_mode
@@ -455,7 +449,7 @@ def _resize_axis_symbolic(
             index = stablehlo.floor(coords)
         else:
             index = stablehlo.ceil(coords)
-        return emit.take(x, index_of(index), axis)
+        return builders.take(x, index_of(index), axis)
 
     kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
     reach = interpolation.SUPPORT[spec.mode] / kernel_scale
@@ -471,7 +465,7 @@ def _resize_axis_symbolic(
             distance = mul(distance, c(kernel_scale))
         weight = interpolation.runtime_kernel_dims(spec, distance, shape)
         if spec.exclude_outside:
-            outside = stablehlo.or_(emit.compare(tap, c(0.0), "LT"), emit.compare(tap, last, "GT"))
+            outside = stablehlo.or_(builders.compare(tap, c(0.0), "LT"), builders.compare(tap, last, "GT"))
             weight = select(outside, c(0.0), weight)
         taps.append(tap)
         weights.append(weight)
@@ -479,14 +473,14 @@ def _resize_axis_symbolic(
         total = weights[0]
         for weight in weights[1:]:
             total = add(total, weight)
-        total = select(emit.compare(total, c(0.0), "EQ"), c(1.0), total)
+        total = select(builders.compare(total, c(0.0), "EQ"), c(1.0), total)
         weights = [div(weight, total) for weight in weights]
-    compute = emit.dtype_of(x)
+    compute = builders.dtype_of(x)
     result = None
     for tap, weight in zip(taps, weights):
-        gathered = emit.take(x, index_of(tap), axis)
-        out_dims = emit.dims_of(gathered)
-        scaled = stablehlo.multiply(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis]))
+        gathered = builders.take(x, index_of(tap), axis)
+        out_dims = builders.dims_of(gathered)
+        scaled = stablehlo.multiply(gathered, builders.broadcast_to(builders.convert(weight, compute), out_dims, dims=[axis]))
         result = scaled if result is None else stablehlo.add(result, scaled)
     return result
 

@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import geometry
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -43,7 +43,7 @@ _PADDING_MODES = ("zeros", "border", "reflection")
 _CUBIC_A = -0.75  # GridSample's cubic coefficient (PyTorch's), not configurable
 
 
-def _reflect(f: geometry.Arith, x: ir.Value, lo: float, hi: float) -> ir.Value:
+def _reflect(f: builders.Arith, x: ir.Value, lo: float, hi: float) -> ir.Value:
     """Reflects ``x`` by the borders ``[lo, hi]`` until it lies inside (GridSample's rule)."""
     span = hi - lo
     if span <= 0:
@@ -57,10 +57,10 @@ def _reflect(f: geometry.Arith, x: ir.Value, lo: float, hi: float) -> ir.Value:
     # Below the range an even fold count lands at lo + rest, above it at hi - rest; odd swaps.
     from_lo = stablehlo.xor(below, odd)
     reflected = f.select(from_lo, f.add(lo, rest), f.sub(hi, rest))
-    return f.select(geometry.logical_or(below, above), reflected, x)
+    return f.select(builders.logical_or(below, above), reflected, x)
 
 
-def _cubic_weights(f: geometry.Arith, t: ir.Value) -> list[ir.Value]:
+def _cubic_weights(f: builders.Arith, t: ir.Value) -> list[ir.Value]:
     """Keys cubic weights of the taps at -1, 0, 1, 2 from the floor, ``t`` the fraction."""
     a = _CUBIC_A
 
@@ -73,7 +73,7 @@ def _cubic_weights(f: geometry.Arith, t: ir.Value) -> list[ir.Value]:
     return [far(f.add(t, 1.0)), near(t), near(f.sub(1.0, t)), far(f.sub(2.0, t))]
 
 
-def _grid_axis_taps(f: geometry.Arith, coord: ir.Value, size: int, mode: str, padding: str, align: bool) -> list[geometry.Tap]:
+def _grid_axis_taps(f: builders.Arith, coord: ir.Value, size: int, mode: str, padding: str, align: bool) -> list[geometry.Tap]:
     """The taps of normalized coordinates ``coord`` along one spatial axis of length ``size``."""
     lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
     if align:
@@ -96,44 +96,44 @@ def _grid_axis_taps(f: geometry.Arith, coord: ir.Value, size: int, mode: str, pa
     for position, weight in positions:
         valid = None
         if padding == "zeros":
-            valid = geometry.logical_and(f.cmp(position, 0.0, "GE"), f.cmp(position, size - 1.0, "LE"))
+            valid = builders.logical_and(f.cmp(position, 0.0, "GE"), f.cmp(position, size - 1.0, "LE"))
         elif padding == "reflection":
             position = stablehlo.round_nearest_even(_reflect(f, position, lo, hi))
-        index = emit.convert(f.clamp(position, 0.0, size - 1.0), DataType.INT64)
+        index = builders.convert(f.clamp(position, 0.0, size - 1.0), DataType.INT64)
         taps.append((index, weight, valid))
     return taps
 
 
 def _grid_sample(x: ir.Value, grid: ir.Value, mode: str, padding: str, align: bool) -> ir.Value:
-    batch, channels, *dims = emit.static_shape_of(x)
-    grid_shape = emit.static_shape_of(grid)
+    batch, channels, *dims = builders.static_shape_of(x)
+    grid_shape = builders.static_shape_of(grid)
     out_dims = list(grid_shape[1:-1])
     rank = len(dims)
     points = math.prod(out_dims)
-    x_dtype = emit.dtype_of(x)
-    compute = geometry.compute_dtype(x_dtype, emit.dtype_of(grid))
-    coords = emit.reshape(emit.convert(grid, compute), [batch, points, rank])
-    f = geometry.Arith([batch, points], compute)
+    x_dtype = builders.dtype_of(x)
+    compute = geometry.compute_dtype(x_dtype, builders.dtype_of(grid))
+    coords = builders.reshape(builders.convert(grid, compute), [batch, points, rank])
+    f = builders.Arith([batch, points], compute)
     # grid[..., 0] indexes the last spatial axis (x = width), grid[..., 1] the one before, ...
     per_axis = [
         _grid_axis_taps(f, geometry.component(coords, rank - 1 - axis), size, mode, padding, align)
         for axis, size in enumerate(dims)
     ]
     indices, weights, valid = geometry.combine_taps(per_axis, [batch, points])
-    combos = emit.static_shape_of(indices)[2]
-    table = emit.transpose(x, [0, *range(2, rank + 2), 1])  # [N, d1..dr, C]
+    combos = builders.static_shape_of(indices)[2]
+    table = builders.transpose(x, [0, *range(2, rank + 2), 1])  # [N, d1..dr, C]
     values = geometry.gather_vectors(table, indices, batch=1)  # [N, P, T, C]
     full = [batch, points, combos, channels]
     if valid is not None:
-        zeros = emit.splat(0, x_dtype, full)
-        values = stablehlo.select(emit.broadcast_to(valid, full, dims=[0, 1, 2]), values, zeros)
+        zeros = builders.splat(0, x_dtype, full)
+        values = stablehlo.select(builders.broadcast_to(valid, full, dims=[0, 1, 2]), values, zeros)
     if weights is None:
-        result = emit.reshape(values, [batch, points, channels])
+        result = builders.reshape(values, [batch, points, channels])
     else:
-        spread = emit.broadcast_to(weights, full, dims=[0, 1, 2])
-        weighted = stablehlo.multiply(emit.convert(values, compute), spread)
-        result = emit.convert(emit.reduce(weighted, [2], stablehlo.AddOp, 0), x_dtype)
-    return emit.reshape(emit.transpose(result, [0, 2, 1]), [batch, channels, *out_dims])
+        spread = builders.broadcast_to(weights, full, dims=[0, 1, 2])
+        weighted = stablehlo.multiply(builders.convert(values, compute), spread)
+        result = builders.convert(builders.reduce(weighted, [2], stablehlo.AddOp, 0), x_dtype)
+    return builders.reshape(builders.transpose(result, [0, 2, 1]), [batch, channels, *out_dims])
 
 
 @lowering("GridSample", since=16)
@@ -220,7 +220,7 @@ def lower_affine_grid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     dtype = geometry.require_float(ctx, 0)
     theta_shape = ctx.input_static_shape(0)
-    size = geometry.constant_ints(ctx, 1)
+    size = ctx.constant_ints(1)
     rank = len(size) - 2
     if rank not in (2, 3) or theta_shape != (size[0], rank, rank + 1):
         raise ctx.error(
@@ -230,14 +230,14 @@ def lower_affine_grid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     batch, spatial = size[0], size[2:]
     points = math.prod(spatial)
     compute = geometry.compute_dtype(dtype)
-    theta = emit.convert(ctx.input(0), compute)
+    theta = builders.convert(ctx.input(0), compute)
     base = _affine_base_grid(spatial, bool(node.attr_int("align_corners")))
     out = [batch, points, rank]
     grid = None
     for k in range(rank + 1):
-        term = emit.broadcast_to(geometry.component(theta, k), out, dims=[0, 2])
+        term = builders.broadcast_to(geometry.component(theta, k), out, dims=[0, 2])
         if k < rank:  # the last homogeneous coordinate is 1
-            column = emit.broadcast_to(emit.constant(base[:, k], compute), out, dims=[1])
+            column = builders.broadcast_to(builders.constant(base[:, k], compute), out, dims=[1])
             term = stablehlo.multiply(term, column)
         grid = term if grid is None else stablehlo.add(grid, term)
-    return [emit.convert(emit.reshape(grid, [batch, *spatial, rank]), dtype)]
+    return [builders.convert(builders.reshape(grid, [batch, *spatial, rank]), dtype)]

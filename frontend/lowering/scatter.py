@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.builders import indexing
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -55,9 +55,9 @@ def _scatter(
     reduction: str,
 ) -> ir.Value:
     """stablehlo.scatter whose body replaces (``none``) or combines by ``reduction``."""
-    dtype = emit.dtype_of(data)
+    dtype = builders.dtype_of(data)
     op = stablehlo.ScatterOp([data.type], [data], indices, [updates], numbers)
-    scalar_type = emit.tensor_type((), dtype)
+    scalar_type = builders.tensor_type((), dtype)
     block = op.update_computation.blocks.append(scalar_type, scalar_type)
     with ir.InsertionPoint(block):
         combine = _combiner(reduction, dtype)
@@ -92,9 +92,9 @@ def lower_scatter_nd(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         fit.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
-    index_shape = emit.dims_of(ctx.input(1))
-    update_shape = emit.dims_of(ctx.input(2))
+    shape = builders.dims_of(data)
+    index_shape = builders.dims_of(ctx.input(1))
+    update_shape = builders.dims_of(ctx.input(2))
     reduction = _reduction(ctx, node)
     rank, index_rank = len(shape), len(index_shape)
     depth = index_shape[-1] if index_rank else rank + 1
@@ -139,9 +139,9 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         updates differ in shape.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
-    index_shape = emit.dims_of(ctx.input(1))
-    if not _fits(emit.dims_of(ctx.input(2)), index_shape) or len(index_shape) != len(shape):
+    shape = builders.dims_of(data)
+    index_shape = builders.dims_of(ctx.input(1))
+    if not _fits(builders.dims_of(ctx.input(2)), index_shape) or len(index_shape) != len(shape):
         raise ctx.error("indices and updates must have the same shape, of the data's rank", ShapeError)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     reduction = _reduction(ctx, node) if node.op_type == "ScatterElements" else "none"
@@ -186,7 +186,7 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if mode not in _SCATTER_MODES:
         raise ctx.unsupported_attribute("mode", mode, ", ".join(_SCATTER_MODES))
     cache, update = ctx.input(0), ctx.input(1)
-    shape, update_shape = emit.dims_of(cache), emit.dims_of(update)
+    shape, update_shape = builders.dims_of(cache), builders.dims_of(update)
     rank = len(shape)
     axis = ctx.axis(node.attr_int("axis"), rank)
     if axis == 0:
@@ -202,18 +202,18 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         )
     # Symbolic dims that must agree are merged (the equality is checked at run time).
     shape = tuple(
-        d if i == axis else emit.broadcast_shapes((d,), (u,))[0] for i, (d, u) in enumerate(zip(shape, update_shape))
+        d if i == axis else builders.broadcast_shapes((d,), (u,))[0] for i, (d, u) in enumerate(zip(shape, update_shape))
     )
     batch, length, max_length = shape[0], update_shape[axis], shape[axis]
     if ctx.has_input(2):
-        starts = emit.broadcast_to(emit.convert(ctx.input(2), DataType.INT64), (batch, length), dims=[0])
+        starts = builders.broadcast_to(builders.convert(ctx.input(2), DataType.INT64), (batch, length), dims=[0])
     else:
-        starts = emit.splat(0, DataType.INT64, (batch, length))
-    positions = stablehlo.add(starts, emit.iota((batch, length), 1, DataType.INT64))
+        starts = builders.splat(0, DataType.INT64, (batch, length))
+    positions = stablehlo.add(starts, builders.iota((batch, length), 1, DataType.INT64))
     if mode == "circular":
-        bound = emit.broadcast_to(emit.dim_value(max_length), (batch, length), dims=())
+        bound = builders.broadcast_to(builders.dim_value(max_length), (batch, length), dims=())
         positions = stablehlo.remainder(stablehlo.add(stablehlo.remainder(positions, bound), bound), bound)
-    indices = emit.reshape(positions, (batch, length, 1))
+    indices = builders.reshape(positions, (batch, length, 1))
     window_dims = [d for d in range(1, rank) if d != axis]
     numbers = stablehlo.ScatterDimensionNumbers.get(
         update_window_dims=window_dims,
@@ -224,8 +224,8 @@ def lower_tensor_scatter(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         index_vector_dim=2,
     )
     op = stablehlo.ScatterOp([cache.type], [cache], indices, [update], numbers, unique_indices=True)
-    scalar_type = emit.tensor_type((), emit.dtype_of(cache))
+    scalar_type = builders.tensor_type((), builders.dtype_of(cache))
     block = op.update_computation.blocks.append(scalar_type, scalar_type)
     with ir.InsertionPoint(block):
         stablehlo.ReturnOp([block.arguments[1]])
-    return [emit.record(op.results[0], shape)]
+    return [builders.record(op.results[0], shape)]

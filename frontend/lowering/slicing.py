@@ -21,8 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
-from onnx_stablehlo.frontend.builders import indexing
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -97,7 +96,7 @@ def _slice_symbolic(
     axis (``stablehlo.reverse``) and slices the reversed axis with step ``-step`` and mirrored
     bounds (:func:`_mirror_bound`).
     """
-    shape = list(emit.dims_of(data))
+    shape = list(builders.dims_of(data))
     rank = len(shape)
     axes = list(range(len(starts))) if axes is None else list(axes)
     steps = [1] * len(starts) if steps is None else list(steps)
@@ -123,7 +122,7 @@ def _slice_symbolic(
         stop = _clamp_bound(end, dim)
         for slot, (bound, raw) in enumerate(((first, start), (stop, end))):
             if bound is None:  # an int bound against a symbolic dim: min(bound, dim) at run time
-                runtime[(slot, axis)] = stablehlo.minimum(emit.dim_value(int(raw)), emit.dim_value(dim))
+                runtime[(slot, axis)] = stablehlo.minimum(builders.dim_value(int(raw)), builders.dim_value(dim))
         begin[axis], limit[axis], stride[axis] = first, stop, step
         if first is None or stop is None:
             out[axis] = None
@@ -134,9 +133,9 @@ def _slice_symbolic(
 
     def bounds(values: list, slot: int) -> ir.Value:
         if all(v is not None for v in values) and not any(key[0] == slot for key in runtime):
-            return emit.shape_tensor(values)
+            return builders.shape_tensor(values)
         parts = [
-            emit.reshape(runtime[(slot, axis)] if v is None else emit.dim_value(v), (1,))
+            builders.reshape(runtime[(slot, axis)] if v is None else builders.dim_value(v), (1,))
             for axis, v in enumerate(values)
         ]
         if len(parts) == 1:
@@ -144,14 +143,14 @@ def _slice_symbolic(
         return stablehlo.concatenate(parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0))
 
     if mirrored:
-        data = emit.record(stablehlo.reverse(data, emit.i64_array(sorted(mirrored))), shape)
-    result_type = emit.tensor_type(out, emit.dtype_of(data))
+        data = builders.record(stablehlo.reverse(data, builders.i64_array(sorted(mirrored))), shape)
+    result_type = builders.tensor_type(out, builders.dtype_of(data))
     sliced = stablehlo.real_dynamic_slice(
-        result_type, data, bounds(begin, 0), bounds(limit, 1), emit.shape_tensor(stride)
+        result_type, data, bounds(begin, 0), bounds(limit, 1), builders.shape_tensor(stride)
     )
     if any(d is None for d in out):
         return sliced  # the importer names the unknown dims
-    return emit.record(sliced, out)
+    return builders.record(sliced, out)
 
 
 def _mirror_bound(bound: Dim, dim: Dim) -> Dim:
@@ -197,7 +196,7 @@ def _slice(
     axes: Sequence[int] | None,
     steps: Sequence[int] | None,
 ) -> ir.Value:
-    shape = emit.static_shape_of(data)
+    shape = builders.static_shape_of(data)
     rank = len(shape)
     if axes is None:
         axes = list(range(len(starts)))
@@ -231,7 +230,7 @@ def _slice(
             last = first + (count - 1) * step + 1
         begin[axis], limit[axis], stride[axis] = first, last, step
     if reverse:
-        data = stablehlo.reverse(data, emit.i64_array(sorted(reverse)))
+        data = stablehlo.reverse(data, builders.i64_array(sorted(reverse)))
     if begin == [0] * rank and limit == list(shape) and stride == [1] * rank:
         return data
     return stablehlo.slice(data, begin, limit, stride)
@@ -247,7 +246,7 @@ def lower_pad_attrs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if pads is None:
         raise ctx.error("attribute pads is required", ShapeError)
     data = ctx.input(0)
-    return [_pad(ctx, node, data, pads, None, lambda: emit.splat(node.attr_float("value", 0.0), emit.dtype_of(data)))]
+    return [_pad(ctx, node, data, pads, None, lambda: builders.splat(node.attr_float("value", 0.0), builders.dtype_of(data)))]
 
 
 @lowering("Pad", since=11)  # 11 moved pads and the constant value to inputs
@@ -278,14 +277,14 @@ def lower_pad(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     data = ctx.input(0)
     pads = _constant_ints(ctx, 1)
     axes = _constant_ints(ctx, 3) if node.since_version >= 18 and ctx.has_input(3) else None
-    dtype = emit.dtype_of(data)
+    dtype = builders.dtype_of(data)
 
     def padding_value() -> ir.Value:
         if ctx.has_input(2) and ctx.is_constant_input(2):
-            return emit.constant(np.asarray(ctx.constant_input(2)).reshape(()), dtype)
+            return builders.constant(np.asarray(ctx.constant_input(2)).reshape(()), dtype)
         if ctx.has_input(2):
-            return emit.reshape(ctx.input(2), [])
-        return emit.splat(0, dtype)
+            return builders.reshape(ctx.input(2), [])
+        return builders.splat(0, dtype)
 
     return [_pad(ctx, node, data, pads, axes, padding_value)]
 
@@ -299,7 +298,7 @@ def _pad(
     padding_value: Callable[[], ir.Value],
 ) -> ir.Value:
     """Pads ``data``; ``padding_value`` builds the scalar for mode=constant (only then)."""
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     rank = len(shape)
     if axes is None:
         axes = list(range(rank))
@@ -317,7 +316,7 @@ def _pad(
         if not any(low) and not any(high):
             return data
         padded = stablehlo.pad(data, padding_value(), low, high, [0] * rank)
-        return emit.record(padded, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
+        return builders.record(padded, [d + lo + hi for d, lo, hi in zip(shape, low, high)])
     result = data
     for axis in range(rank):
         if low[axis] == 0 and high[axis] == 0:
@@ -328,12 +327,12 @@ def _pad(
         if isinstance(dim, int):
             positions = np.arange(-low[axis], dim + high[axis], dtype=np.int64)
             source = _pad_source(positions, dim, mode)
-            if is_static(emit.dims_of(result)):
-                result = indexing.take_constant(result, source, axis)
+            if is_static(builders.dims_of(result)):
+                result = builders.take(result, source, axis)
             else:
-                result = indexing.take(result, emit.constant(source, DataType.INT64), axis)
+                result = builders.take(result, builders.constant(source, DataType.INT64), axis)
         else:
-            result = indexing.take(result, _pad_source_symbolic(dim, low[axis], high[axis], mode), axis)
+            result = builders.take(result, _pad_source_symbolic(dim, low[axis], high[axis], mode), axis)
     return result
 
 
@@ -353,15 +352,15 @@ def _pad_source_symbolic(dim: Dim, low: int, high: int, mode: str) -> ir.Value:
 
     def scalar(value: ir.Value | int) -> ir.Value:
         if isinstance(value, int):
-            return emit.splat(value, i64, shape)
-        return emit.broadcast_to(value, shape, dims=())
+            return builders.splat(value, i64, shape)
+        return builders.broadcast_to(value, shape, dims=())
 
-    positions = emit.iota(shape, 0, i64)
+    positions = builders.iota(shape, 0, i64)
     if low:
         positions = stablehlo.subtract(positions, scalar(low))
-    n = emit.dim_value(dim)
+    n = builders.dim_value(dim)
     if mode == "edge":
-        last = stablehlo.subtract(n, emit.constant(np.array(1, np.int64)))
+        last = stablehlo.subtract(n, builders.constant(np.array(1, np.int64)))
         return stablehlo.clamp(scalar(0), positions, scalar(last))
 
     def positive_rem(value: ir.Value, divisor: ir.Value) -> ir.Value:
@@ -371,11 +370,11 @@ def _pad_source_symbolic(dim: Dim, low: int, high: int, mode: str) -> ir.Value:
 
     if mode == "wrap":
         return positive_rem(positions, n)
-    one = emit.constant(np.array(1, np.int64))
-    period = stablehlo.multiply(stablehlo.subtract(n, one), emit.constant(np.array(2, np.int64)))
+    one = builders.constant(np.array(1, np.int64))
+    period = stablehlo.multiply(stablehlo.subtract(n, one), builders.constant(np.array(2, np.int64)))
     period = stablehlo.maximum(period, one)
     folded = positive_rem(positions, period)
-    inside = emit.compare(folded, scalar(n), "LT")
+    inside = builders.compare(folded, scalar(n), "LT")
     return stablehlo.select(inside, folded, stablehlo.subtract(scalar(period), folded))
 
 
@@ -405,21 +404,21 @@ def lower_trilu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError for rank < 2.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     if len(shape) < 2:
         raise ctx.error(f"expects rank >= 2, got shape {[str(d) for d in shape]}", ShapeError)
     rows, cols = shape[-2], shape[-1]
     plane = (rows, cols)
-    offset = stablehlo.subtract(emit.iota(plane, 1, DataType.INT64), emit.iota(plane, 0, DataType.INT64))
+    offset = stablehlo.subtract(builders.iota(plane, 1, DataType.INT64), builders.iota(plane, 0, DataType.INT64))
     if ctx.has_input(1) and ctx.is_constant_input(1):
-        k = emit.splat(ctx.constant_int(1, "k"), DataType.INT64, (rows, cols))
+        k = builders.splat(ctx.constant_int(1, "k"), DataType.INT64, (rows, cols))
     elif ctx.has_input(1):
-        k = emit.broadcast_to(emit.reshape(emit.convert(ctx.input(1), DataType.INT64), []), (rows, cols))
+        k = builders.broadcast_to(builders.reshape(builders.convert(ctx.input(1), DataType.INT64), []), (rows, cols))
     else:
-        k = emit.splat(0, DataType.INT64, (rows, cols))
-    keep = emit.compare(offset, k, "GE" if node.attr_int("upper") else "LE")
-    keep = emit.broadcast_to(keep, shape, dims=[len(shape) - 2, len(shape) - 1])
-    zeros = emit.splat(0, emit.dtype_of(data), shape)
+        k = builders.splat(0, DataType.INT64, (rows, cols))
+    keep = builders.compare(offset, k, "GE" if node.attr_int("upper") else "LE")
+    keep = builders.broadcast_to(keep, shape, dims=[len(shape) - 2, len(shape) - 1])
+    zeros = builders.splat(0, builders.dtype_of(data), shape)
     return [stablehlo.select(keep, data, zeros)]
 
 
@@ -437,25 +436,25 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Raises: ShapeError if batch_axis and time_axis are not distinct axes among the first two.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     rank = len(shape)
     batch_axis = ctx.axis(node.attr_int("batch_axis"), rank)
     time_axis = ctx.axis(node.attr_int("time_axis"), rank)
     if {batch_axis, time_axis} != {0, 1}:
         raise ctx.error(f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1", ShapeError)
     if batch_axis == 1:
-        x = emit.transpose(x, [1, 0] + list(range(2, rank)))
-    batch, time = emit.dims_of(x)[:2]
-    times = emit.iota((batch, time), 1, DataType.INT64)
-    lengths = emit.broadcast_to(emit.convert(ctx.input(1), DataType.INT64), (batch, time), dims=[0])
+        x = builders.transpose(x, [1, 0] + list(range(2, rank)))
+    batch, time = builders.dims_of(x)[:2]
+    times = builders.iota((batch, time), 1, DataType.INT64)
+    lengths = builders.broadcast_to(builders.convert(ctx.input(1), DataType.INT64), (batch, time), dims=[0])
     reversed_times = stablehlo.subtract(
-        stablehlo.subtract(lengths, emit.splat(1, DataType.INT64, (batch, time))), times
+        stablehlo.subtract(lengths, builders.splat(1, DataType.INT64, (batch, time))), times
     )
-    source = stablehlo.select(emit.compare(times, lengths, "LT"), reversed_times, times)
-    batches = emit.iota((batch, time, 1), 0, DataType.INT64)
-    points = stablehlo.concatenate([batches, emit.reshape(source, (batch, time, 1))], 2)
-    points = emit.record(points, (batch, time, 2))
-    rest = list(emit.dims_of(x)[2:])
+    source = stablehlo.select(builders.compare(times, lengths, "LT"), reversed_times, times)
+    batches = builders.iota((batch, time, 1), 0, DataType.INT64)
+    points = stablehlo.concatenate([batches, builders.reshape(source, (batch, time, 1))], 2)
+    points = builders.record(points, (batch, time, 2))
+    rest = list(builders.dims_of(x)[2:])
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=list(range(2, rank)),
         collapsed_slice_dims=[0, 1],
@@ -464,13 +463,13 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         start_index_map=[0, 1],
         index_vector_dim=2,
     )
-    result_type = emit.tensor_type([batch, time] + rest, emit.dtype_of(x))
+    result_type = builders.tensor_type([batch, time] + rest, builders.dtype_of(x))
     if is_static(rest):
         result = stablehlo.gather(x, points, numbers, [1, 1] + rest, results=[result_type])
     else:
-        sizes = emit.shape_tensor([1, 1] + rest)
+        sizes = builders.shape_tensor([1, 1] + rest)
         result = stablehlo.dynamic_gather(x, points, sizes, numbers, results=[result_type])
-    result = emit.record(result, [batch, time] + rest)
+    result = builders.record(result, [batch, time] + rest)
     if batch_axis == 1:
-        result = emit.transpose(result, [1, 0] + list(range(2, rank)))
+        result = builders.transpose(result, [1, 0] + list(range(2, rank)))
     return [result]

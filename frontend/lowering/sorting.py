@@ -22,7 +22,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -37,51 +37,51 @@ def _sort_with_indices(x: ir.Value, axis: int, descending: bool) -> tuple[ir.Val
     ``a`` is NaN and ``b`` is not (descending) or ``b`` is NaN and ``a`` is not (ascending), and,
     for equal values (two NaNs included), when its index is lower.
     """
-    shape = emit.dims_of(x)
-    dtype = emit.dtype_of(x)
-    index = emit.iota(shape, axis, DataType.INT64)
-    op = stablehlo.SortOp([x.type, index.type], [x, index], dimension=axis, is_stable=False)
-    value_type, index_type = emit.tensor_type((), dtype), emit.tensor_type((), DataType.INT64)
-    block = op.comparator.blocks.append(value_type, value_type, index_type, index_type)
-    with ir.InsertionPoint(block):
-        a, b, index_a, index_b = block.arguments
-        before = emit.compare(a, b, "GT" if descending else "LT")
-        equal = emit.compare(a, b, "EQ")
+    shape = builders.dims_of(x)
+    dtype = builders.dtype_of(x)
+    index = builders.iota(shape, axis, DataType.INT64)
+
+    def comparator(lhs: list[ir.Value], rhs: list[ir.Value]) -> ir.Value:
+        (a, index_a), (b, index_b) = lhs, rhs
+        before = builders.compare(a, b, "GT" if descending else "LT")
+        equal = builders.compare(a, b, "EQ")
         if dtypes.is_float(dtype):
-            a_nan, b_nan = emit.compare(a, a, "NE"), emit.compare(b, b, "NE")
+            a_nan, b_nan = builders.compare(a, a, "NE"), builders.compare(b, b, "NE")
             first, second = (a_nan, b_nan) if descending else (b_nan, a_nan)
-            before = stablehlo.OrOp(before, stablehlo.AndOp(first, stablehlo.NotOp(second).result).result).result
-            equal = stablehlo.OrOp(equal, stablehlo.AndOp(a_nan, b_nan).result).result
-        tie_break = stablehlo.AndOp(equal, emit.compare(index_a, index_b, "LT")).result
-        stablehlo.ReturnOp([stablehlo.OrOp(before, tie_break).result])
-    return emit.record(op.results[0], shape), emit.record(op.results[1], shape)
+            before = stablehlo.or_(before, stablehlo.and_(first, stablehlo.not_(second)))
+            equal = stablehlo.or_(equal, stablehlo.and_(a_nan, b_nan))
+        tie_break = stablehlo.and_(equal, builders.compare(index_a, index_b, "LT"))
+        return stablehlo.or_(before, tie_break)
+
+    values, indices = builders.sort([x, index], axis, comparator)
+    return values, indices
 
 
 def _slice_front(value: ir.Value, axis: int, count: int) -> ir.Value:
     """The first ``count`` entries of ``value`` along ``axis`` (real_dynamic_slice when symbolic)."""
-    shape = emit.dims_of(value)
+    shape = builders.dims_of(value)
     limits = list(shape)
     limits[axis] = count
     if all(isinstance(d, int) for d in shape):
-        return stablehlo.SliceOp(value, [0] * len(shape), limits, [1] * len(shape)).result
-    result = stablehlo.RealDynamicSliceOp(
-        emit.tensor_type(limits, emit.dtype_of(value)),
+        return stablehlo.slice(value, [0] * len(shape), limits, [1] * len(shape))
+    result = stablehlo.real_dynamic_slice(
+        builders.tensor_type(limits, builders.dtype_of(value)),
         value,
-        emit.shape_tensor([0] * len(shape)),
-        emit.shape_tensor(limits),
-        emit.shape_tensor([1] * len(shape)),
-    ).result
-    return emit.record(result, limits)
+        builders.shape_tensor([0] * len(shape)),
+        builders.shape_tensor(limits),
+        builders.shape_tensor([1] * len(shape)),
+    )
+    return builders.record(result, limits)
 
 
 def _top_k(ctx: LoweringContext, k: int, axis: int, largest: bool) -> list[ir.Value]:
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(axis, len(shape))
     # A symbolic axis size is assumed to be >= k (checked when the shapes are refined).
     if k < 0 or (isinstance(shape[axis], int) and k > shape[axis]):
         raise ctx.error(f"k={k} is out of range [0, {shape[axis]}] (the size of axis {axis})", ShapeError)
-    if emit.dtype_of(x) in _SELECTION_DTYPES and all(isinstance(d, int) for d in shape):
+    if builders.dtype_of(x) in _SELECTION_DTYPES and all(isinstance(d, int) for d in shape):
         return _top_k_selection(x, k, axis, largest)
     values, indices = _sort_with_indices(x, axis, descending=largest)
     return [_slice_front(values, axis, k), _slice_front(indices, axis, k)]
@@ -109,24 +109,24 @@ def _top_k_selection(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.V
 
     Deviation: a -0.0 among the selected values is returned as +0.0 (indices are exact).
     """
-    dtype = emit.dtype_of(x)
-    x = emit.convert(x, DataType.FLOAT)
-    rank = len(emit.dims_of(x))
+    dtype = builders.dtype_of(x)
+    x = builders.convert(x, DataType.FLOAT)
+    rank = len(builders.dims_of(x))
     permutation = list(range(rank))
     permutation[axis], permutation[-1] = permutation[-1], permutation[axis]
-    operand = emit.transpose(x, permutation)
+    operand = builders.transpose(x, permutation)
     if not largest:
-        operand = stablehlo.NegOp(operand).result
-    shape = emit.dims_of(operand)
-    nan = emit.splat(float("nan") if largest else -float("nan"), DataType.FLOAT, shape)
-    zero = emit.splat(0.0, DataType.FLOAT, shape)
-    operand = stablehlo.SelectOp(emit.compare(operand, operand, "NE"), nan, operand).result
-    operand = stablehlo.SelectOp(emit.compare(operand, zero, "EQ"), zero, operand).result
-    values, indices = chlo.TopKOp(operand, k).results
+        operand = stablehlo.negate(operand)
+    shape = builders.dims_of(operand)
+    nan = builders.splat(float("nan") if largest else -float("nan"), DataType.FLOAT, shape)
+    zero = builders.splat(0.0, DataType.FLOAT, shape)
+    operand = stablehlo.select(builders.compare(operand, operand, "NE"), nan, operand)
+    operand = stablehlo.select(builders.compare(operand, zero, "EQ"), zero, operand)
+    values, indices = chlo.top_k(operand, k)
     if not largest:
-        values = stablehlo.NegOp(values).result
-    values, indices = emit.convert(values, dtype), emit.convert(indices, DataType.INT64)
-    return [emit.transpose(values, permutation), emit.transpose(indices, permutation)]
+        values = stablehlo.negate(values)
+    values, indices = builders.convert(values, dtype), builders.convert(indices, DataType.INT64)
+    return [builders.transpose(values, permutation), builders.transpose(indices, permutation)]
 
 
 @lowering("TopK", since=1)
