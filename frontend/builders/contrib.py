@@ -13,7 +13,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.frontend import builders
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim

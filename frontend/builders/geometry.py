@@ -127,5 +127,5 @@ def combine_taps(per_axis: Sequence[Sequence[Tap]], lead: Sequence[int]):
             weights = w if weights is None else stablehlo.multiply(weights, w)
         if taps[0][2] is not None:
             v = spread([tap[2] for tap in taps], axis)
-            valid = v if valid is None else logical_and(valid, v)
+            valid = v if valid is None else builders.logical_and(valid, v)
     return indices, weights, valid

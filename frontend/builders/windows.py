@@ -189,13 +189,6 @@ def kernel_from_attr(ctx: LoweringContext, node: OnnxNode, rank: int) -> tuple[i
     return tuple(kernel)
 
 
-def padding_attr(pads: Sequence[tuple[int, int]]) -> ir.DenseIntElementsAttr:
-    """A ``dense<[[lo, hi], ...]> : tensor<Nx2xi64>`` padding attribute."""
-    array = np.asarray(pads, dtype=np.int64).reshape(len(pads), 2)
-    ty = ir.RankedTensorType.get(array.shape, ir.IntegerType.get_signless(64))
-    return ir.DenseIntElementsAttr.get(array, type=ty)
-
-
 def reduce_window(
     operands: Sequence[ir.Value],
     inits: Sequence[float | int],
@@ -327,7 +320,7 @@ def emit_reduce_window(
         builders.i64_array([1, 1, *window.kernel]),
         window_strides=builders.i64_array([1, 1, *window.strides]),
         window_dilations=builders.i64_array([1, 1, *window.dilations]),
-        padding=padding_attr(padding),
+        padding=builders.padding_attr(padding),
     )
     scalar_types = [builders.tensor_type((), d) for d in element_dtypes]
     block = op.body.blocks.append(*scalar_types, *scalar_types)

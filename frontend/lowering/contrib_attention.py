@@ -6,13 +6,10 @@ position_ids, cos_cache, sin_cache)``, which differs from ai.onnx RotaryEmbeddin
 registry dispatches by domain), as ``onnxruntime.transformers.optimizer.optimize_model``, ORT
 GenAI and Optimum exports write them.
 
-Spec: onnxruntime docs/ContribOperators.md (the schemas in onnxruntime's
-``contrib_defs.cc``/``bert_defs.cc``); where that text is silent the CPU kernels in
-``onnxruntime/contrib_ops/cpu`` are the reference, and each such choice is listed in the rule's
-docstring under *Deviations/ORT behaviour* and in docs/coverage.md. Attribute defaults are
-stated once in ``builders/contrib.py`` (:data:`DEFAULTS`).
-
-float16 inputs are computed in float32 and rounded once at the end, as ORT's CPU kernels do.
+Spec: onnxruntime docs/ContribOperators.md, with the CPU kernels in ``onnxruntime/contrib_ops/cpu``
+as the reference where it is silent (as for contrib_layers.py: each such choice is in the rule's
+docstring and in docs/coverage.md); attribute defaults come from ``builders/contrib.py``. float16
+inputs are computed in float32 and rounded once at the end, as ORT's CPU kernels do.
 """
 
 from __future__ import annotations

@@ -101,7 +101,7 @@ def _convolution(
         groups,
         1,
         window_strides=list(strides),
-        padding=windows.padding_attr(padding),
+        padding=builders.padding_attr(padding),
         lhs_dilation=list(lhs_dilation),
         rhs_dilation=list(rhs_dilation),
         precision_config=_precision_config(result_dtype),
