@@ -60,17 +60,17 @@ def normalized(indices: ir.Value, bound: ir.Value, ctx: LoweringContext | None, 
 def normalize_symbolic(
     indices: ir.Value, bounds: Sequence[Dim], vector: bool, ctx: LoweringContext | None = None, what: str = "indices"
 ) -> ir.Value:
-    """:func:`_normalize_indices` for bounds and index shapes that may be symbolic.
+    """:func:`normalize_indices` for bounds and index shapes that may be symbolic.
 
     Args:
         indices: run-time indices, any shape.
         bounds: one bound for every index (``vector=False``, ``bounds[0]``), or one per entry of
             the indices' last axis (``vector=True``, ScatterND-style index vectors).
         vector: which of the two.
-        ctx, what: record the range check (see :func:`_normalize_indices`).
+        ctx, what: record the range check (see :func:`normalize_indices`).
 
     Returns ``i + bound where i < 0`` (unsigned indices unchanged); a static case is exactly
-    :func:`_normalize_indices`.
+    :func:`normalize_indices`.
     """
     shape = builders.dims_of(indices)
     if is_static(bounds) and is_static(shape):

@@ -55,22 +55,6 @@ def _merge_heads(x: ir.Value) -> ir.Value:
     return builders.reshape(builders.transpose(x, [0, 2, 1, 3]), (batch, seq, heads * size))
 
 
-def _batched_dot(lhs: ir.Value, rhs: ir.Value, lhs_contract: int, rhs_contract: int) -> ir.Value:
-    """dot_general batched over the first two dims of rank-4 operands."""
-    lhs_shape, rhs_shape = builders.dims_of(lhs), builders.dims_of(rhs)
-    shape = [lhs_shape[0], lhs_shape[1]]
-    shape += [d for i, d in enumerate(lhs_shape) if i >= 2 and i != lhs_contract]
-    shape += [d for i, d in enumerate(rhs_shape) if i >= 2 and i != rhs_contract]
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[0, 1],
-        rhs_batching_dimensions=[0, 1],
-        lhs_contracting_dimensions=[lhs_contract],
-        rhs_contracting_dimensions=[rhs_contract],
-    )
-    result = stablehlo.dot_general(builders.tensor_type(shape, builders.dtype_of(lhs)), lhs, rhs, numbers)
-    return builders.record(result, shape)
-
-
 def _repeat_kv(x: ir.Value, groups: int) -> ir.Value:
     """[B, KV, T, h] -> [B, KV*groups, T, h], each kv head repeated for its group of q heads."""
     if groups == 1:
@@ -97,7 +81,7 @@ def scaled_dot_product_attention(
     scaled scores to ``softcap * tanh(s / softcap)`` first (Gemma 2). Computed in q's dtype
     (callers widen f16 first); softmax is max-shifted.
     """
-    scores = _batched_dot(q, k, 3, 3)
+    scores = builders.dot_general(q, k, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[3])
     shape = builders.dims_of(scores)
     scores = stablehlo.multiply(scores, builders.full_like(scores, scale))
     if softcap > 0:
@@ -112,7 +96,7 @@ def scaled_dot_product_attention(
     exp = stablehlo.exponential(stablehlo.subtract(scores, builders.broadcast_to(top, shape)))
     total = builders.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
     probs = stablehlo.divide(exp, builders.broadcast_to(total, shape))
-    return _batched_dot(probs, v, 3, 2)
+    return builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
 
 
 def causal_keep(seq: Dim, total: Dim, past: Dim) -> ir.Value:

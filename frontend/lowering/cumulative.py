@@ -41,10 +41,10 @@ def lower_cumsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
-    return [cumulative_scan(ctx, node, stablehlo.AddOp, 0)]
+    return [_cumulative_scan(ctx, node, stablehlo.AddOp, 0)]
 
 
-def cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identity: int) -> ir.Value:
+def _cumulative_scan(ctx: LoweringContext, node: OnnxNode, combine: type, identity: int) -> ir.Value:
     """CumSum/CumProd: the log-step scan ``x = combine(x, shift(x, s))`` for s = 1, 2, 4, ...
 
     Reads the node's axis input and its ``exclusive``/``reverse`` attributes; ``identity`` (0 for
@@ -114,7 +114,7 @@ def _shift(value: ir.Value, axis: int, amount: int, fill: int) -> ir.Value:
 def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers CumProd to a log-step scan: ``x *= shift(x, s)`` for s = 1, 2, 4, ... < n.
 
-    The scan of CumSum's lowering (``indexing.cumulative_scan``) with multiplies and ones
+    The scan of CumSum's lowering (:func:`_cumulative_scan`) with multiplies and ones
     shifted in: each step is a stablehlo.pad and a stablehlo.multiply; ``exclusive`` shifts the
     input by one first; ``reverse`` reverses the axis before and after; a symbolic length n
     along the axis makes the steps a stablehlo.while (``s`` doubling while ``s < n``).
@@ -126,4 +126,4 @@ def lower_cum_prod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         rounding).
     Raises: NonConstantInputError if axis is computed at run time.
     """
-    return [cumulative_scan(ctx, node, stablehlo.MulOp, 1)]
+    return [_cumulative_scan(ctx, node, stablehlo.MulOp, 1)]

@@ -389,7 +389,7 @@ def _resize_axis_symbolic(
 
     The in-graph twin of :func:`_source_coordinates` over ``dynamic_iota`` positions and the
     run-time input size ``n`` (float64, divisions behind an optimization barrier as in
-    :class:`_Vec`); ``scale`` is the compile-time scale, or ``None`` for ``sizes`` (then
+    :class:`interpolation.Vec`); ``scale`` is the compile-time scale, or ``None`` for ``sizes`` (then
     ``out / n`` at run time, and ``length_resized`` is the output size). Nearest gathers the
     rounded, clamped source index; linear and cubic gather the taps ``floor(x) + t`` (clamped to
     the edge, or dropped with ``exclude_outside``) and sum them weighted by the kernel.
