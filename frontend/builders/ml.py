@@ -159,23 +159,16 @@ def argmax_rows(x: ir.Value) -> ir.Value:
     shape = builders.dims_of(x)
     dtype = builders.dtype_of(x)
     index = builders.iota(shape, 1, DataType.INT64)
-    op = stablehlo.ReduceOp(
-        [builders.tensor_type(shape[:1], dtype), builders.tensor_type(shape[:1], DataType.INT64)],
-        [x, index],
-        [builders.splat(-np.inf, dtype), builders.splat(0, DataType.INT64)],
-        builders.i64_array([1]),
-    )
-    value_type, index_type = builders.tensor_type((), dtype), builders.tensor_type((), DataType.INT64)
-    block = op.body.blocks.append(value_type, index_type, value_type, index_type)
-    with ir.InsertionPoint(block):
-        acc_value, acc_index, value, idx = block.arguments
+
+    def body(acc: list[ir.Value], element: list[ir.Value]) -> list[ir.Value]:
+        (acc_value, acc_index), (value, idx) = acc, element
         better = builders.compare(value, acc_value, "GT")
         tie = stablehlo.and_(builders.compare(value, acc_value, "EQ"), builders.compare(idx, acc_index, "LT"))
         take = stablehlo.or_(better, tie)
-        stablehlo.ReturnOp(
-            [stablehlo.select(better, value, acc_value), stablehlo.select(take, idx, acc_index)]
-        )
-    return builders.record(op.results[1], shape[:1])
+        return [stablehlo.select(better, value, acc_value), stablehlo.select(take, idx, acc_index)]
+
+    inits = [builders.splat(-np.inf, dtype), builders.splat(0, DataType.INT64)]
+    return builders.reduce_many([x, index], inits, [1], body)[1]
 
 
 def take_labels(labels: np.ndarray, index: ir.Value) -> ir.Value:
