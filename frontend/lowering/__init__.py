@@ -26,6 +26,7 @@ RULE_MODULES = (
     "conv_pool",
     "resize",
     "control_flow",
+    "scan",
     "recurrent",
     "sequence",
     "signal",

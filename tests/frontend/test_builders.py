@@ -26,6 +26,7 @@ CONVERTED = {
     "activation",
     "conversion",
     "control_flow",
+    "scan",
     "elementwise",
     "generators",
     "matmul",
