@@ -15,7 +15,9 @@ Modules, by what they build:
 - :mod:`.gather`: :func:`take` (``numpy.take`` along one axis).
 - :mod:`.reduce`: ops with a region that give back values: :func:`reduce` (binary body),
   :func:`reduce_many`, :func:`reduce_window`, :func:`sort`.
-- :mod:`.loops`: :func:`while_loop`, :func:`counted_loop` and the row read/write of a loop body.
+- :mod:`.loops`: control flow: :func:`while_loop`, :func:`counted_loop` (scan form),
+  :func:`while_with_body` and :func:`if_with_branches` for bodies lowered first into
+  :func:`detached_blocks`, and the row read/write of a loop body.
 - :mod:`.linalg`: :func:`dot_general` (the precision policy), :func:`matmul`,
   :func:`integer_matmul`.
 - :mod:`.quantize`: ONNX :func:`cast`, :func:`quantize`, :func:`dynamic_quantize_uint8`.
@@ -89,6 +91,8 @@ from onnx_stablehlo.frontend.builders.linalg import (
     row_parameter,
 )
 from onnx_stablehlo.frontend.builders.loops import (
+    detached_blocks,
+    if_with_branches,
     carry_dims,
     counted_loop,
     dynamic_index,
@@ -132,6 +136,7 @@ __all__ = [
     "constant",
     "convert",
     "counted_loop",
+    "detached_blocks",
     "dim_resolver",
     "dim_value",
     "dims_of",
@@ -149,6 +154,7 @@ __all__ = [
     "full_like",
     "hard_sigmoid",
     "i64_array",
+    "if_with_branches",
     "increment",
     "integer_matmul",
     "iota",

@@ -12,12 +12,12 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
 
 from onnx_stablehlo.frontend.builders.core import (
-    _FLOAT64_MATH,
     compare,
     convert,
     constant,
     dims_of,
     dtype_of,
+    float64_allowed,
     full_like,
     record,
     splat,
@@ -135,7 +135,7 @@ def erf(x: ir.Value) -> ir.Value:
 
     Source: Abramowitz & Stegun 7.1.1 (definition); the fit is ours.
     """
-    if dtype_of(x) != DataType.FLOAT or not _FLOAT64_MATH.get():
+    if dtype_of(x) != DataType.FLOAT or not float64_allowed():
         return chlo.erf(x)
     dims = dims_of(x)
     bound = constant(np.array(4.0, np.float64))

@@ -1,5 +1,6 @@
-"""Loops: ``stablehlo.while`` with region callbacks, a counted loop (scan form), and the
-dynamic row read/write a loop body uses.
+"""Control flow: ``stablehlo.while`` with region callbacks or a body built first, a counted loop
+(scan form), ``stablehlo.if`` from branches built first, and the dynamic row read/write a loop
+body uses.
 
 Carried values may have symbolic dims (their run-time sizes are emitted before the loop, so a
 region never defines a size that code after the loop reuses).
@@ -30,6 +31,8 @@ from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim
 
 __all__ = [
+    "detached_blocks",
+    "if_with_branches",
     "while_loop",
     "while_with_body",
     "carry_dims",
@@ -70,6 +73,27 @@ def while_loop(
     with ir.InsertionPoint(body_block):
         stablehlo.return_(list(body(record_carried(body_block.arguments, dims))))
     return record_carried(op.results, dims)
+
+
+def detached_blocks(*arg_types: Sequence[ir.Type]) -> tuple[ir.OpView, list[ir.Block]]:
+    """One or two blocks (with these argument types) owned by a throwaway op, for bodies lowered
+    before the op that takes them can be built (Loop and Scan bodies add scan-output buffers, If
+    compares its branches' types first). Move them with :func:`while_with_body` or
+    :func:`if_with_branches`, then erase the holder with :func:`erase`.
+    """
+    holder = stablehlo.WhileOp([], [])
+    regions = [holder.cond, holder.body]
+    return holder, [regions[i].blocks.append(*types) for i, types in enumerate(arg_types)]
+
+
+def if_with_branches(
+    result_types: Sequence[ir.Type], pred: ir.Value, then_block: ir.Block, else_block: ir.Block
+) -> list[ir.Value]:
+    """``stablehlo.if`` whose branches were built first (each ending in its ``stablehlo.return``)."""
+    op = stablehlo.IfOp(list(result_types), pred)
+    then_block.append_to(op.true_branch)
+    else_block.append_to(op.false_branch)
+    return list(op.results)
 
 
 def while_with_body(

@@ -34,6 +34,7 @@ RULE_MODULES = (
     "sampling",
     "detection",
     "control_flow",
+    "scan",
     "recurrent",
     "sequence",
     "signal",

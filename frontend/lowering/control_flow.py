@@ -1,14 +1,10 @@
-"""Lowering rules: control flow (If, Loop, Scan) as StableHLO regions.
+"""Lowering rules: control flow (If, Loop) as StableHLO regions (Scan: ``scan.py``).
 
 ::
 
     If(cond) {then} {else}     -> the taken branch, inline, when cond is known at compile time;
                                   else stablehlo.if (both branches must give the same types)
     Loop(M, cond, v...)        -> stablehlo.while over (i: i64, cond: i1, v..., scan buffers...)
-    Scan(s..., x...)           -> stablehlo.while over the sequence length: one
-                                  dynamic_slice per scan input, one dynamic_update_slice per
-                                  scan output
-    Scan-8(lens, s..., x...)   -> the Scan-9 loop once per batch element, results concatenated
 
 Subgraphs (branches, bodies) are lowered by the importer (``ctx.lower_subgraph``) straight into
 a region's block; outer-scope values are used as they are, since StableHLO regions are not
@@ -22,9 +18,9 @@ Static shapes shape the choices:
   must be known at compile time: a constant trip count with no condition, or a condition that
   starts true and stays true (the body forwards it, or returns a constant true). A trip count
   that is a symbolic dim (``Shape -> Gather``) counts as known: the buffers are ``[?, ...]``.
-- Symbolic dims: a Scan over a symbolic length runs ``get_dimension_size`` iterations; carried
-  values and scan outputs may have symbolic dims. Their run-time sizes are emitted before the
-  ``stablehlo.while`` and its block arguments carry the same symbolic dims.
+- Symbolic dims: carried values and scan outputs may have symbolic dims. Their run-time sizes
+  are emitted before the ``stablehlo.while`` and its block arguments carry the same symbolic
+  dims (``builders.carry_dims``).
 - Loop-carried values must keep their type from one iteration to the next.
 - When the ``stablehlo.while`` body cannot be lowered (a Slice whose start is the iteration
   number, a carried value that grows, a carried sequence) but the iteration count is known and
@@ -40,7 +36,7 @@ both :class:`ShapeError`/:class:`FrontendError` and :class:`NonConstantInputErro
 :class:`onnx_stablehlo.runtime.model.CompiledModel` retries with small integer inputs
 specialized on their values.
 
-Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html, onnx__Scan.html.
+Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html.
 """
 
 from __future__ import annotations
@@ -80,11 +76,6 @@ class _NeedsConstantKindError(UnsupportedDtypeError, NonConstantInputError):
 # Helpers --------------------------------------------------------------------------------------
 
 
-def _reverse_index(counter: ir.Value, length: int) -> ir.Value:
-    """``length - 1 - counter``."""
-    return stablehlo.subtract(builders.splat(length - 1, builders.dtype_of(counter)), counter)
-
-
 def _constant_bool(value: ir.Value) -> bool | None:
     """The value of a one-element bool ``stablehlo.constant`` result, else ``None``.
 
@@ -95,12 +86,6 @@ def _constant_bool(value: ir.Value) -> bool | None:
     if operation is None or operation.name != "stablehlo.constant" or builders.dtype_of(value) != DataType.BOOL:
         return None
     return bool(np.array(operation.attributes["value"]).reshape(-1)[0])
-
-
-def _placeholder(arg_types: Sequence[ir.Type]) -> tuple[ir.OpView, ir.Block]:
-    """A block owned by a throwaway op, for a body whose result types are not known yet."""
-    holder = stablehlo.WhileOp([], [])
-    return holder, holder.body.blocks.append(*arg_types)
 
 
 def _scalar_pred(ctx: LoweringContext, value: ir.Value, what: str) -> ir.Value:
@@ -171,14 +156,10 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                 _NeedsConstantKindError,
             )
     pred = _scalar_pred(ctx, ctx.input(0), "cond")
-    holder = stablehlo.IfOp([], pred)
+    holder, blocks = builders.detached_blocks([], [])
     try:
-        blocks, results = [], []
-        for region, graph, what in (
-            (holder.true_branch, then_graph, "then_branch"),
-            (holder.false_branch, else_graph, "else_branch"),
-        ):
-            block = region.blocks.append()
+        results = []
+        for block, graph, what in zip(blocks, (then_graph, else_graph), ("then_branch", "else_branch")):
             with ir.InsertionPoint(block):
                 try:
                     outputs = ctx.lower_subgraph(graph, [])
@@ -190,7 +171,6 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                         _NeedsConstantError,
                     ) from exc
                 stablehlo.return_(outputs)
-            blocks.append(block)
             results.append(outputs)
         then_out, else_out = results
         for index, (a, b) in enumerate(zip(then_out, else_out)):
@@ -201,12 +181,10 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                     "types, so the branches may differ only when cond is known at compile time",
                     _NeedsConstantError,
                 )
-        op = stablehlo.IfOp([v.type for v in then_out], pred)
-        blocks[0].append_to(op.true_branch)
-        blocks[1].append_to(op.false_branch)
+        outputs = builders.if_with_branches([v.type for v in then_out], pred, *blocks)
     finally:
         builders.erase(holder.operation)
-    return list(op.results)
+    return outputs
 
 
 # Loop ---------------------------------------------------------------------------------------
@@ -357,7 +335,7 @@ def _loop_while(
     init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(builders.carry_dims(v) for v in carried)]
     if trip.dim is not None and not isinstance(trip.dim, int):
         builders.dim_value(trip.dim)  # a scan output's length, emitted before the loop
-    holder, block = _placeholder([v.type for v in init])
+    holder, (block,) = builders.detached_blocks([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
             args = builders.record_carried(list(block.arguments), init_dims)
@@ -460,257 +438,3 @@ def _loop_unrolled(
         rows = [builders.reshape(ctx.materialize(e), (1, *e.shape)) for e in stack]
         results.append(rows[0] if len(rows) == 1 else stablehlo.concatenate(rows, 0))
     return results
-
-
-# Scan ---------------------------------------------------------------------------------------
-
-
-def _scan_loop(
-    ctx: LoweringContext,
-    body: onnx_ir.Graph,
-    states: list[ir.Value],
-    scan_inputs: list[tuple[ir.Value, int, bool]],
-    output_axes: list[int],
-    output_reverse: list[bool],
-) -> list[ir.Value | np.ndarray]:
-    """Runs a Scan body over the scan inputs' common length with a stablehlo.while.
-
-    Args:
-        states: initial state values.
-        scan_inputs: ``(value, axis, reverse)`` per scan input (axis normalized).
-        output_axes: per scan output, the axis of the stacked output (may be negative).
-        output_reverse: per scan output, whether rows are written last to first.
-
-    Symbolic dims: a symbolic sequence length runs ``get_dimension_size`` iterations; states
-    and scan outputs may carry symbolic dims (their run-time sizes are emitted before the loop,
-    so a dim bound only inside the body cannot size a scan output: the module then fails to
-    verify and the model is lowered per shape).
-
-    Returns:
-        Final states, then the stacked scan outputs.
-    """
-    found = [builders.dims_of(v)[axis] for v, axis, _ in scan_inputs]
-    static = {d for d in found if isinstance(d, int)}
-    if len(static) > 1 or (static and len(set(found)) > 1):
-        raise ctx.error(f"scan inputs have different sequence lengths {sorted(map(str, set(found)))}", ShapeError)
-    # Symbolic lengths that differ by name are equal at run time (the spec requires it).
-    length = found[0]
-    symbolic = not isinstance(length, int)
-    for value in [*states, *(v for v, _, _ in scan_inputs)]:
-        builders.carry_dims(value)
-    last = builders.dim_value(length - 1) if symbolic else None
-
-    def reverse_index(counter: ir.Value) -> ir.Value:
-        return _reverse_index(counter, length) if last is None else stablehlo.subtract(last, counter)
-
-    counter_init = builders.splat(0, DataType.INT64)
-    init = [counter_init, *states]
-    init_dims = [None, *(builders.carry_dims(v) for v in states)]
-    holder, block = _placeholder([v.type for v in init])
-    try:
-        with ir.InsertionPoint(block):
-            arguments = builders.record_carried(list(block.arguments), init_dims)
-            counter = arguments[0]
-            state = arguments[1:]
-            backward = None
-            slices = []
-            for value, axis, reverse in scan_inputs:
-                if reverse and backward is None:
-                    backward = reverse_index(counter)
-                slices.append(builders.dynamic_index(value, backward if reverse else counter, axis))
-            outputs = ctx.lower_subgraph(body, [*state, *slices])
-            next_state = outputs[: len(states)]
-            elements = outputs[len(states):]
-            for index, (before, after) in enumerate(zip(state, next_state)):
-                if before.type != after.type:
-                    raise ctx.error(
-                        f"state {index} ('{body.inputs[index].name}') enters the body as {before.type} "
-                        f"and leaves it as {after.type}; the types must stay equal",
-                        ShapeError,
-                    )
-            if len(output_axes) != len(elements) or len(output_reverse) != len(elements):
-                raise ctx.error(
-                    f"{len(elements)} scan outputs but {len(output_axes)} scan_output_axes and "
-                    f"{len(output_reverse)} scan_output_directions",
-                    ShapeError,
-                )
-            axes = [ctx.axis(a, builders.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
-            with ir.InsertionPoint(holder.operation):
-                for element in elements:  # sizes for the buffers, emitted before the loop
-                    builders.carry_dims(element)
-            if length == 0:
-                empties = []
-                for element, axis in zip(elements, axes):
-                    shape = list(builders.static_shape_of(element))
-                    shape.insert(axis, 0)
-                    empties.append(_empty(element, shape))
-                return [*states, *empties]
-            written = []
-            buffer_dims = []
-            for element, axis, reverse in zip(elements, axes, output_reverse):
-                shape = list(builders.dims_of(element))
-                shape.insert(axis, length)
-                buffer = block.add_argument(builders.tensor_type(shape, builders.dtype_of(element)), ir.Location.unknown())
-                buffer_dims.append(tuple(shape))
-                builders.record(buffer, shape)
-                if reverse and backward is None:
-                    backward = reverse_index(counter)
-                written.append(builders.write_row(buffer, element, backward if reverse else counter, axis))
-            stablehlo.return_([builders.increment(counter), *next_state, *written])
-        init += [builders.splat(0, builders.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], buffer_dims)]
-        init_dims += buffer_dims
-
-        def below(arguments: list[ir.Value]) -> ir.Value:
-            limit = builders.splat(length, DataType.INT64) if not symbolic else builders.dim_value(length)
-            return builders.compare(arguments[0], limit, "LT")
-
-        results = builders.while_with_body(init, below, block)
-    finally:
-        builders.erase(holder.operation)
-    return builders.record_carried(results, init_dims)[1:]
-
-
-def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
-    values = node.attr_ints(name) or [0] * count
-    if len(values) != count:
-        raise ctx.error(f"{name} has {len(values)} entries for {count} values", ShapeError)
-    for value in values:
-        if value not in (0, 1):
-            raise ctx.unsupported_attribute(name, values, "0 (forward) or 1 (reverse) per entry")
-    return [bool(v) for v in values]
-
-
-@lowering("Scan", since=9)
-@lowering("Scan", since=11)  # 11: negative scan axes
-@lowering("Scan", since=16)  # 16: bfloat16
-@lowering("Scan", since=19)  # 19 and later: float8, int4, float4, int2
-@lowering("Scan", since=21)
-@lowering("Scan", since=23)
-@lowering("Scan", since=24)
-@lowering("Scan", since=25)
-def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
-    """Lowers Scan to stablehlo.while over the sequence length.
-
-    Spec: Scan-9/11/16/19/21/23/24/25.
-    Shapes: scan inputs of equal length along their scan axes (symbolic dims allowed, the
-        length too); the states keep their types; scan outputs stack along ``scan_output_axes``.
-    Dtypes: any tensor type.
-    Raises: ShapeError for lengths or attribute counts that do not fit; UnsupportedAttributeError
-        for a direction other than 0 or 1.
-    """
-    body = node.attr("body")
-    num_scan_inputs = node.attr_int("num_scan_inputs")
-    values = [ctx.input(i) for i in range(ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
-    num_outputs = len(body.outputs) - num_states
-    input_axes = node.attr_ints("scan_input_axes") or [0] * num_scan_inputs
-    output_axes = node.attr_ints("scan_output_axes") or [0] * num_outputs
-    if len(input_axes) != num_scan_inputs:
-        raise ctx.error(f"scan_input_axes has {len(input_axes)} entries for {num_scan_inputs} scan inputs", ShapeError)
-    input_reverse = _directions(ctx, node, "scan_input_directions", num_scan_inputs)
-    output_reverse = _directions(ctx, node, "scan_output_directions", num_outputs)
-    scan_inputs = [
-        (value, ctx.axis(axis, builders.rank_of(value)), reverse)
-        for value, axis, reverse in zip(values[num_states:], input_axes, input_reverse)
-    ]
-    return _scan_loop(ctx, body, values[:num_states], scan_inputs, output_axes, output_reverse)
-
-
-@lowering("Scan", since=8)
-def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
-    """Lowers Scan-8 (batch axis 0, optional sequence_lens) to one Scan-9 loop per batch element.
-
-    Spec: Scan-8.
-    Shapes: every state and scan input has the batch as axis 0 and scan inputs the sequence
-        as axis 1; ``sequence_lens`` [batch] must be known at compile time when given; scan
-        output rows past a batch element's length are zero.
-    Dtypes: any tensor type.
-    Raises: NonConstantInputError for a run-time ``sequence_lens``; ShapeError for batch
-        sizes or attribute counts that do not fit.
-    """
-    body = node.attr("body")
-    num_scan_inputs = node.attr_int("num_scan_inputs")
-    values = [ctx.input(i) for i in range(1, ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
-    reverse = _directions(ctx, node, "directions", num_scan_inputs)
-    batches = {builders.static_shape_of(v)[0] if builders.rank_of(v) else None for v in values}
-    if len(batches) != 1 or None in batches:
-        raise ctx.error(f"every input needs the same batch size as axis 0, got {sorted(map(str, batches))}", ShapeError)
-    (batch,) = batches
-    lengths = {builders.static_shape_of(v)[1] if builders.rank_of(v) > 1 else None for v in values[num_states:]}
-    if len(lengths) != 1 or None in lengths:
-        raise ctx.error(
-            f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError
-        )
-    (length,) = lengths
-    if ctx.has_input(0):
-        sequence_lens = [int(v) for v in np.asarray(ctx.constant_input(0)).reshape(-1)]
-        if len(sequence_lens) != batch or any(not 0 <= n <= length for n in sequence_lens):
-            raise ctx.error(f"sequence_lens {sequence_lens} does not fit batch {batch} and length {length}", ShapeError)
-    else:
-        sequence_lens = [length] * batch
-    num_outputs = len(body.outputs) - num_states
-    per_batch: list[list[ir.Value | np.ndarray]] = []
-    for b, steps in enumerate(sequence_lens):
-        rows = [_static_row(v, b) for v in values]
-        scan_inputs = [(_static_prefix(x, steps), 0, r) for x, r in zip(rows[num_states:], reverse)]
-        results = _scan_loop(ctx, body, rows[:num_states], scan_inputs, [0] * num_outputs, [False] * num_outputs)
-        materialized = [builders.constant(r) if isinstance(r, np.ndarray) else r for r in results]
-        for k in range(num_states, len(materialized)):
-            materialized[k] = _pad_axis0(materialized[k], length)
-        per_batch.append(materialized)
-    outputs = []
-    for k in range(len(per_batch[0])):
-        rows = [builders.reshape(r[k], (1, *builders.static_shape_of(r[k]))) for r in per_batch]
-        outputs.append(rows[0] if len(rows) == 1 else stablehlo.concatenate(rows, 0))
-    return outputs
-
-
-def _static_row(value: ir.Value, index: int) -> ir.Value:
-    """``value[index]`` along axis 0 (static slice), axis dropped."""
-    shape = builders.static_shape_of(value)
-    row = stablehlo.slice(
-        value,
-        builders.i64_array([index] + [0] * (len(shape) - 1)),
-        builders.i64_array([index + 1, *shape[1:]]),
-        builders.i64_array([1] * len(shape)),
-    )
-    return builders.reshape(row, shape[1:])
-
-
-def _static_prefix(value: ir.Value, steps: int) -> ir.Value:
-    """The first ``steps`` entries of ``value`` along axis 0."""
-    shape = builders.static_shape_of(value)
-    if steps == shape[0]:
-        return value
-    return stablehlo.slice(
-        value, builders.i64_array([0] * len(shape)), builders.i64_array([steps, *shape[1:]]), builders.i64_array([1] * len(shape))
-    )
-
-
-def _pad_axis0(value: ir.Value, length: int) -> ir.Value:
-    """``value`` zero-padded at the end of axis 0 to ``length``."""
-    shape = builders.static_shape_of(value)
-    if shape[0] == length:
-        return value
-    zero = builders.splat(0, builders.dtype_of(value))
-    rank = len(shape)
-    return stablehlo.pad(
-        value,
-        zero,
-        builders.i64_array([0] * rank),
-        builders.i64_array([length - shape[0]] + [0] * (rank - 1)),
-        builders.i64_array([0] * rank),
-    )

@@ -49,6 +49,7 @@ CONVERTED = {
     "reduction",
     "resize",
     "sampling",
+    "scan",
     "scatter",
     "sequence",
     "signal",
