@@ -312,23 +312,17 @@ def emit_reduce_window(
     body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
 ) -> list[ir.Value]:
     """One ``stablehlo.reduce_window`` over N x C x spatial operands with a variadic ``body``."""
-    element_dtypes = [builders.dtype_of(v) for v in operands]
-    op = stablehlo.ReduceWindowOp(
-        [builders.tensor_type(out_shape, d) for d in element_dtypes],
-        list(operands),
-        [builders.splat(init, d) for init, d in zip(inits, element_dtypes)],
-        builders.i64_array([1, 1, *window.kernel]),
-        window_strides=builders.i64_array([1, 1, *window.strides]),
-        window_dilations=builders.i64_array([1, 1, *window.dilations]),
-        padding=builders.padding_attr(padding),
+    inits = [builders.splat(init, builders.dtype_of(v)) for init, v in zip(inits, operands)]
+    return builders.reduce_window(
+        operands,
+        inits,
+        [1, 1, *window.kernel],
+        body,
+        out_shape=out_shape,
+        strides=[1, 1, *window.strides],
+        dilations=[1, 1, *window.dilations],
+        padding=padding,
     )
-    scalar_types = [builders.tensor_type((), d) for d in element_dtypes]
-    block = op.body.blocks.append(*scalar_types, *scalar_types)
-    with ir.InsertionPoint(block):
-        count = len(operands)
-        args = list(block.arguments)
-        stablehlo.ReturnOp(body(args[:count], args[count:]))
-    return [builders.record(r, out_shape) for r in op.results]
 
 
 def window_counts(
