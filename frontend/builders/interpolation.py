@@ -233,7 +233,7 @@ def runtime_coordinates(
     scale: ir.Value,
     roi: tuple[ir.Value, ir.Value] | None,
 ) -> tuple[ir.Value, ir.Value | None]:
-    """The in-graph twin of :func:`_source_coordinates` (``scale`` and ``roi`` are rank 0)."""
+    """The in-graph twin of :func:`source_coordinates` (``scale`` and ``roi`` are rank 0)."""
     shape = [out_size]
 
     def c(value: float | np.ndarray) -> ir.Value:
@@ -290,7 +290,7 @@ def runtime_nearest(spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value,
 
 
 def runtime_kernel(spec: Interpolation, vec: Vec, distance: ir.Value) -> ir.Value:
-    """The in-graph twin of :func:`_kernel`."""
+    """The in-graph twin of :func:`kernel`."""
     shape = builders.static_shape_of(distance)
     d = stablehlo.abs(distance)
     one = vec.const(1.0, shape)
@@ -312,7 +312,7 @@ def runtime_kernel(spec: Interpolation, vec: Vec, distance: ir.Value) -> ir.Valu
 def runtime_matrix(
     spec: Interpolation, vec: Vec, x: ir.Value, scale: ir.Value, in_size: int, min_scale: float
 ) -> ir.Value:
-    """The in-graph twin of :func:`_interpolation_matrix`; ``min_scale`` bounds the tap count."""
+    """The in-graph twin of :func:`interpolation_matrix`; ``min_scale`` bounds the tap count."""
     out_size = builders.static_shape_of(x)[0]
     kernel_scale_bound = min(min_scale, 1.0) if spec.antialias else 1.0
     radius = tap_radius(spec, kernel_scale_bound)
@@ -404,7 +404,7 @@ def convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
 
 
 def runtime_kernel_dims(spec: Interpolation, distance: ir.Value, shape: Sequence[Dim]) -> ir.Value:
-    """:func:`_runtime_kernel` for a float64 ``distance`` of (possibly symbolic) ``shape``."""
+    """:func:`runtime_kernel` for a float64 ``distance`` of (possibly symbolic) ``shape``."""
     d = stablehlo.abs(distance)
 
     def c(value: float) -> ir.Value:

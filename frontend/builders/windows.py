@@ -70,7 +70,7 @@ def split_same_padding(total: int, auto_pad: str) -> tuple[int, int]:
 
 
 def split_same_padding_symbolic(total: Dim, auto_pad: str) -> tuple[Dim, Dim]:
-    """:func:`_split_same_padding` of a non-negative symbolic total (truncation is floor)."""
+    """:func:`split_same_padding` of a non-negative symbolic total (truncation is floor)."""
     begin = floor_div(total, 2) if auto_pad == "SAME_UPPER" else floor_div(total + 1, 2)
     return begin, total - begin
 
@@ -235,10 +235,10 @@ def reduce_window_symbolic(
     out_spatial: Sequence[Dim],
     body: Callable[[list[ir.Value], list[ir.Value]], list[ir.Value]],
 ) -> list[ir.Value]:
-    """:func:`_reduce_window` for operands with symbolic dims.
+    """:func:`reduce_window` for operands with symbolic dims.
 
     The window's own pads are the padding (``reduce_window`` then yields exactly the floor-mode
-    windows :func:`_window` counted); a static axis keeps the static computation.
+    windows :func:`window` counted); a static axis keeps the static computation.
 
     Raises:
         ShapeError: the padding would need a slice or a size-dependent tail.
