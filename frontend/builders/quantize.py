@@ -187,20 +187,20 @@ def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
 
     is_nan = compare(x, x, "NE")
 
-    def extreme(op_class: type, init: float) -> ir.Value:
+    def extreme(body, init: float) -> ir.Value:
         # The last axis first, then the rest: XLA CPU runs a row reduction as a vectorized loop,
         # but splits a whole-tensor one into padded reduce-windows, about 10x slower (measured
         # in int8 MiniLM: 36 of them were a third of its run time). min/max are exact in any order.
         # NaN is left out of the range, as onnxruntime's min/max does (XLA's would propagate it).
         source = stablehlo.select(is_nan, full_like(x, init), x)
         if len(shape) < 2:
-            return reduce(source, list(range(len(shape))), op_class, init)
-        rows = reduce(source, [len(shape) - 1], op_class, init)
+            return reduce(source, list(range(len(shape))), body, init)
+        rows = reduce(source, [len(shape) - 1], body, init)
         rows = stablehlo.optimization_barrier([rows])  # or XLA merges the two again
-        return reduce(rows, list(range(len(shape) - 1)), op_class, init)
+        return reduce(rows, list(range(len(shape) - 1)), body, init)
 
-    high = stablehlo.maximum(extreme(stablehlo.MaxOp, -np.inf), zero)
-    low = stablehlo.minimum(extreme(stablehlo.MinOp, np.inf), zero)
+    high = stablehlo.maximum(extreme(stablehlo.maximum, -np.inf), zero)
+    low = stablehlo.minimum(extreme(stablehlo.minimum, np.inf), zero)
     span = stablehlo.subtract(high, low)
     empty = compare(high, low, "EQ")
     scale = divide(span, splat(255, dtype, ()))
