@@ -122,9 +122,6 @@ def record(value: ir.Value, dims: Sequence[Dim]) -> ir.Value:
     return value
 
 
-
-
-
 def tensor_type(shape: Sequence[int | None], dtype: DataType) -> ir.RankedTensorType:
     """``tensor<...>`` of ``dtype``; ``None`` dims become ``?``."""
     dynamic = ir.ShapedType.get_dynamic_size()

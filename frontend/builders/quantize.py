@@ -42,7 +42,6 @@ SATURATING_FLOAT8 = (
 )
 
 
-
 _SUB_WORD_INTEGERS = (
     DataType.INT2,
     DataType.UINT2,
@@ -53,9 +52,6 @@ _SUB_WORD_INTEGERS = (
     DataType.INT16,
     DataType.UINT16,
 )
-
-
-
 
 
 def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = "up") -> ir.Value:
@@ -83,7 +79,6 @@ def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = 
         # than saturate (as XLA's float -> narrow int convert does).
         x = convert(x, DataType.INT32)
     return convert(x, to)
-
 
 
 def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
@@ -117,7 +112,6 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
     return stablehlo.bitcast_convert(tensor_type(shape, DataType.FLOAT8E8M0), byte)
 
 
-
 INTEGER_RANGES = {
     DataType.UINT8: (0, 255),
     DataType.INT8: (-128, 127),
@@ -130,14 +124,12 @@ INTEGER_RANGES = {
 }
 
 
-
 def _promoted_float(*types: DataType) -> DataType:
     """numpy's result type of dividing values of these dtypes (float16 / float32 -> float32)."""
     result = np.result_type(*[dtypes.numpy_dtype(t) for t in types])
     if result.kind != "f" and result != dtypes.numpy_dtype(DataType.BFLOAT16):
         result = np.dtype(np.float64)
     return dtypes.dtype_of_numpy(result)
-
 
 
 def quantize(
@@ -173,7 +165,6 @@ def quantize(
         q = stablehlo.clamp(splat(-limit, compute, shape), q, splat(limit, compute, shape))
         return convert(q, target)
     raise UnsupportedDtypeError(f"{DataType(target).name} is not a quantized type")
-
 
 
 def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
