@@ -21,6 +21,7 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim, sym_max
 
+
 class DimResolver(Protocol):
     """What the importer provides while lowering, so builders handle symbolic dims.
 
@@ -119,11 +120,6 @@ def record(value: ir.Value, dims: Sequence[Dim]) -> ir.Value:
     if not _is_static(dims):
         _resolver().record(value, dims)
     return value
-
-
-_record = record
-
-
 
 
 def tensor_type(shape: Sequence[int | None], dtype: DataType) -> ir.RankedTensorType:
@@ -254,7 +250,7 @@ def reshape(value: ir.Value, shape: Sequence[Dim]) -> ir.Value:
     if tuple(dims_of(value)) == tuple(shape):
         return value
     result_type = tensor_type(shape, dtype_of(value))
-    return _record(stablehlo.dynamic_reshape(result_type, value, shape_tensor(shape)), shape)
+    return record(stablehlo.dynamic_reshape(result_type, value, shape_tensor(shape)), shape)
 
 
 def slice_axis(value: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
@@ -281,7 +277,7 @@ def slice_axis(value: ir.Value, axis: int, start: Dim, limit: Dim) -> ir.Value:
         shape_tensor(end),
         shape_tensor([1] * len(shape)),
     )
-    return _record(result, out)
+    return record(result, out)
 
 
 def i64_array(values: Sequence[int]) -> ir.Attribute:
@@ -370,7 +366,7 @@ def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | No
     if _is_static(shape) and _is_static(source):
         return stablehlo.broadcast_in_dim(result_type, value, i64_array(dims))
     result = stablehlo.dynamic_broadcast_in_dim(result_type, value, shape_tensor(shape), i64_array(dims))
-    return _record(result, shape)
+    return record(result, shape)
 
 
 def broadcast_values(*values: ir.Value) -> list[ir.Value]:
@@ -385,7 +381,7 @@ def iota(shape: Sequence[Dim], dimension: int, dtype: DataType) -> ir.Value:
     attr = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dimension)
     if _is_static(shape):
         return stablehlo.iota(result_type, attr)
-    return _record(stablehlo.dynamic_iota(result_type, shape_tensor(shape), attr), shape)
+    return record(stablehlo.dynamic_iota(result_type, shape_tensor(shape), attr), shape)
 
 
 def normalize_axis(axis: int, rank: int) -> int:

@@ -187,12 +187,12 @@ def integer_matmul(a: ir.Value, b: ir.Value, a_zero: ir.Value | None, b_zero: ir
     a_zero_term = b_zero_term = None
     if a_zero is not None:
         a_zero_term = convert(row_parameter(a_zero, a_shape), i32)
-        column_sums = reduce(convert(b, i32), [len(b_shape) - 2], stablehlo.AddOp, 0, keepdims=True)
+        column_sums = reduce(convert(b, i32), [len(b_shape) - 2], stablehlo.add, 0, keepdims=True)
         correction = stablehlo.multiply(broadcast_onto(a_zero_term, shape), broadcast_onto(column_sums, shape))
         product = stablehlo.subtract(product, correction)
     if b_zero is not None:
         b_zero_term = convert(b_zero, i32)
-        row_sums = reduce(convert(a, i32), [len(a_shape) - 1], stablehlo.AddOp, 0, keepdims=True)
+        row_sums = reduce(convert(a, i32), [len(a_shape) - 1], stablehlo.add, 0, keepdims=True)
         correction = stablehlo.multiply(broadcast_onto(row_sums, shape), broadcast_onto(b_zero_term, shape))
         product = stablehlo.subtract(product, correction)
     if a_zero_term is not None and b_zero_term is not None:

@@ -116,7 +116,6 @@ def while_with_body(
     return list(op.results)
 
 
-
 def carry_dims(value: ir.Value) -> tuple[Dim, ...] | None:
     """A carried value's dims, its symbolic ones' sizes emitted here, before the loop (None when static)."""
     if all(d is not None for d in shape_of(value)):
@@ -128,11 +127,9 @@ def carry_dims(value: ir.Value) -> tuple[Dim, ...] | None:
     return dims
 
 
-
 def record_carried(values: Sequence[ir.Value], dims: Sequence[tuple[Dim, ...] | None]) -> list[ir.Value]:
     """``values`` with the dims :func:`carry_dims` gave recorded (block arguments, loop results)."""
     return [v if d is None else record(v, d) for v, d in zip(values, dims)]
-
 
 
 def counted_loop(
@@ -164,11 +161,9 @@ def counted_loop(
     return while_loop([splat(0, DataType.INT64), *init], below, step)[1:]
 
 
-
 def increment(counter: ir.Value) -> ir.Value:
     """``counter + 1``."""
     return stablehlo.add(counter, splat(1, dtype_of(counter)))
-
 
 
 def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
@@ -187,7 +182,6 @@ def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
         return reshape(row, [n for d, n in enumerate(shape) if d != axis])
     row = take(value, reshape(convert(index, DataType.INT64), (1,)), axis)
     return reshape(row, [n for d, n in enumerate(dims_of(value)) if d != axis])
-
 
 
 def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:

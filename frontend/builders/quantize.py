@@ -42,7 +42,6 @@ SATURATING_FLOAT8 = (
 )
 
 
-
 _SUB_WORD_INTEGERS = (
     DataType.INT2,
     DataType.UINT2,
@@ -53,9 +52,6 @@ _SUB_WORD_INTEGERS = (
     DataType.INT16,
     DataType.UINT16,
 )
-
-
-
 
 
 def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = "up") -> ir.Value:
@@ -83,7 +79,6 @@ def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = 
         # than saturate (as XLA's float -> narrow int convert does).
         x = convert(x, DataType.INT32)
     return convert(x, to)
-
 
 
 def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
@@ -117,7 +112,6 @@ def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
     return stablehlo.bitcast_convert(tensor_type(shape, DataType.FLOAT8E8M0), byte)
 
 
-
 INTEGER_RANGES = {
     DataType.UINT8: (0, 255),
     DataType.INT8: (-128, 127),
@@ -130,14 +124,12 @@ INTEGER_RANGES = {
 }
 
 
-
 def _promoted_float(*types: DataType) -> DataType:
     """numpy's result type of dividing values of these dtypes (float16 / float32 -> float32)."""
     result = np.result_type(*[dtypes.numpy_dtype(t) for t in types])
     if result.kind != "f" and result != dtypes.numpy_dtype(DataType.BFLOAT16):
         result = np.dtype(np.float64)
     return dtypes.dtype_of_numpy(result)
-
 
 
 def quantize(
@@ -175,7 +167,6 @@ def quantize(
     raise UnsupportedDtypeError(f"{DataType(target).name} is not a quantized type")
 
 
-
 def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
     """``(y, scale, zero_point)`` of DynamicQuantizeLinear (uint8, per tensor) for ``x``.
 
@@ -187,20 +178,20 @@ def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
 
     is_nan = compare(x, x, "NE")
 
-    def extreme(op_class: type, init: float) -> ir.Value:
+    def extreme(body, init: float) -> ir.Value:
         # The last axis first, then the rest: XLA CPU runs a row reduction as a vectorized loop,
         # but splits a whole-tensor one into padded reduce-windows, about 10x slower (measured
         # in int8 MiniLM: 36 of them were a third of its run time). min/max are exact in any order.
         # NaN is left out of the range, as onnxruntime's min/max does (XLA's would propagate it).
         source = stablehlo.select(is_nan, full_like(x, init), x)
         if len(shape) < 2:
-            return reduce(source, list(range(len(shape))), op_class, init)
-        rows = reduce(source, [len(shape) - 1], op_class, init)
+            return reduce(source, list(range(len(shape))), body, init)
+        rows = reduce(source, [len(shape) - 1], body, init)
         rows = stablehlo.optimization_barrier([rows])  # or XLA merges the two again
-        return reduce(rows, list(range(len(shape) - 1)), op_class, init)
+        return reduce(rows, list(range(len(shape) - 1)), body, init)
 
-    high = stablehlo.maximum(extreme(stablehlo.MaxOp, -np.inf), zero)
-    low = stablehlo.minimum(extreme(stablehlo.MinOp, np.inf), zero)
+    high = stablehlo.maximum(extreme(stablehlo.maximum, -np.inf), zero)
+    low = stablehlo.minimum(extreme(stablehlo.minimum, np.inf), zero)
     span = stablehlo.subtract(high, low)
     empty = compare(high, low, "EQ")
     scale = divide(span, splat(255, dtype, ()))

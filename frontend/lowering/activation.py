@@ -30,9 +30,9 @@ from onnx_stablehlo.frontend.shapes import Dim, is_static, product
 # Helpers -------------------------------------------------------------------------------------
 
 
-def _reduce_keep(x: ir.Value, axes: Sequence[int], body_op: type, init: float) -> ir.Value:
+def _reduce_keep(x: ir.Value, axes: Sequence[int], body, init: float) -> ir.Value:
     """Reduces ``x`` over ``axes`` and broadcasts the result back to ``x``'s shape."""
-    reduced = builders.reduce(x, axes, body_op, init, keepdims=True)
+    reduced = builders.reduce(x, axes, body, init, keepdims=True)
     return builders.broadcast_to(reduced, builders.dims_of(x))
 
 

@@ -32,8 +32,6 @@ _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, 
 # Helpers -------------------------------------------------------------------------------------
 
 
-
-
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1.
 

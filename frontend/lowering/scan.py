@@ -147,6 +147,18 @@ def _scan_loop(
     return builders.record_carried(results, init_dims)[1:]
 
 
+def _num_states(ctx: LoweringContext, body: onnx_ir.Graph, num_values: int, num_scan_inputs: int) -> int:
+    """The number of state values before the scan inputs; raises ShapeError when the counts do not fit."""
+    num_states = num_values - num_scan_inputs
+    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != num_values:
+        raise ctx.error(
+            f"num_scan_inputs={num_scan_inputs} does not fit {num_values} inputs and a body of "
+            f"{len(body.inputs)} inputs",
+            ShapeError,
+        )
+    return num_states
+
+
 def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
     values = node.attr_ints(name) or [0] * count
     if len(values) != count:
@@ -178,13 +190,7 @@ def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarr
     body = node.attr("body")
     num_scan_inputs = node.attr_int("num_scan_inputs")
     values = [ctx.input(i) for i in range(ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
+    num_states = _num_states(ctx, body, len(values), num_scan_inputs)
     num_outputs = len(body.outputs) - num_states
     input_axes = node.attr_ints("scan_input_axes") or [0] * num_scan_inputs
     output_axes = node.attr_ints("scan_output_axes") or [0] * num_outputs
@@ -214,13 +220,7 @@ def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | 
     body = node.attr("body")
     num_scan_inputs = node.attr_int("num_scan_inputs")
     values = [ctx.input(i) for i in range(1, ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
+    num_states = _num_states(ctx, body, len(values), num_scan_inputs)
     reverse = _directions(ctx, node, "directions", num_scan_inputs)
     batches = {builders.static_shape_of(v)[0] if builders.rank_of(v) else None for v in values}
     if len(batches) != 1 or None in batches:
