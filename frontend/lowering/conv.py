@@ -129,6 +129,17 @@ def _batch_spatial_symbolic(ctx: LoweringContext, index: int) -> tuple[Dim, ...]
     return shape
 
 
+def _float_conv_operands(ctx: LoweringContext, node: OnnxNode):
+    """Conv/ConvTranspose's X and W, their dims (X's batch and spatial dims may be symbolic), the
+    float dtype and ``group``; an integer X raises UnsupportedDtypeError."""
+    x, w = ctx.input(0), ctx.input(1)
+    x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
+    dtype = builders.dtype_of(x)
+    if not dtypes.is_float(dtype):
+        raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
+    return x, w, x_shape, w_shape, dtype, node.attr_int("group")
+
+
 def _check_conv_shapes(ctx: LoweringContext, x_shape: Sequence[int], w_shape: Sequence[int], groups: int) -> None:
     if len(x_shape) < 3 or len(w_shape) != len(x_shape):
         raise ctx.error(f"X {list(x_shape)} and W {list(w_shape)} need equal ranks >= 3", ShapeError)
@@ -162,12 +173,7 @@ def lower_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
         ShapeError: inconsistent shapes, group or kernel_shape; a symbolic dim.
     """
-    x, w = ctx.input(0), ctx.input(1)
-    x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
-    dtype = builders.dtype_of(x)
-    if not dtypes.is_float(dtype):
-        raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
-    groups = node.attr_int("group")
+    x, w, x_shape, w_shape, dtype, groups = _float_conv_operands(ctx, node)
     _check_conv_shapes(ctx, x_shape, w_shape, groups)
     kernel = tuple(w_shape[2:])
     _kernel_shape_matches(ctx, node, kernel)
@@ -250,12 +256,7 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
         ShapeError: inconsistent shapes, group, kernel_shape or output_shape.
     """
-    x, w = ctx.input(0), ctx.input(1)
-    x_shape, w_shape = _batch_spatial_symbolic(ctx, 0), ctx.input_static_shape(1)
-    dtype = builders.dtype_of(x)
-    if not dtypes.is_float(dtype):
-        raise ctx.unsupported_dtype(dtype, _CONV_FLOATS)
-    groups = node.attr_int("group")
+    x, w, x_shape, w_shape, dtype, groups = _float_conv_operands(ctx, node)
     rank = len(x_shape) - 2
     if rank < 1 or len(w_shape) != len(x_shape) or groups < 1 or x_shape[1] % groups or w_shape[0] != x_shape[1]:
         raise ctx.error(
