@@ -26,7 +26,7 @@ from onnx_stablehlo.errors import (
     UnsupportedAttributeError,
     UnsupportedDtypeError,
 )
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.node_names import describe_node, location_name
 from onnx_stablehlo.frontend.shapes import Shape
@@ -123,6 +123,10 @@ class OnnxNode:
 
     def __repr__(self) -> str:
         return f"OnnxNode({self.op_type}-{self.since_version} {self.name})"
+
+    def has_output(self, index: int) -> bool:
+        """True if output ``index`` exists and is named (an omitted optional output is not)."""
+        return index < len(self.output_names) and bool(self.output_names[index])
 
     # Attributes ----------------------------------------------------------------------------
 
@@ -368,6 +372,14 @@ class LoweringContext:
             raise self.error(f"{what} must hold one value, got shape {list(array.shape)}", ShapeError)
         return int(array.reshape(-1)[0])
 
+    def constant_ints(self, index: int) -> list[int]:
+        """A compile-time int input (axes, starts, pads, shape, repeats ...) as Python ints, flattened.
+
+        Raises:
+            NonConstantInputError: the input is computed at run time.
+        """
+        return [int(v) for v in np.asarray(self.constant_input(index)).reshape(-1)]
+
     def optional_constant_input(self, index: int) -> np.ndarray | None:
         """Like :meth:`constant_input`, but ``None`` for an omitted input (or an empty name)."""
         return self.constant_input(index) if self.has_input(index) else None
@@ -428,4 +440,4 @@ class LoweringContext:
 
     def constant(self, array: np.ndarray, dtype: DataType | None = None) -> ir.Value:
         """Emits ``array`` as a ``stablehlo.constant``."""
-        return emit.constant(array, dtype)
+        return builders.constant(array, dtype)

@@ -27,6 +27,10 @@ __all__ = [
     "is_signed_int",
     "is_unsigned_int",
     "is_integer",
+    "wide_dtype",
+    "float_compute_dtype",
+    "lowest",
+    "highest",
 ]
 
 _MLIR_NAME = {
@@ -134,3 +138,36 @@ def is_unsigned_int(dtype: DataType) -> bool:
 def is_integer(dtype: DataType) -> bool:
     """True for signed and unsigned integers (not bool)."""
     return is_signed_int(dtype) or is_unsigned_int(dtype)
+
+
+_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
+
+
+def wide_dtype(dtype: DataType) -> DataType:
+    """The dtype reductions, statistics and transforms over ``dtype`` compute in: float32 for
+    float16 and bfloat16, ``dtype`` itself otherwise."""
+    return DataType.FLOAT if dtype in _NARROW_FLOATS else dtype
+
+
+def float_compute_dtype(*types: DataType) -> DataType:
+    """The float type coordinate arithmetic over values of ``types`` runs in: float64 if any of
+    them is float64, int64 or uint64 (float32 cannot hold their values), else float32."""
+    return DataType.DOUBLE if any(t in (DataType.DOUBLE, DataType.INT64, DataType.UINT64) for t in types) else DataType.FLOAT
+
+
+def lowest(dtype: DataType) -> float | int | bool:
+    """The identity of maximum: -inf for floats, the minimum for integers, false for bool."""
+    if dtype == DataType.BOOL:
+        return False
+    if is_float(dtype):
+        return -np.inf
+    return int(np.iinfo(numpy_dtype(dtype)).min)
+
+
+def highest(dtype: DataType) -> float | int | bool:
+    """The identity of minimum: +inf for floats, the maximum for integers, true for bool."""
+    if dtype == DataType.BOOL:
+        return True
+    if is_float(dtype):
+        return np.inf
+    return int(np.iinfo(numpy_dtype(dtype)).max)

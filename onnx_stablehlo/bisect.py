@@ -253,7 +253,7 @@ def perturbed_registry(node_name: str, relative: float = 1e-2, registry=None):
     from jaxlib.mlir import ir
     from jaxlib.mlir.dialects import stablehlo
 
-    from onnx_stablehlo.frontend import dtypes, emit
+    from onnx_stablehlo.frontend import builders, dtypes
     from onnx_stablehlo.frontend.lowering import default_registry
     from onnx_stablehlo.frontend.registry import LoweringRegistry
 
@@ -267,8 +267,8 @@ def perturbed_registry(node_name: str, relative: float = 1e-2, registry=None):
                 return results
             scaled = []
             for value in results:
-                if isinstance(value, ir.Value) and dtypes.is_float(emit.dtype_of(value)):
-                    value = stablehlo.multiply(value, emit.full_like(value, 1.0 + relative))
+                if isinstance(value, ir.Value) and dtypes.is_float(builders.dtype_of(value)):
+                    value = stablehlo.multiply(value, builders.full_like(value, 1.0 + relative))
                 scaled.append(value)
             return scaled
 

@@ -1,4 +1,4 @@
-"""Fits the float64 polynomial behind ``emit.erf`` (the float32 Erf lowering) and checks it.
+"""Fits the float64 polynomial behind ``builders.erf`` (the float32 Erf lowering) and checks it.
 
 erf(x) = x * P(t) with t = x*x/8 - 1 for |x| <= 4 (x clamped there: float32 erf rounds to
 +-1 beyond 3.92). P is the degree-20 Chebyshev least-squares fit of erf(sqrt(u))/sqrt(u),
@@ -6,7 +6,7 @@ u = x*x in [0, 16], on 4000 Chebyshev points, with Python's ``math.erf`` (double
 as the reference, converted to monomial coefficients in t for a Horner evaluation.
 
 Run ``python tools/fit_erf.py`` to print the coefficient tuple and how often the float32
-result is correctly rounded on a seeded sample (``emit._ERF_COEFFICIENTS`` holds the output).
+result is correctly rounded on a seeded sample (``builders.activations._ERF_COEFFICIENTS`` holds the output).
 """
 
 from __future__ import annotations

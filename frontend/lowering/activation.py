@@ -21,30 +21,19 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, is_static, product
 
-_HALF_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
-
-
 # Helpers -------------------------------------------------------------------------------------
 
 
-
-
-
-def _reduce_keep(x: ir.Value, axes: Sequence[int], body_op: type, init: float) -> ir.Value:
+def _reduce_keep(x: ir.Value, axes: Sequence[int], body, init: float) -> ir.Value:
     """Reduces ``x`` over ``axes`` and broadcasts the result back to ``x``'s shape."""
-    reduced = emit.reduce(x, axes, body_op, init, keepdims=True)
-    return emit.broadcast_to(reduced, emit.dims_of(x))
-
-
-def _wide_dtype(dtype: DataType) -> DataType:
-    """The dtype a reduction over ``dtype`` is computed in (f32 for f16 and bf16)."""
-    return DataType.FLOAT if dtype in _HALF_FLOATS else dtype
+    reduced = builders.reduce(x, axes, body, init, keepdims=True)
+    return builders.broadcast_to(reduced, builders.dims_of(x))
 
 
 def _softmax_axes(ctx: LoweringContext, node: OnnxNode, rank: int) -> list[int]:
@@ -57,12 +46,21 @@ def _softmax_axes(ctx: LoweringContext, node: OnnxNode, rank: int) -> list[int]:
 
 def _shifted_exp(x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value, ir.Value]:
     """``(x - max(x), exp(x - max(x)), sum(exp(x - max(x))))`` over ``axes``, all of ``x``'s shape."""
-    shifted = stablehlo.SubtractOp(x, _reduce_keep(x, axes, stablehlo.MaxOp, -np.inf)).result
-    exp = stablehlo.ExpOp(shifted).result
-    return shifted, exp, _reduce_keep(exp, axes, stablehlo.AddOp, 0)
+    shifted = stablehlo.subtract(x, _reduce_keep(x, axes, stablehlo.maximum, -np.inf))
+    exp = stablehlo.exponential(shifted)
+    return shifted, exp, _reduce_keep(exp, axes, stablehlo.add, 0)
 
 
 # Softmax family ------------------------------------------------------------------------------
+
+
+def _softmax_family(ctx: LoweringContext, node: OnnxNode, finish) -> list[ir.Value]:
+    """``finish(x - max, exp(x - max), sum(exp(x - max)))`` over the op's axes, f16/bf16 in f32."""
+    x = ctx.input(0)
+    dtype = builders.dtype_of(x)
+    axes = _softmax_axes(ctx, node, builders.rank_of(x))
+    wide = builders.convert(x, dtypes.wide_dtype(dtype))
+    return [builders.convert(finish(*_shifted_exp(wide, axes)), dtype)]
 
 
 @lowering("Softmax", since=1)  # 1: coerced to 2-D at `axis` (default 1)
@@ -76,13 +74,7 @@ def lower_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
-    x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    axes = _softmax_axes(ctx, node, emit.rank_of(x))
-    wide = emit.convert(x, _wide_dtype(dtype))
-    _, exp, total = _shifted_exp(wide, axes)
-    result = stablehlo.DivOp(exp, total).result
-    return [emit.convert(result, dtype)]
+    return _softmax_family(ctx, node, lambda shifted, exp, total: stablehlo.divide(exp, total))
 
 
 @lowering("LogSoftmax", since=1)  # 1: coerced to 2-D at `axis` (default 1)
@@ -96,28 +88,22 @@ def lower_log_softmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: f16, bf16 (computed in f32), f32, f64.
     Raises: ShapeError if `axis` is out of range.
     """
-    x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    axes = _softmax_axes(ctx, node, emit.rank_of(x))
-    wide = emit.convert(x, _wide_dtype(dtype))
-    shifted, _, total = _shifted_exp(wide, axes)
-    result = stablehlo.SubtractOp(shifted, stablehlo.LogOp(total).result).result
-    return [emit.convert(result, dtype)]
+    return _softmax_family(ctx, node, lambda shifted, exp, total: stablehlo.subtract(shifted, stablehlo.log(total)))
 
 
 def _hardmax_last_axis(x: ir.Value) -> ir.Value:
     """One-hot (in ``x``'s dtype) of the first maximum along the last axis of ``x``."""
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     axis = len(shape) - 1
-    is_max = emit.compare(x, _reduce_keep(x, [axis], stablehlo.MaxOp, -np.inf), "EQ")
-    index = emit.iota(shape, axis, DataType.INT64)
+    is_max = builders.compare(x, _reduce_keep(x, [axis], stablehlo.maximum, -np.inf), "EQ")
+    index = builders.iota(shape, axis, DataType.INT64)
     if isinstance(shape[axis], int):
-        past_end = emit.splat(shape[axis], DataType.INT64, shape)
+        past_end = builders.splat(shape[axis], DataType.INT64, shape)
     else:  # the axis size at run time
-        past_end = emit.broadcast_to(emit.dim_value(shape[axis]), shape, dims=[])
-    candidates = stablehlo.SelectOp(is_max, index, past_end).result
-    first = _reduce_keep(candidates, [axis], stablehlo.MinOp, np.iinfo(np.int64).max)
-    return emit.convert(emit.compare(index, first, "EQ"), emit.dtype_of(x))
+        past_end = builders.broadcast_to(builders.dim_value(shape[axis]), shape, dims=[])
+    candidates = stablehlo.select(is_max, index, past_end)
+    first = _reduce_keep(candidates, [axis], stablehlo.minimum, np.iinfo(np.int64).max)
+    return builders.convert(builders.compare(index, first, "EQ"), builders.dtype_of(x))
 
 
 @lowering("Hardmax", since=1)  # 1: coerced to 2-D at `axis` (default 1)
@@ -136,21 +122,21 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if `axis` is out of range.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     rank = len(shape)
     if rank == 0:
-        return [emit.full_like(x, 1)]
+        return [builders.full_like(x, 1)]
     axes = _softmax_axes(ctx, node, rank)
     if node.since_version < 13:
         outer = product(shape[: axes[0]])
         inner = product(shape[axes[0] :])
-        flat = _hardmax_last_axis(emit.reshape(x, (outer, inner)))
-        return [emit.reshape(flat, shape)]
+        flat = _hardmax_last_axis(builders.reshape(x, (outer, inner)))
+        return [builders.reshape(flat, shape)]
     axis = axes[0]
     permutation = [d for d in range(rank) if d != axis] + [axis]
     inverse = list(np.argsort(permutation))
-    moved = _hardmax_last_axis(emit.transpose(x, permutation))
-    return [emit.transpose(moved, inverse)]
+    moved = _hardmax_last_axis(builders.transpose(x, permutation))
+    return [builders.transpose(moved, inverse)]
 
 
 # Pointwise activations -----------------------------------------------------------------------
@@ -159,37 +145,8 @@ def lower_hardmax(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def _pointwise(ctx: LoweringContext, build) -> list[ir.Value]:
     """Applies ``build`` to input 0, computing f16 and bf16 in f32 and rounding once."""
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    return [emit.convert(build(emit.convert(x, _wide_dtype(dtype))), dtype)]
-
-
-def _select(pred: ir.Value, on_true: ir.Value, on_false: ir.Value) -> ir.Value:
-    return stablehlo.SelectOp(pred, on_true, on_false).result
-
-
-def _mul(x: ir.Value, factor: float) -> ir.Value:
-    return stablehlo.MulOp(x, emit.full_like(x, factor)).result
-
-
-def _add(x: ir.Value, term: float) -> ir.Value:
-    return stablehlo.AddOp(x, emit.full_like(x, term)).result
-
-
-def _clamp01(x: ir.Value) -> ir.Value:
-    return stablehlo.ClampOp(emit.splat(0, emit.dtype_of(x)), x, emit.splat(1, emit.dtype_of(x))).result
-
-
-def _softplus(x: ir.Value) -> ir.Value:
-    """``log(1 + exp(x))`` as ``max(x, 0) + log1p(exp(-|x|))`` (no overflow for large x)."""
-    positive = stablehlo.MaxOp(x, emit.full_like(x, 0)).result
-    tail = stablehlo.Log1pOp(stablehlo.ExpOp(stablehlo.NegOp(stablehlo.AbsOp(x).result).result).result).result
-    return stablehlo.AddOp(positive, tail).result
-
-
-def _elu(x: ir.Value, alpha: float) -> ir.Value:
-    """``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
-    negative = _mul(stablehlo.Expm1Op(x).result, alpha)
-    return _select(emit.compare(x, emit.full_like(x, 0), "GT"), x, negative)
+    dtype = builders.dtype_of(x)
+    return [builders.convert(build(builders.convert(x, dtypes.wide_dtype(dtype))), dtype)]
 
 
 @lowering("Elu", since=6)
@@ -200,7 +157,7 @@ def lower_elu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Elu-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha = node.attr_float("alpha")
-    return _pointwise(ctx, lambda x: _elu(x, alpha))
+    return _pointwise(ctx, lambda x: builders.elu(x, alpha))
 
 
 @lowering("Selu", since=6)
@@ -211,7 +168,7 @@ def lower_selu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Selu-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha, gamma = node.attr_float("alpha"), node.attr_float("gamma")
-    return _pointwise(ctx, lambda x: _mul(_elu(x, alpha), gamma))
+    return _pointwise(ctx, lambda x: builders.scale(builders.elu(x, alpha), gamma))
 
 
 @lowering("Celu", since=12)
@@ -227,10 +184,10 @@ def lower_celu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     alpha = node.attr_float("alpha")
 
     def build(x: ir.Value) -> ir.Value:
-        zero = emit.full_like(x, 0)
-        scaled = stablehlo.DivOp(x, emit.full_like(x, alpha)).result
-        negative = _mul(stablehlo.Expm1Op(scaled).result, alpha)
-        return stablehlo.AddOp(stablehlo.MaxOp(x, zero).result, stablehlo.MinOp(negative, zero).result).result
+        zero = builders.full_like(x, 0)
+        scaled = stablehlo.divide(x, builders.full_like(x, alpha))
+        negative = builders.scale(stablehlo.exponential_minus_one(scaled), alpha)
+        return stablehlo.add(stablehlo.maximum(x, zero), stablehlo.minimum(negative, zero))
 
     return _pointwise(ctx, build)
 
@@ -243,7 +200,7 @@ def lower_leaky_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: LeakyRelu-6/16. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha = node.attr_float("alpha")
-    return _pointwise(ctx, lambda x: _select(emit.compare(x, emit.full_like(x, 0), "LT"), _mul(x, alpha), x))
+    return _pointwise(ctx, lambda x: builders.leaky_relu(x, alpha))
 
 
 def _broadcasts_to(source: Sequence[int], target: Sequence[int]) -> bool:
@@ -265,14 +222,14 @@ def lower_prelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if slope does not broadcast to X.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
-    slope_shape = emit.dims_of(ctx.input(1))
+    shape = builders.dims_of(x)
+    slope_shape = builders.dims_of(ctx.input(1))
     if not _broadcasts_to(slope_shape, shape):
         message = f"slope of shape {list(slope_shape)} does not broadcast to X's {list(shape)}"
         raise ctx.error(message, ShapeError)
-    slope = emit.broadcast_to(ctx.input(1), shape)
-    negative = emit.compare(x, emit.full_like(x, 0), "LT")
-    return [_select(negative, stablehlo.MulOp(x, slope).result, x)]
+    slope = builders.broadcast_to(ctx.input(1), shape)
+    negative = builders.compare(x, builders.full_like(x, 0), "LT")
+    return [stablehlo.select(negative, stablehlo.multiply(x, slope), x)]
 
 
 @lowering("ThresholdedRelu", since=10)
@@ -283,8 +240,7 @@ def lower_thresholded_relu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Spec: ThresholdedRelu-10/22. Shapes: any, static. Dtypes: f16, bf16, f32, f64.
     """
     alpha = node.attr_float("alpha")
-    x = ctx.input(0)
-    return [_select(emit.compare(x, emit.full_like(x, alpha), "GT"), x, emit.full_like(x, 0))]
+    return [builders.thresholded_relu(ctx.input(0), alpha)]
 
 
 @lowering("HardSigmoid", since=6)
@@ -295,7 +251,7 @@ def lower_hard_sigmoid(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: HardSigmoid-6/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
-    return _pointwise(ctx, lambda x: _clamp01(_add(_mul(x, alpha), beta)))
+    return _pointwise(ctx, lambda x: builders.hard_sigmoid(x, alpha, beta))
 
 
 @lowering("HardSwish", since=14)
@@ -305,7 +261,7 @@ def lower_hard_swish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: HardSwish-14/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
-    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, _clamp01(_add(_mul(x, 1.0 / 6.0), 0.5))).result)
+    return _pointwise(ctx, lambda x: stablehlo.multiply(x, builders.hard_sigmoid(x, 1.0 / 6.0, 0.5)))
 
 
 @lowering("Softplus", since=1)
@@ -315,7 +271,7 @@ def lower_softplus(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Softplus-1/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
-    return _pointwise(ctx, _softplus)
+    return _pointwise(ctx, builders.softplus)
 
 
 @lowering("Softsign", since=1)
@@ -325,7 +281,7 @@ def lower_softsign(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Softsign-1/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
-    return _pointwise(ctx, lambda x: stablehlo.DivOp(x, _add(stablehlo.AbsOp(x).result, 1)).result)
+    return _pointwise(ctx, builders.softsign)
 
 
 @lowering("Mish", since=18)
@@ -335,7 +291,7 @@ def lower_mish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Mish-18/22. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
-    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, stablehlo.TanhOp(_softplus(x)).result).result)
+    return _pointwise(ctx, lambda x: stablehlo.multiply(x, stablehlo.tanh(builders.softplus(x))))
 
 
 @lowering("Swish", since=24)
@@ -345,12 +301,12 @@ def lower_swish(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Swish-24. Shapes: any, static. Dtypes: f16, bf16 (computed in f32), f32, f64.
     """
     alpha = node.attr_float("alpha")
-    return _pointwise(ctx, lambda x: stablehlo.MulOp(x, stablehlo.LogisticOp(_mul(x, alpha)).result).result)
+    return _pointwise(ctx, lambda x: stablehlo.multiply(x, stablehlo.logistic(builders.scale(x, alpha))))
 
 
 @lowering("Gelu", since=20)
 def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers Gelu: ``approximate="none"`` with ``emit.erf``, ``"tanh"`` with the tanh formula.
+    """Lowers Gelu: ``approximate="none"`` with ``builders.erf``, ``"tanh"`` with the tanh formula.
 
     none: 0.5 * x * (1 + erf(x / sqrt(2))); tanh: 0.5 * x * (1 + tanh(sqrt(2 / pi) *
     (x + 0.044715 * x^3))).
@@ -364,12 +320,12 @@ def lower_gelu(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     def build(x: ir.Value) -> ir.Value:
         if approximate == "none":
-            inner = emit.erf(_mul(x, 1.0 / np.sqrt(2.0)))
+            inner = builders.erf(builders.scale(x, 1.0 / np.sqrt(2.0)))
         else:
-            cube = stablehlo.MulOp(stablehlo.MulOp(x, x).result, x).result
-            poly = stablehlo.AddOp(x, _mul(cube, 0.044715)).result
-            inner = stablehlo.TanhOp(_mul(poly, np.sqrt(2.0 / np.pi))).result
-        return stablehlo.MulOp(_mul(x, 0.5), _add(inner, 1)).result
+            cube = stablehlo.multiply(stablehlo.multiply(x, x), x)
+            poly = stablehlo.add(x, builders.scale(cube, 0.044715))
+            inner = stablehlo.tanh(builders.scale(poly, np.sqrt(2.0 / np.pi)))
+        return stablehlo.multiply(builders.scale(x, 0.5), builders.shift(inner, 1))
 
     return _pointwise(ctx, build)
 
@@ -385,11 +341,11 @@ def lower_shrink(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     x = ctx.input(0)
     lambd, bias = node.attr_float("lambd"), node.attr_float("bias")
-    below = emit.compare(x, emit.full_like(x, -lambd), "LT")
-    above = emit.compare(x, emit.full_like(x, lambd), "GT")
-    bias_value = emit.full_like(x, bias)
-    inner = _select(above, stablehlo.SubtractOp(x, bias_value).result, emit.full_like(x, 0))
-    return [_select(below, stablehlo.AddOp(x, bias_value).result, inner)]
+    below = builders.compare(x, builders.full_like(x, -lambd), "LT")
+    above = builders.compare(x, builders.full_like(x, lambd), "GT")
+    bias_value = builders.full_like(x, bias)
+    inner = stablehlo.select(above, stablehlo.subtract(x, bias_value), builders.full_like(x, 0))
+    return [stablehlo.select(below, stablehlo.add(x, bias_value), inner)]
 
 
 # Clip ----------------------------------------------------------------------------------------
@@ -400,11 +356,11 @@ def _clip(x: ir.Value, low: ir.Value | None, high: ir.Value | None) -> ir.Value:
 
     With ``low > high`` every element becomes ``high``, as numpy.clip and onnxruntime do.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     if low is not None:
-        x = stablehlo.MaxOp(x, emit.broadcast_to(low, shape)).result
+        x = stablehlo.maximum(x, builders.broadcast_to(low, shape))
     if high is not None:
-        x = stablehlo.MinOp(x, emit.broadcast_to(high, shape)).result
+        x = stablehlo.minimum(x, builders.broadcast_to(high, shape))
     return x
 
 
@@ -417,9 +373,9 @@ def lower_clip_attributes(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
         range) would clip f64 values beyond it.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    low = emit.splat(node.attr_float("min"), dtype) if node.has_attr("min") else None
-    high = emit.splat(node.attr_float("max"), dtype) if node.has_attr("max") else None
+    dtype = builders.dtype_of(x)
+    low = builders.splat(node.attr_float("min"), dtype) if node.has_attr("min") else None
+    high = builders.splat(node.attr_float("max"), dtype) if node.has_attr("max") else None
     return [_clip(x, low, high)]
 
 
@@ -437,17 +393,13 @@ def lower_clip_inputs(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     bounds = []
     for index in (1, 2):
         bound = ctx.optional_input(index)
-        if bound is not None and emit.rank_of(bound) > 0:
-            bound = emit.reshape(bound, ())
+        if bound is not None and builders.rank_of(bound) > 0:
+            bound = builders.reshape(bound, ())
         bounds.append(bound)
     return [_clip(x, *bounds)]
 
 
 # Dropout -------------------------------------------------------------------------------------
-
-
-def _output_wanted(node: OnnxNode, index: int) -> bool:
-    return index < len(node.output_names) and bool(node.output_names[index])
 
 
 @lowering("Dropout", since=7)  # 7: `ratio` attribute, no is_test; mask has X's dtype
@@ -462,9 +414,9 @@ def lower_dropout_inference(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     """
     x = ctx.input(0)
     outputs = [x]
-    if _output_wanted(node, 1):
-        mask_dtype = emit.dtype_of(x) if node.since_version < 10 else DataType.BOOL
-        outputs.append(emit.splat(1, mask_dtype, emit.dims_of(x)))
+    if node.has_output(1):
+        mask_dtype = builders.dtype_of(x) if node.since_version < 10 else DataType.BOOL
+        outputs.append(builders.splat(1, mask_dtype, builders.dims_of(x)))
     return outputs
 
 
@@ -475,19 +427,16 @@ def _uniform(shape: Sequence[Dim], seed: int) -> ir.Value:
     :func:`_hashed_bits` instead (a different, equally seeded stream).
     """
     if is_static(shape):
-        state = emit.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
-        bits_type = emit.tensor_type(shape, DataType.UINT32)
-        generator = stablehlo.RngBitGeneratorOp(
-            state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state
-        )
-        bits = generator.output
+        state = builders.constant(np.array([seed & (2**64 - 1), 0], dtype=np.uint64), DataType.UINT64)
+        bits_type = builders.tensor_type(shape, DataType.UINT32)
+        _, bits = stablehlo.rng_bit_generator(state.type, bits_type, stablehlo.RngAlgorithmAttr.get("THREE_FRY"), state)
     else:
         bits = _hashed_bits(shape, seed)
     # 23 random mantissa bits under the exponent of 1.0 give [1, 2); minus 1 gives [0, 1).
-    mantissa = stablehlo.ShiftRightLogicalOp(bits, emit.splat(9, DataType.UINT32, shape)).result
-    one_to_two = stablehlo.OrOp(mantissa, emit.splat(0x3F800000, DataType.UINT32, shape)).result
-    floats = stablehlo.BitcastConvertOp(emit.tensor_type(shape, DataType.FLOAT), one_to_two).result
-    return stablehlo.SubtractOp(floats, emit.splat(1.0, DataType.FLOAT, shape)).result
+    mantissa = stablehlo.shift_right_logical(bits, builders.splat(9, DataType.UINT32, shape))
+    one_to_two = stablehlo.or_(mantissa, builders.splat(0x3F800000, DataType.UINT32, shape))
+    floats = stablehlo.bitcast_convert(builders.tensor_type(shape, DataType.FLOAT), one_to_two)
+    return stablehlo.subtract(floats, builders.splat(1.0, DataType.FLOAT, shape))
 
 
 def _hashed_bits(shape: Sequence[Dim], seed: int) -> ir.Value:
@@ -499,29 +448,29 @@ def _hashed_bits(shape: Sequence[Dim], seed: int) -> ir.Value:
     arithmetic (any shape, no static size needed).
     """
     u32 = DataType.UINT32
-    flat = emit.iota([product(shape)], 0, u32)
-    counts = emit.reshape(flat, shape)
+    flat = builders.iota([product(shape)], 0, u32)
+    counts = builders.reshape(flat, shape)
 
     def const(value: int) -> ir.Value:
-        return emit.splat(value & 0xFFFFFFFF, u32, shape)
+        return builders.splat(value & 0xFFFFFFFF, u32, shape)
 
     def fmix32(h: ir.Value) -> ir.Value:
-        h = stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(16)).result).result
-        h = stablehlo.MulOp(h, const(0x85EBCA6B)).result
-        h = stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(13)).result).result
-        h = stablehlo.MulOp(h, const(0xC2B2AE35)).result
-        return stablehlo.XorOp(h, stablehlo.ShiftRightLogicalOp(h, const(16)).result).result
+        h = stablehlo.xor(h, stablehlo.shift_right_logical(h, const(16)))
+        h = stablehlo.multiply(h, const(0x85EBCA6B))
+        h = stablehlo.xor(h, stablehlo.shift_right_logical(h, const(13)))
+        h = stablehlo.multiply(h, const(0xC2B2AE35))
+        return stablehlo.xor(h, stablehlo.shift_right_logical(h, const(16)))
 
     seed &= 2**64 - 1
-    mixed = fmix32(stablehlo.AddOp(counts, const(seed)).result)
-    return fmix32(stablehlo.XorOp(mixed, const((seed >> 32) ^ 0x9E3779B9)).result)
+    mixed = fmix32(stablehlo.add(counts, const(seed)))
+    return fmix32(stablehlo.xor(mixed, const((seed >> 32) ^ 0x9E3779B9)))
 
 
 def _scalar_input(ctx: LoweringContext, index: int, dtype: DataType) -> ir.Value:
     value = ctx.input(index)
-    if emit.rank_of(value) > 0:
-        value = emit.reshape(value, ())
-    return emit.convert(value, dtype)
+    if builders.rank_of(value) > 0:
+        value = builders.reshape(value, ())
+    return builders.convert(value, dtype)
 
 
 @lowering("Dropout", since=12)  # 12: `ratio` and `training_mode` became inputs; `seed` attribute
@@ -545,8 +494,8 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
         shape), so the mask differs from the one a static lowering of the same shape draws.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     training_known = ctx.constant_input(2) if ctx.is_constant_input(2) else None
     ratio_known = ctx.constant_input(1) if ctx.is_constant_input(1) else None
     inference = not ctx.has_input(2) or (
@@ -555,27 +504,27 @@ def lower_dropout_training_input(ctx: LoweringContext, node: OnnxNode) -> list[i
     zero_ratio = ratio_known is not None and float(np.asarray(ratio_known).reshape(-1)[0]) == 0.0
     if inference or zero_ratio:
         outputs = [x]
-        if _output_wanted(node, 1):
-            outputs.append(emit.splat(True, DataType.BOOL, shape))
+        if node.has_output(1):
+            outputs.append(builders.splat(True, DataType.BOOL, shape))
         return outputs
 
-    wide = _wide_dtype(dtype)
+    wide = dtypes.wide_dtype(dtype)
     if ctx.has_input(1):
         ratio = _scalar_input(ctx, 1, wide)
     else:
-        ratio = emit.splat(0.5, wide)
+        ratio = builders.splat(0.5, wide)
     seed = node.attr_int("seed") if node.has_attr("seed") else zlib.crc32(node.location_name.encode())
-    uniform = emit.convert(_uniform(shape, seed), wide)
-    keep = emit.compare(uniform, emit.broadcast_to(ratio, shape), "GE")
-    one = emit.splat(1, wide)
-    scale = stablehlo.DivOp(one, stablehlo.SubtractOp(one, ratio).result).result
+    uniform = builders.convert(_uniform(shape, seed), wide)
+    keep = builders.compare(uniform, builders.broadcast_to(ratio, shape), "GE")
+    one = builders.splat(1, wide)
+    scale = stablehlo.divide(one, stablehlo.subtract(one, ratio))
     if training_known is None:
         training = _scalar_input(ctx, 2, DataType.BOOL)
-        keep = stablehlo.OrOp(keep, stablehlo.NotOp(emit.broadcast_to(training, shape)).result).result
-        scale = stablehlo.SelectOp(training, scale, one).result
-    scaled = stablehlo.MulOp(emit.convert(x, wide), emit.broadcast_to(scale, shape)).result
-    y = _select(keep, scaled, emit.splat(0, wide, shape))
-    outputs = [emit.convert(y, dtype)]
-    if _output_wanted(node, 1):
+        keep = stablehlo.or_(keep, stablehlo.not_(builders.broadcast_to(training, shape)))
+        scale = stablehlo.select(training, scale, one)
+    scaled = stablehlo.multiply(builders.convert(x, wide), builders.broadcast_to(scale, shape))
+    y = stablehlo.select(keep, scaled, builders.splat(0, wide, shape))
+    outputs = [builders.convert(y, dtype)]
+    if node.has_output(1):
         outputs.append(keep)
     return outputs

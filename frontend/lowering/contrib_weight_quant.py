@@ -26,12 +26,11 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.contrib_transformer import MS
-from onnx_stablehlo.frontend.lowering.conversion import dynamic_quantize_uint8
-from onnx_stablehlo.frontend.lowering.matmul import integer_matmul
+from onnx_stablehlo.frontend.builders import dynamic_quantize_uint8, integer_matmul
+from onnx_stablehlo.frontend.builders.contrib import MS
 from onnx_stablehlo.frontend.registry import lowering
 
 DEFAULTS: dict[tuple[str, str], object] = {
@@ -45,7 +44,6 @@ DEFAULTS: dict[tuple[str, str], object] = {
 }
 """``(op_type, attribute) -> default`` of the com.microsoft schemas (checked by the tests)."""
 
-_HALF = (DataType.FLOAT16, DataType.BFLOAT16)
 
 
 def _attr(node: OnnxNode, name: str):
@@ -57,13 +55,13 @@ def unpack_bits(packed: ir.Value, bits: int) -> ir.Value:
     if bits == 8:
         return packed
     per = 8 // bits
-    shape = emit.dims_of(packed)
+    shape = builders.dims_of(packed)
     wide_shape = (*shape, per)
-    wide = emit.broadcast_to(packed, wide_shape, dims=list(range(len(shape))))
-    shifts = emit.broadcast_to(emit.constant(np.arange(per, dtype=np.uint8) * bits), wide_shape, dims=[len(shape)])
-    shifted = stablehlo.ShiftRightLogicalOp(wide, shifts).result
-    values = stablehlo.AndOp(shifted, emit.full_like(shifted, (1 << bits) - 1)).result
-    return emit.reshape(values, (*shape[:-1], shape[-1] * per))
+    wide = builders.broadcast_to(packed, wide_shape, dims=list(range(len(shape))))
+    shifts = builders.broadcast_to(builders.constant(np.arange(per, dtype=np.uint8) * bits), wide_shape, dims=[len(shape)])
+    shifted = stablehlo.shift_right_logical(wide, shifts)
+    values = stablehlo.and_(shifted, builders.full_like(shifted, (1 << bits) - 1))
+    return builders.reshape(values, (*shape[:-1], shape[-1] * per))
 
 
 def _check_bits(ctx: LoweringContext, bits: int, accepted=(2, 4, 8)) -> None:
@@ -107,55 +105,55 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     blocks = math.ceil(k / block)
     blob = block * bits // 8
     a = ctx.input(0)
-    dtype = emit.dtype_of(a)
-    compute = DataType.FLOAT if dtype in _HALF else dtype
+    dtype = builders.dtype_of(a)
+    compute = dtypes.wide_dtype(dtype)
     packed = ctx.input(1)
-    if tuple(emit.dims_of(packed)) != (n, blocks, blob):
-        raise ctx.error(f"B must be [N, k_blocks, blob] = {[n, blocks, blob]}, got {list(emit.dims_of(packed))}", ShapeError)
-    if emit.dims_of(a)[-1] != k and isinstance(emit.dims_of(a)[-1], int):
-        raise ctx.error(f"A's last dim {emit.dims_of(a)[-1]} != K={k}", ShapeError)
-    q = emit.convert(emit.reshape(unpack_bits(packed, bits), (n, blocks, block)), DataType.INT32)
+    if tuple(builders.dims_of(packed)) != (n, blocks, blob):
+        raise ctx.error(f"B must be [N, k_blocks, blob] = {[n, blocks, blob]}, got {list(builders.dims_of(packed))}", ShapeError)
+    if builders.dims_of(a)[-1] != k and isinstance(builders.dims_of(a)[-1], int):
+        raise ctx.error(f"A's last dim {builders.dims_of(a)[-1]} != K={k}", ShapeError)
+    q = builders.convert(builders.reshape(unpack_bits(packed, bits), (n, blocks, block)), DataType.INT32)
     scales = ctx.input(2)
-    if emit.dims_of(scales) not in ((n * blocks,), (n, blocks)):
-        raise ctx.error(f"scales must be [N * k_blocks] = [{n * blocks}], got {list(emit.dims_of(scales))}", ShapeError)
-    scales = emit.reshape(emit.convert(scales, compute), (n, blocks, 1))
+    if builders.dims_of(scales) not in ((n * blocks,), (n, blocks)):
+        raise ctx.error(f"scales must be [N * k_blocks] = [{n * blocks}], got {list(builders.dims_of(scales))}", ShapeError)
+    scales = builders.reshape(builders.convert(scales, compute), (n, blocks, 1))
     if ctx.has_input(3) and dtypes.is_float(ctx.input_dtype(3)):
-        zero = emit.reshape(emit.convert(ctx.input(3), compute), (n, blocks, 1))
-        centered = stablehlo.SubtractOp(emit.convert(q, compute), emit.broadcast_to(zero, (n, blocks, block))).result
+        zero = builders.reshape(builders.convert(ctx.input(3), compute), (n, blocks, 1))
+        centered = stablehlo.subtract(builders.convert(q, compute), builders.broadcast_to(zero, (n, blocks, block)))
     else:
         if ctx.has_input(3):
             zero_packed = ctx.input(3)
             per_row = math.ceil(blocks * bits / 8)
-            if emit.dims_of(zero_packed) not in ((n * per_row,), (n, per_row)):
-                raise ctx.error(f"zero_points must be [N * {per_row}], got {list(emit.dims_of(zero_packed))}", ShapeError)
-            zero = unpack_bits(emit.reshape(zero_packed, (n, per_row)), bits)
-            zero = emit.slice_axis(zero, 1, 0, blocks)
-            zero = emit.convert(emit.reshape(zero, (n, blocks, 1)), DataType.INT32)
-            zero = emit.broadcast_to(zero, (n, blocks, block))
+            if builders.dims_of(zero_packed) not in ((n * per_row,), (n, per_row)):
+                raise ctx.error(f"zero_points must be [N * {per_row}], got {list(builders.dims_of(zero_packed))}", ShapeError)
+            zero = unpack_bits(builders.reshape(zero_packed, (n, per_row)), bits)
+            zero = builders.slice_axis(zero, 1, 0, blocks)
+            zero = builders.convert(builders.reshape(zero, (n, blocks, 1)), DataType.INT32)
+            zero = builders.broadcast_to(zero, (n, blocks, block))
         else:
-            zero = emit.splat(1 << (bits - 1), DataType.INT32, (n, blocks, block))
-        centered_int = stablehlo.SubtractOp(q, zero).result
+            zero = builders.splat(1 << (bits - 1), DataType.INT32, (n, blocks, block))
+        centered_int = stablehlo.subtract(q, zero)
         if int(_attr(node, "accuracy_level")) == 4 and dtype == DataType.FLOAT:
             y = _int8_blockwise_product(a, centered_int, scales, k, block, bits)
             if ctx.has_input(5):
-                y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(5), emit.dims_of(y))).result
+                y = stablehlo.add(y, builders.broadcast_to(ctx.input(5), builders.dims_of(y)))
             return [y]
-        centered = emit.convert(centered_int, compute)
-    weight = stablehlo.MulOp(centered, emit.broadcast_to(scales, (n, blocks, block))).result
-    weight = emit.slice_axis(emit.reshape(weight, (n, blocks * block)), 1, 0, k)
-    a_shape = emit.dims_of(a)
+        centered = builders.convert(centered_int, compute)
+    weight = stablehlo.multiply(centered, builders.broadcast_to(scales, (n, blocks, block)))
+    weight = builders.slice_axis(builders.reshape(weight, (n, blocks * block)), 1, 0, k)
+    a_shape = builders.dims_of(a)
     numbers = stablehlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=[], rhs_batching_dimensions=[],
         lhs_contracting_dimensions=[len(a_shape) - 1], rhs_contracting_dimensions=[1],
     )
     out_shape = (*a_shape[:-1], n)
-    y = emit.record(
-        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, compute), emit.convert(a, compute), weight, numbers).result,
+    y = builders.record(
+        stablehlo.dot_general(builders.tensor_type(out_shape, compute), builders.convert(a, compute), weight, numbers),
         out_shape,
     )
     if ctx.has_input(5):
-        y = stablehlo.AddOp(y, emit.broadcast_to(emit.convert(ctx.input(5), compute), out_shape)).result
-    return [emit.convert(y, dtype)]
+        y = stablehlo.add(y, builders.broadcast_to(builders.convert(ctx.input(5), compute), out_shape))
+    return [builders.convert(y, dtype)]
 
 
 def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: int, block: int, bits: int) -> ir.Value:
@@ -169,44 +167,44 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
 
     ``weight`` [N, blocks, block] int32 (centered), ``scales`` [N, blocks, 1] float32.
     """
-    a_shape = emit.dims_of(a)
+    a_shape = builders.dims_of(a)
     lead = list(a_shape[:-1])
-    n, blocks = emit.dims_of(weight)[:2]
+    n, blocks = builders.dims_of(weight)[:2]
     padded = blocks * block
     if padded != k:
-        zeros = emit.splat(0.0, DataType.FLOAT, (*lead, padded - k))
-        op = stablehlo.ConcatenateOp([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
-        a = emit.record(op.result, (*lead, padded))
-    a_blocks = emit.reshape(a, (*lead, blocks, block))
-    amax = emit.reduce(stablehlo.AbsOp(a_blocks).result, [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
-    is_zero = emit.compare(amax, emit.full_like(amax, 0.0), "EQ")
-    safe = stablehlo.SelectOp(is_zero, emit.full_like(amax, 1.0), amax).result
-    inverse = stablehlo.SelectOp(is_zero, emit.full_like(amax, 0.0), emit.divide(emit.full_like(amax, 127.0), safe)).result
-    a_scale = emit.divide(amax, emit.full_like(amax, 127.0))  # [..., blocks, 1]
-    block_shape = emit.dims_of(a_blocks)
-    quantized = stablehlo.RoundNearestEvenOp(
-        stablehlo.MulOp(a_blocks, emit.broadcast_to(inverse, block_shape)).result
-    ).result
-    quantized = stablehlo.ClampOp(emit.full_like(quantized, -127.0), quantized, emit.full_like(quantized, 127.0)).result
+        zeros = builders.splat(0.0, DataType.FLOAT, (*lead, padded - k))
+        joined = stablehlo.concatenate([a, zeros], ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(lead)))
+        a = builders.record(joined, (*lead, padded))
+    a_blocks = builders.reshape(a, (*lead, blocks, block))
+    amax = builders.reduce(stablehlo.abs(a_blocks), [len(lead) + 1], stablehlo.MaxOp, 0.0, keepdims=True)
+    is_zero = builders.compare(amax, builders.full_like(amax, 0.0), "EQ")
+    safe = stablehlo.select(is_zero, builders.full_like(amax, 1.0), amax)
+    inverse = stablehlo.select(is_zero, builders.full_like(amax, 0.0), builders.divide(builders.full_like(amax, 127.0), safe))
+    a_scale = builders.divide(amax, builders.full_like(amax, 127.0))  # [..., blocks, 1]
+    block_shape = builders.dims_of(a_blocks)
+    quantized = stablehlo.round_nearest_even(
+        stablehlo.multiply(a_blocks, builders.broadcast_to(inverse, block_shape))
+    )
+    quantized = stablehlo.clamp(builders.full_like(quantized, -127.0), quantized, builders.full_like(quantized, 127.0))
     narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
-    lhs, rhs = emit.convert(quantized, narrow), emit.convert(weight, narrow)
+    lhs, rhs = builders.convert(quantized, narrow), builders.convert(weight, narrow)
     rank = len(block_shape)
     numbers = stablehlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=[rank - 2], rhs_batching_dimensions=[1],
         lhs_contracting_dimensions=[rank - 1], rhs_contracting_dimensions=[2],
     )
     out_shape = (blocks, *lead, n)
-    dots = emit.record(
-        stablehlo.DotGeneralOp(emit.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers).result, out_shape
+    dots = builders.record(
+        stablehlo.dot_general(builders.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers), out_shape
     )
-    a_scale = emit.transpose(emit.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
-    w_scale = emit.transpose(emit.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
-    scale = stablehlo.MulOp(
-        emit.broadcast_to(a_scale, out_shape, dims=list(range(len(lead) + 1))),
-        emit.broadcast_to(w_scale, out_shape, dims=[0, len(lead) + 1]),
-    ).result
-    scaled = stablehlo.MulOp(emit.convert(dots, DataType.FLOAT), scale).result
-    return emit.reduce(scaled, [0], stablehlo.AddOp, 0.0)
+    a_scale = builders.transpose(builders.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
+    w_scale = builders.transpose(builders.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
+    scale = stablehlo.multiply(
+        builders.broadcast_to(a_scale, out_shape, dims=list(range(len(lead) + 1))),
+        builders.broadcast_to(w_scale, out_shape, dims=[0, len(lead) + 1]),
+    )
+    scaled = stablehlo.multiply(builders.convert(dots, DataType.FLOAT), scale)
+    return builders.reduce(scaled, [0], stablehlo.AddOp, 0.0)
 
 
 @lowering("GatherBlockQuantized", since=1, domain=MS)
@@ -228,8 +226,8 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
     Follows ORT: default zero point 2^(bits-1) for uint8 data, 0 for int4/uint4.
     """
     data = ctx.input(0)
-    data_dtype = emit.dtype_of(data)
-    shape = emit.dims_of(data)
+    data_dtype = builders.dtype_of(data)
+    shape = builders.dims_of(data)
     rank = len(shape)
     if rank != 2:
         raise ctx.error(f"data must be a 2-D table, got {list(shape)}", ShapeError)
@@ -253,55 +251,55 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
     else:
         raise ctx.unsupported_dtype(data_dtype, "uint8, int4, uint4")
     indices = ctx.input(1)
-    index_shape = emit.dims_of(indices)
+    index_shape = builders.dims_of(indices)
     count = 1
     for d in index_shape:
         count = count * d
-    flat = emit.reshape(emit.convert(indices, DataType.INT64), [count])
-    rows_max = emit.broadcast_to(
-        stablehlo.SubtractOp(emit.dim_value(shape[0]), emit.constant(np.array(1, np.int64))).result, [count], dims=[]
+    flat = builders.reshape(builders.convert(indices, DataType.INT64), [count])
+    rows_max = builders.broadcast_to(
+        stablehlo.subtract(builders.dim_value(shape[0]), builders.constant(np.array(1, np.int64))), [count], dims=[]
     )
-    flat = stablehlo.ClampOp(emit.full_like(flat, 0), flat, rows_max).result
-    rows = emit.take(data, flat, 0)
+    flat = stablehlo.clamp(builders.full_like(flat, 0), flat, rows_max)
+    rows = builders.take(data, flat, 0)
     if data_dtype == DataType.UINT8:
-        values = emit.convert(unpack_bits(rows, bits), DataType.INT32)
+        values = builders.convert(unpack_bits(rows, bits), DataType.INT32)
     else:
-        values = emit.convert(rows, DataType.INT32)
-    columns = emit.dims_of(values)[1]
+        values = builders.convert(rows, DataType.INT32)
+    columns = builders.dims_of(values)[1]
     blocks = math.ceil(columns / block)
     scales = ctx.input(2)
-    compute = DataType.FLOAT if emit.dtype_of(scales) in _HALF else emit.dtype_of(scales)
-    if tuple(emit.dims_of(scales)) != (shape[0], blocks):
-        raise ctx.error(f"scales must be [{shape[0]}, {blocks}], got {list(emit.dims_of(scales))}", ShapeError)
+    compute = dtypes.wide_dtype(builders.dtype_of(scales))
+    if tuple(builders.dims_of(scales)) != (shape[0], blocks):
+        raise ctx.error(f"scales must be [{shape[0]}, {blocks}], got {list(builders.dims_of(scales))}", ShapeError)
 
     def per_column(value: ir.Value) -> ir.Value:
         """[count, blocks] -> [count, columns] (each block's value repeated over its columns)."""
-        wide = emit.broadcast_to(value, (count, blocks, block), dims=[0, 1])
-        return emit.slice_axis(emit.reshape(wide, (count, blocks * block)), 1, 0, columns)
+        wide = builders.broadcast_to(value, (count, blocks, block), dims=[0, 1])
+        return builders.slice_axis(builders.reshape(wide, (count, blocks * block)), 1, 0, columns)
 
     if ctx.has_input(3):
-        zero_rows = emit.take(ctx.input(3), flat, 0)
+        zero_rows = builders.take(ctx.input(3), flat, 0)
         if data_dtype == DataType.UINT8:
-            zero_rows = emit.slice_axis(unpack_bits(zero_rows, bits), 1, 0, blocks)
-        zero = per_column(emit.convert(zero_rows, DataType.INT32))
-        values = stablehlo.SubtractOp(values, zero).result
+            zero_rows = builders.slice_axis(unpack_bits(zero_rows, bits), 1, 0, blocks)
+        zero = per_column(builders.convert(zero_rows, DataType.INT32))
+        values = stablehlo.subtract(values, zero)
     elif default_zero:
-        values = stablehlo.SubtractOp(values, emit.full_like(values, default_zero)).result
-    scale = per_column(emit.convert(emit.take(scales, flat, 0), compute))
-    out = stablehlo.MulOp(emit.convert(values, compute), scale).result
-    out = emit.reshape(out, (*index_shape, columns))
-    return [emit.convert(out, emit.dtype_of(scales))]
+        values = stablehlo.subtract(values, builders.full_like(values, default_zero))
+    scale = per_column(builders.convert(builders.take(scales, flat, 0), compute))
+    out = stablehlo.multiply(builders.convert(values, compute), scale)
+    out = builders.reshape(out, (*index_shape, columns))
+    return [builders.convert(out, builders.dtype_of(scales))]
 
 
 def _scaled(ctx: LoweringContext, product: ir.Value, a_scale: ir.Value, b_scale_index: int, bias_index: int) -> ir.Value:
     """``float(product) * (a_scale * b_scale) + bias`` (b_scale scalar or per column [N])."""
     b_scale = ctx.input(b_scale_index)
-    dtype = emit.dtype_of(b_scale)
-    shape = emit.dims_of(product)
-    multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, dtype), b_scale)).result
-    y = stablehlo.MulOp(emit.convert(product, dtype), emit.broadcast_to(multiplier, shape)).result
+    dtype = builders.dtype_of(b_scale)
+    shape = builders.dims_of(product)
+    multiplier = stablehlo.multiply(*builders.broadcast_values(builders.convert(a_scale, dtype), b_scale))
+    y = stablehlo.multiply(builders.convert(product, dtype), builders.broadcast_to(multiplier, shape))
     if ctx.has_input(bias_index):
-        y = stablehlo.AddOp(y, emit.broadcast_to(ctx.input(bias_index), shape)).result
+        y = stablehlo.add(y, builders.broadcast_to(ctx.input(bias_index), shape))
     return y
 
 
@@ -359,27 +357,27 @@ def _quantized_product(ctx: LoweringContext, weight_index: int, scale_index: int
     Scale and zero point are per direction [D] or per column [D, 4H]."""
     weight = ctx.input(weight_index)
     scales, zeros = ctx.input(scale_index), ctx.input(zero_index)
-    directions = emit.dims_of(weight)[0]
+    directions = builders.dims_of(weight)[0]
     for index in (scale_index, zero_index):
-        dims = emit.dims_of(ctx.input(index))
+        dims = builders.dims_of(ctx.input(index))
         if len(dims) not in (1, 2) or dims[0] != directions:
             raise ctx.error(f"{ctx.node.input_names[index]} must be [D] or [D, 4H], got {list(dims)}", ShapeError)
 
     def row(value: ir.Value, d: int) -> ir.Value:
-        dims = emit.dims_of(value)
-        return emit.reshape(emit.slice_axis(value, 0, d, d + 1), dims[1:])
+        dims = builders.dims_of(value)
+        return builders.reshape(builders.slice_axis(value, 0, d, d + 1), dims[1:])
 
     def product(a: ir.Value, d: int) -> ir.Value:
         a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
         w_zero = row(zeros, d)
-        lead = emit.dims_of(a)[:-1]
-        flat = emit.reshape(a_q, (_product(lead), emit.dims_of(a)[-1]))
+        lead = builders.dims_of(a)[:-1]
+        flat = builders.reshape(a_q, (_product(lead), builders.dims_of(a)[-1]))
         result = integer_matmul(flat, row(weight, d), a_zero, w_zero)
-        shape = emit.dims_of(result)
+        shape = builders.dims_of(result)
         w_scale = row(scales, d)
-        multiplier = stablehlo.MulOp(*emit.broadcast_values(emit.convert(a_scale, emit.dtype_of(w_scale)), w_scale)).result
-        scaled = stablehlo.MulOp(emit.convert(result, emit.dtype_of(w_scale)), emit.broadcast_to(multiplier, shape)).result
-        return emit.reshape(scaled, (*lead, shape[-1]))
+        multiplier = stablehlo.multiply(*builders.broadcast_values(builders.convert(a_scale, builders.dtype_of(w_scale)), w_scale))
+        scaled = stablehlo.multiply(builders.convert(result, builders.dtype_of(w_scale)), builders.broadcast_to(multiplier, shape))
+        return builders.reshape(scaled, (*lead, shape[-1]))
 
     return product
 
@@ -413,12 +411,12 @@ def lower_dynamic_quantize_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir
     from onnx_stablehlo.frontend.context import LoweredValue
     from onnx_stablehlo.frontend.lowering import recurrent
 
-    directions, size, gates = emit.dims_of(ctx.input(1))
-    hidden = emit.dims_of(ctx.input(2))[1]
+    directions, size, gates = builders.dims_of(ctx.input(1))
+    hidden = builders.dims_of(ctx.input(2))[1]
     inputs = [ctx.lowered(i) if ctx.has_input(i) else None for i in range(min(ctx.num_inputs, 8))]
     # Shape-only stand-ins for W and R in LSTM's layout (the products above read the real ones).
     for index, dims in ((1, (directions, gates, size)), (2, (directions, gates, hidden))):
-        placeholder = emit.splat(0.0, DataType.FLOAT, dims)
+        placeholder = builders.splat(0.0, DataType.FLOAT, dims)
         inputs[index] = LoweredValue(node.input_names[index], DataType.FLOAT, dims, value=placeholder)
     view = OnnxNode(node.ir_node, 0, 7, 7)
     view.name, view.location_name = node.name, node.location_name

@@ -1,14 +1,10 @@
-"""Lowering rules: control flow (If, Loop, Scan) as StableHLO regions.
+"""Lowering rules: control flow (If, Loop) as StableHLO regions (Scan: ``scan.py``).
 
 ::
 
     If(cond) {then} {else}     -> the taken branch, inline, when cond is known at compile time;
                                   else stablehlo.if (both branches must give the same types)
     Loop(M, cond, v...)        -> stablehlo.while over (i: i64, cond: i1, v..., scan buffers...)
-    Scan(s..., x...)           -> stablehlo.while over the sequence length: one
-                                  dynamic_slice per scan input, one dynamic_update_slice per
-                                  scan output
-    Scan-8(lens, s..., x...)   -> the Scan-9 loop once per batch element, results concatenated
 
 Subgraphs (branches, bodies) are lowered by the importer (``ctx.lower_subgraph``) straight into
 a region's block; outer-scope values are used as they are, since StableHLO regions are not
@@ -22,9 +18,9 @@ Static shapes shape the choices:
   must be known at compile time: a constant trip count with no condition, or a condition that
   starts true and stays true (the body forwards it, or returns a constant true). A trip count
   that is a symbolic dim (``Shape -> Gather``) counts as known: the buffers are ``[?, ...]``.
-- Symbolic dims: a Scan over a symbolic length runs ``get_dimension_size`` iterations; carried
-  values and scan outputs may have symbolic dims. Their run-time sizes are emitted before the
-  ``stablehlo.while`` and its block arguments carry the same symbolic dims.
+- Symbolic dims: carried values and scan outputs may have symbolic dims. Their run-time sizes
+  are emitted before the ``stablehlo.while`` and its block arguments carry the same symbolic
+  dims (``builders.carry_dims``).
 - Loop-carried values must keep their type from one iteration to the next.
 - When the ``stablehlo.while`` body cannot be lowered (a Slice whose start is the iteration
   number, a carried value that grows, a carried sequence) but the iteration count is known and
@@ -40,12 +36,12 @@ both :class:`ShapeError`/:class:`FrontendError` and :class:`NonConstantInputErro
 :class:`onnx_stablehlo.runtime.model.CompiledModel` retries with small integer inputs
 specialized on their values.
 
-Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html, onnx__Scan.html.
+Spec: onnx.ai/onnx/operators/onnx__If.html, onnx__Loop.html.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import onnx_ir
@@ -58,17 +54,15 @@ from onnx_stablehlo.errors import (
     ShapeError,
     UnsupportedDtypeError,
 )
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
-__all__ = ["while_loop", "counted_loop", "dynamic_index", "write_row"]
 
 _MAX_UNROLLED_ITERATIONS = 64
 """A Loop whose ``stablehlo.while`` body cannot be lowered is unrolled up to this many steps."""
-
 
 
 class _NeedsConstantError(ShapeError, NonConstantInputError):
@@ -79,124 +73,7 @@ class _NeedsConstantKindError(UnsupportedDtypeError, NonConstantInputError):
     """Sequences or optionals in a region, which they can leave only when unrolled or inlined."""
 
 
-# Region builders (shared with recurrent.py) ---------------------------------------------------
-
-
-def while_loop(
-    init: Sequence[ir.Value],
-    cond: Callable[[list[ir.Value]], ir.Value],
-    body: Callable[[list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``stablehlo.while`` carrying ``init``; ``cond`` and ``body`` build its two regions.
-
-    Carried values may have symbolic dims: the run-time sizes of those dims are emitted before
-    the loop (so a region never defines a size that code after the loop reuses), and the
-    regions' block arguments carry the same symbolic dims as ``init``.
-
-    Args:
-        init: the initial carried values.
-        cond: carried values -> ``tensor<i1>``, emitted in the condition region.
-        body: carried values -> next carried values (same types), emitted in the body region.
-
-    Returns:
-        The carried values after the last iteration.
-    """
-    dims = [_prepare_dims(v) for v in init]
-    types = [v.type for v in init]
-    op = stablehlo.WhileOp(types, list(init))
-    cond_block = op.cond.blocks.append(*types)
-    with ir.InsertionPoint(cond_block):
-        stablehlo.ReturnOp([cond(_record_all(cond_block.arguments, dims))])
-    body_block = op.body.blocks.append(*types)
-    with ir.InsertionPoint(body_block):
-        stablehlo.ReturnOp(list(body(_record_all(body_block.arguments, dims))))
-    return _record_all(op.results, dims)
-
-
-def _prepare_dims(value: ir.Value) -> tuple[Dim, ...] | None:
-    """A carried value's dims, its symbolic ones' sizes emitted here (None when static)."""
-    if all(d is not None for d in emit.shape_of(value)):
-        return None
-    dims = emit.dims_of(value)
-    for dim in dims:
-        if not isinstance(dim, int):
-            emit.dim_value(dim)  # cached by the importer: later uses in the regions reuse it
-    return dims
-
-
-def _record_all(values: Sequence[ir.Value], dims: Sequence[tuple[Dim, ...] | None]) -> list[ir.Value]:
-    return [v if d is None else emit.record(v, d) for v, d in zip(values, dims)]
-
-
-def counted_loop(
-    count: Dim,
-    init: Sequence[ir.Value],
-    body: Callable[[ir.Value, list[ir.Value]], Sequence[ir.Value]],
-) -> list[ir.Value]:
-    """``for i in range(count)`` as a ``stablehlo.while`` with an i64 counter.
-
-    Args:
-        count: the number of iterations: an int, or a symbolic dim whose run-time size
-            (``stablehlo.get_dimension_size``) bounds the loop.
-        init: the initial carried values (symbolic dims allowed).
-        body: ``(i: tensor<i64>, carried) -> next carried``.
-
-    Returns:
-        The carried values after ``count`` iterations.
-    """
-    limit = None if isinstance(count, (int, np.integer)) else emit.dim_value(count)
-
-    def step(args: list[ir.Value]) -> list[ir.Value]:
-        counter = args[0]
-        return [_increment(counter), *body(counter, args[1:])]
-
-    def below(args: list[ir.Value]) -> ir.Value:
-        bound = emit.splat(int(count), DataType.INT64) if limit is None else limit
-        return emit.compare(args[0], bound, "LT")
-
-    return while_loop([emit.splat(0, DataType.INT64), *init], below, step)[1:]
-
-
-def _increment(counter: ir.Value) -> ir.Value:
-    return stablehlo.AddOp(counter, emit.splat(1, emit.dtype_of(counter))).result
-
-
-def _reverse_index(counter: ir.Value, length: int) -> ir.Value:
-    """``length - 1 - counter``."""
-    return stablehlo.SubtractOp(emit.splat(length - 1, emit.dtype_of(counter)), counter).result
-
-
-def dynamic_index(value: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``value[..., index, ...]`` (``index`` a scalar tensor along ``axis``), axis dropped.
-
-    A static ``value`` gives ``stablehlo.dynamic_slice``; with symbolic dims the slice sizes
-    are run-time values, so it is a ``stablehlo.dynamic_gather`` of one index (a plain gather
-    once the module is refined to static shapes). An out-of-range index is clamped.
-    """
-    shape = emit.shape_of(value)
-    if all(d is not None for d in shape):
-        zero = emit.splat(0, emit.dtype_of(index))
-        starts = [index if d == axis else zero for d in range(len(shape))]
-        sizes = [1 if d == axis else n for d, n in enumerate(shape)]
-        row = stablehlo.DynamicSliceOp(value, starts, emit.i64_array(sizes)).result
-        return emit.reshape(row, [n for d, n in enumerate(shape) if d != axis])
-    row = emit.take(value, emit.reshape(emit.convert(index, DataType.INT64), (1,)), axis)
-    return emit.reshape(row, [n for d, n in enumerate(emit.dims_of(value)) if d != axis])
-
-
-def write_row(buffer: ir.Value, row: ir.Value, index: ir.Value, axis: int) -> ir.Value:
-    """``buffer`` with ``buffer[..., index, ...] = row`` along ``axis`` (dynamic_update_slice).
-
-    Symbolic dims are allowed (``dynamic_update_slice`` takes its sizes from ``row``).
-    """
-    dims = emit.dims_of(buffer)
-    row_dims = list(emit.dims_of(row))
-    row_dims.insert(axis, 1)
-    update = emit.reshape(row, row_dims)
-    zero = emit.splat(0, emit.dtype_of(index))
-    starts = [index if d == axis else zero for d in range(len(dims))]
-    result = stablehlo.DynamicUpdateSliceOp(buffer, update, starts).result
-    return emit.record(result, dims)
+# Helpers --------------------------------------------------------------------------------------
 
 
 def _constant_bool(value: ir.Value) -> bool | None:
@@ -206,22 +83,16 @@ def _constant_bool(value: ir.Value) -> bool | None:
     region's results must be); this tells a constant cond from a computed one.
     """
     operation = getattr(value.owner, "operation", None)
-    if operation is None or operation.name != "stablehlo.constant" or emit.dtype_of(value) != DataType.BOOL:
+    if operation is None or operation.name != "stablehlo.constant" or builders.dtype_of(value) != DataType.BOOL:
         return None
     return bool(np.array(operation.attributes["value"]).reshape(-1)[0])
 
 
-def _placeholder(arg_types: Sequence[ir.Type]) -> tuple[ir.OpView, ir.Block]:
-    """A block owned by a throwaway op, for a body whose result types are not known yet."""
-    holder = stablehlo.WhileOp([], [])
-    return holder, holder.body.blocks.append(*arg_types)
-
-
 def _scalar_pred(ctx: LoweringContext, value: ir.Value, what: str) -> ir.Value:
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if int(np.prod(shape, dtype=np.int64)) != 1:
         raise ctx.error(f"{what} must hold one element, got shape {list(shape)}", ShapeError)
-    return emit.reshape(emit.convert(value, DataType.BOOL), ())
+    return builders.reshape(builders.convert(value, DataType.BOOL), ())
 
 
 def _non_tensor(graph: onnx_ir.Graph) -> onnx_ir.Value | None:
@@ -239,7 +110,7 @@ def _known(kind: DataType, value: int | bool) -> LoweredValue:
 
 
 def _empty(like: ir.Value, length_axis_shape: Sequence[int]) -> np.ndarray:
-    return np.zeros(tuple(length_axis_shape), dtype=dtypes.numpy_dtype(emit.dtype_of(like)))
+    return np.zeros(tuple(length_axis_shape), dtype=dtypes.numpy_dtype(builders.dtype_of(like)))
 
 
 # If -----------------------------------------------------------------------------------------
@@ -285,14 +156,10 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                 _NeedsConstantKindError,
             )
     pred = _scalar_pred(ctx, ctx.input(0), "cond")
-    holder = stablehlo.IfOp([], pred)
+    holder, blocks = builders.detached_blocks([], [])
     try:
-        blocks, results = [], []
-        for region, graph, what in (
-            (holder.true_branch, then_graph, "then_branch"),
-            (holder.false_branch, else_graph, "else_branch"),
-        ):
-            block = region.blocks.append()
+        results = []
+        for block, graph, what in zip(blocks, (then_graph, else_graph), ("then_branch", "else_branch")):
             with ir.InsertionPoint(block):
                 try:
                     outputs = ctx.lower_subgraph(graph, [])
@@ -303,8 +170,7 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                         "time only the taken branch is lowered",
                         _NeedsConstantError,
                     ) from exc
-                stablehlo.ReturnOp(outputs)
-            blocks.append(block)
+                stablehlo.return_(outputs)
             results.append(outputs)
         then_out, else_out = results
         for index, (a, b) in enumerate(zip(then_out, else_out)):
@@ -315,12 +181,10 @@ def lower_if(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | LoweredVal
                     "types, so the branches may differ only when cond is known at compile time",
                     _NeedsConstantError,
                 )
-        op = stablehlo.IfOp([v.type for v in then_out], pred)
-        blocks[0].append_to(op.true_branch)
-        blocks[1].append_to(op.false_branch)
+        outputs = builders.if_with_branches([v.type for v in then_out], pred, *blocks)
     finally:
-        emit.erase(holder.operation)
-    return list(op.results)
+        builders.erase(holder.operation)
+    return outputs
 
 
 # Loop ---------------------------------------------------------------------------------------
@@ -419,12 +283,12 @@ class _LoopInput:
             flat = ctx.symbolic_input(index).reshape(-1)
             dim = flat[0] if flat.size == 1 else None
         value = ctx.input(index)
-        if emit.dtype_of(value) != dtype or int(np.prod(emit.static_shape_of(value), dtype=np.int64)) != 1:
+        if builders.dtype_of(value) != dtype or int(np.prod(builders.static_shape_of(value), dtype=np.int64)) != 1:
             raise ctx.error(f"{what} must be one {dtype.name.lower()} element, got {value.type}", ShapeError)
-        return cls(False, None, emit.reshape(value, ()), dim)
+        return cls(False, None, builders.reshape(value, ()), dim)
 
     def materialize(self, dtype: DataType) -> ir.Value:
-        return self.value if self.value is not None else emit.splat(self.const, dtype)
+        return self.value if self.value is not None else builders.splat(self.const, dtype)
 
 
 def _unrollable(trip: _LoopInput, cond: _LoopInput) -> bool:
@@ -465,18 +329,18 @@ def _loop_while(
     carried: list[ir.Value],
     num_scan: int,
 ) -> list[ir.Value | np.ndarray]:
-    counter_init = emit.splat(0, DataType.INT64)
+    counter_init = builders.splat(0, DataType.INT64)
     cond_init = [] if cond.absent else [cond.materialize(DataType.BOOL)]
     init = [counter_init, *cond_init, *carried]
-    init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(_prepare_dims(v) for v in carried)]
+    init_dims: list[tuple[Dim, ...] | None] = [None, *(None for _ in cond_init), *(builders.carry_dims(v) for v in carried)]
     if trip.dim is not None and not isinstance(trip.dim, int):
-        emit.dim_value(trip.dim)  # a scan output's length, emitted before the loop
-    holder, block = _placeholder([v.type for v in init])
+        builders.dim_value(trip.dim)  # a scan output's length, emitted before the loop
+    holder, (block,) = builders.detached_blocks([v.type for v in init])
     try:
         with ir.InsertionPoint(block):
-            args = _record_all(list(block.arguments), init_dims)
+            args = builders.record_carried(list(block.arguments), init_dims)
             counter = args[0]
-            cond_arg = args[1] if cond_init else emit.splat(True, DataType.BOOL)
+            cond_arg = args[1] if cond_init else builders.splat(True, DataType.BOOL)
             state = args[1 + len(cond_init):]
             outputs = ctx.lower_subgraph(body, [counter, cond_arg, *state])
             cond_out = _scalar_pred(ctx, outputs[0], "the body's cond output")
@@ -500,34 +364,33 @@ def _loop_while(
                     NonConstantInputError,
                 )
             if isinstance(iterations, int) and iterations == 0:
-                return [*carried, *(_empty(e, (0, *emit.static_shape_of(e))) for e in elements)]
+                return [*carried, *(_empty(e, (0, *builders.static_shape_of(e))) for e in elements)]
             with ir.InsertionPoint(holder.operation):
                 for element in elements:  # sizes for the buffers, emitted before the loop
-                    _prepare_dims(element)
+                    builders.carry_dims(element)
             buffers = []
             for element in elements:
-                shape = (iterations, *emit.dims_of(element))
-                buffer_type = emit.tensor_type(shape, emit.dtype_of(element))
-                buffers.append(emit.record(block.add_argument(buffer_type, ir.Location.unknown()), shape))
+                shape = (iterations, *builders.dims_of(element))
+                buffer_type = builders.tensor_type(shape, builders.dtype_of(element))
+                buffers.append(builders.record(block.add_argument(buffer_type, ir.Location.unknown()), shape))
                 init_dims.append(shape)
-            written = [write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
+            written = [builders.write_row(buf, e, counter, 0) for buf, e in zip(buffers, elements)]
             next_cond = [cond_out] if cond_init else []
-            stablehlo.ReturnOp([_increment(counter), *next_cond, *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], init_dims[len(init):])]
-        op = stablehlo.WhileOp([v.type for v in init], init)
-        cond_block = op.cond.blocks.append(*[v.type for v in init])
-        with ir.InsertionPoint(cond_block):
+            stablehlo.return_([builders.increment(counter), *next_cond, *next_state, *written])
+        init += [builders.splat(0, builders.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], init_dims[len(init):])]
+
+        def keep_going(arguments: list[ir.Value]) -> ir.Value:
             pred = None
             if not trip.absent:
-                pred = emit.compare(cond_block.arguments[0], trip.materialize(DataType.INT64), "LT")
+                pred = builders.compare(arguments[0], trip.materialize(DataType.INT64), "LT")
             if cond_init:
-                going = cond_block.arguments[1]
-                pred = going if pred is None else stablehlo.AndOp(pred, going).result
-            stablehlo.ReturnOp([pred])
-        block.append_to(op.body)
+                pred = arguments[1] if pred is None else stablehlo.and_(pred, arguments[1])
+            return pred
+
+        results = builders.while_with_body(init, keep_going, block)
     finally:
-        emit.erase(holder.operation)
-    return _record_all(list(op.results), init_dims)[1 + len(cond_init):]
+        builders.erase(holder.operation)
+    return builders.record_carried(results, init_dims)[1 + len(cond_init):]
 
 
 def _cond_stays(cond_out: ir.Value, cond_arg: ir.Value | None) -> bool | None:
@@ -572,260 +435,6 @@ def _loop_unrolled(
         if all(e.const is not None and not e.parameter for e in stack):
             results.append(np.stack([np.asarray(e.const()) for e in stack]))  # type: ignore[misc]
             continue
-        rows = [emit.reshape(ctx.materialize(e), (1, *e.shape)) for e in stack]
-        results.append(rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result)
+        rows = [builders.reshape(ctx.materialize(e), (1, *e.shape)) for e in stack]
+        results.append(rows[0] if len(rows) == 1 else stablehlo.concatenate(rows, 0))
     return results
-
-
-# Scan ---------------------------------------------------------------------------------------
-
-
-def _scan_loop(
-    ctx: LoweringContext,
-    body: onnx_ir.Graph,
-    states: list[ir.Value],
-    scan_inputs: list[tuple[ir.Value, int, bool]],
-    output_axes: list[int],
-    output_reverse: list[bool],
-) -> list[ir.Value | np.ndarray]:
-    """Runs a Scan body over the scan inputs' common length with a stablehlo.while.
-
-    Args:
-        states: initial state values.
-        scan_inputs: ``(value, axis, reverse)`` per scan input (axis normalized).
-        output_axes: per scan output, the axis of the stacked output (may be negative).
-        output_reverse: per scan output, whether rows are written last to first.
-
-    Symbolic dims: a symbolic sequence length runs ``get_dimension_size`` iterations; states
-    and scan outputs may carry symbolic dims (their run-time sizes are emitted before the loop,
-    so a dim bound only inside the body cannot size a scan output: the module then fails to
-    verify and the model is lowered per shape).
-
-    Returns:
-        Final states, then the stacked scan outputs.
-    """
-    found = [emit.dims_of(v)[axis] for v, axis, _ in scan_inputs]
-    static = {d for d in found if isinstance(d, int)}
-    if len(static) > 1 or (static and len(set(found)) > 1):
-        raise ctx.error(f"scan inputs have different sequence lengths {sorted(map(str, set(found)))}", ShapeError)
-    # Symbolic lengths that differ by name are equal at run time (the spec requires it).
-    length = found[0]
-    symbolic = not isinstance(length, int)
-    for value in [*states, *(v for v, _, _ in scan_inputs)]:
-        _prepare_dims(value)
-    last = emit.dim_value(length - 1) if symbolic else None
-
-    def reverse_index(counter: ir.Value) -> ir.Value:
-        return _reverse_index(counter, length) if last is None else stablehlo.SubtractOp(last, counter).result
-
-    counter_init = emit.splat(0, DataType.INT64)
-    init = [counter_init, *states]
-    init_dims = [None, *(_prepare_dims(v) for v in states)]
-    holder, block = _placeholder([v.type for v in init])
-    try:
-        with ir.InsertionPoint(block):
-            arguments = _record_all(list(block.arguments), init_dims)
-            counter = arguments[0]
-            state = arguments[1:]
-            backward = None
-            slices = []
-            for value, axis, reverse in scan_inputs:
-                if reverse and backward is None:
-                    backward = reverse_index(counter)
-                slices.append(dynamic_index(value, backward if reverse else counter, axis))
-            outputs = ctx.lower_subgraph(body, [*state, *slices])
-            next_state = outputs[: len(states)]
-            elements = outputs[len(states):]
-            for index, (before, after) in enumerate(zip(state, next_state)):
-                if before.type != after.type:
-                    raise ctx.error(
-                        f"state {index} ('{body.inputs[index].name}') enters the body as {before.type} "
-                        f"and leaves it as {after.type}; the types must stay equal",
-                        ShapeError,
-                    )
-            if len(output_axes) != len(elements) or len(output_reverse) != len(elements):
-                raise ctx.error(
-                    f"{len(elements)} scan outputs but {len(output_axes)} scan_output_axes and "
-                    f"{len(output_reverse)} scan_output_directions",
-                    ShapeError,
-                )
-            axes = [ctx.axis(a, emit.rank_of(e) + 1) for a, e in zip(output_axes, elements)]
-            with ir.InsertionPoint(holder.operation):
-                for element in elements:  # sizes for the buffers, emitted before the loop
-                    _prepare_dims(element)
-            if length == 0:
-                empties = []
-                for element, axis in zip(elements, axes):
-                    shape = list(emit.static_shape_of(element))
-                    shape.insert(axis, 0)
-                    empties.append(_empty(element, shape))
-                return [*states, *empties]
-            written = []
-            buffer_dims = []
-            for element, axis, reverse in zip(elements, axes, output_reverse):
-                shape = list(emit.dims_of(element))
-                shape.insert(axis, length)
-                buffer = block.add_argument(emit.tensor_type(shape, emit.dtype_of(element)), ir.Location.unknown())
-                buffer_dims.append(tuple(shape))
-                emit.record(buffer, shape)
-                if reverse and backward is None:
-                    backward = reverse_index(counter)
-                written.append(write_row(buffer, element, backward if reverse else counter, axis))
-            stablehlo.ReturnOp([_increment(counter), *next_state, *written])
-        init += [emit.splat(0, emit.dtype_of(b), d) for b, d in zip(block.arguments[len(init):], buffer_dims)]
-        init_dims += buffer_dims
-        op = stablehlo.WhileOp([v.type for v in init], init)
-        cond_block = op.cond.blocks.append(*[v.type for v in init])
-        with ir.InsertionPoint(cond_block):
-            limit = emit.splat(length, DataType.INT64) if not symbolic else emit.dim_value(length)
-            stablehlo.ReturnOp([emit.compare(cond_block.arguments[0], limit, "LT")])
-        block.append_to(op.body)
-    finally:
-        emit.erase(holder.operation)
-    return _record_all(list(op.results), init_dims)[1:]
-
-
-def _directions(ctx: LoweringContext, node: OnnxNode, name: str, count: int) -> list[bool]:
-    values = node.attr_ints(name) or [0] * count
-    if len(values) != count:
-        raise ctx.error(f"{name} has {len(values)} entries for {count} values", ShapeError)
-    for value in values:
-        if value not in (0, 1):
-            raise ctx.unsupported_attribute(name, values, "0 (forward) or 1 (reverse) per entry")
-    return [bool(v) for v in values]
-
-
-@lowering("Scan", since=9)
-@lowering("Scan", since=11)  # 11: negative scan axes
-@lowering("Scan", since=16)  # 16: bfloat16
-@lowering("Scan", since=19)  # 19 and later: float8, int4, float4, int2
-@lowering("Scan", since=21)
-@lowering("Scan", since=23)
-@lowering("Scan", since=24)
-@lowering("Scan", since=25)
-def lower_scan(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
-    """Lowers Scan to stablehlo.while over the sequence length.
-
-    Spec: Scan-9/11/16/19/21/23/24/25.
-    Shapes: scan inputs of equal length along their scan axes (symbolic dims allowed, the
-        length too); the states keep their types; scan outputs stack along ``scan_output_axes``.
-    Dtypes: any tensor type.
-    Raises: ShapeError for lengths or attribute counts that do not fit; UnsupportedAttributeError
-        for a direction other than 0 or 1.
-    """
-    body = node.attr("body")
-    num_scan_inputs = node.attr_int("num_scan_inputs")
-    values = [ctx.input(i) for i in range(ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
-    num_outputs = len(body.outputs) - num_states
-    input_axes = node.attr_ints("scan_input_axes") or [0] * num_scan_inputs
-    output_axes = node.attr_ints("scan_output_axes") or [0] * num_outputs
-    if len(input_axes) != num_scan_inputs:
-        raise ctx.error(f"scan_input_axes has {len(input_axes)} entries for {num_scan_inputs} scan inputs", ShapeError)
-    input_reverse = _directions(ctx, node, "scan_input_directions", num_scan_inputs)
-    output_reverse = _directions(ctx, node, "scan_output_directions", num_outputs)
-    scan_inputs = [
-        (value, ctx.axis(axis, emit.rank_of(value)), reverse)
-        for value, axis, reverse in zip(values[num_states:], input_axes, input_reverse)
-    ]
-    return _scan_loop(ctx, body, values[:num_states], scan_inputs, output_axes, output_reverse)
-
-
-@lowering("Scan", since=8)
-def lower_scan_batched(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.ndarray]:
-    """Lowers Scan-8 (batch axis 0, optional sequence_lens) to one Scan-9 loop per batch element.
-
-    Spec: Scan-8.
-    Shapes: every state and scan input has the batch as axis 0 and scan inputs the sequence
-        as axis 1; ``sequence_lens`` [batch] must be known at compile time when given; scan
-        output rows past a batch element's length are zero.
-    Dtypes: any tensor type.
-    Raises: NonConstantInputError for a run-time ``sequence_lens``; ShapeError for batch
-        sizes or attribute counts that do not fit.
-    """
-    body = node.attr("body")
-    num_scan_inputs = node.attr_int("num_scan_inputs")
-    values = [ctx.input(i) for i in range(1, ctx.num_inputs)]
-    num_states = len(values) - num_scan_inputs
-    if num_scan_inputs < 1 or num_states < 0 or len(body.inputs) != len(values):
-        raise ctx.error(
-            f"num_scan_inputs={num_scan_inputs} does not fit {len(values)} inputs and a body of "
-            f"{len(body.inputs)} inputs",
-            ShapeError,
-        )
-    reverse = _directions(ctx, node, "directions", num_scan_inputs)
-    batches = {emit.static_shape_of(v)[0] if emit.rank_of(v) else None for v in values}
-    if len(batches) != 1 or None in batches:
-        raise ctx.error(f"every input needs the same batch size as axis 0, got {sorted(map(str, batches))}", ShapeError)
-    (batch,) = batches
-    lengths = {emit.static_shape_of(v)[1] if emit.rank_of(v) > 1 else None for v in values[num_states:]}
-    if len(lengths) != 1 or None in lengths:
-        raise ctx.error(
-            f"scan inputs need the same sequence length as axis 1, got {sorted(map(str, lengths))}", ShapeError
-        )
-    (length,) = lengths
-    if ctx.has_input(0):
-        sequence_lens = [int(v) for v in np.asarray(ctx.constant_input(0)).reshape(-1)]
-        if len(sequence_lens) != batch or any(not 0 <= n <= length for n in sequence_lens):
-            raise ctx.error(f"sequence_lens {sequence_lens} does not fit batch {batch} and length {length}", ShapeError)
-    else:
-        sequence_lens = [length] * batch
-    num_outputs = len(body.outputs) - num_states
-    per_batch: list[list[ir.Value | np.ndarray]] = []
-    for b, steps in enumerate(sequence_lens):
-        rows = [_static_row(v, b) for v in values]
-        scan_inputs = [(_static_prefix(x, steps), 0, r) for x, r in zip(rows[num_states:], reverse)]
-        results = _scan_loop(ctx, body, rows[:num_states], scan_inputs, [0] * num_outputs, [False] * num_outputs)
-        materialized = [emit.constant(r) if isinstance(r, np.ndarray) else r for r in results]
-        for k in range(num_states, len(materialized)):
-            materialized[k] = _pad_axis0(materialized[k], length)
-        per_batch.append(materialized)
-    outputs = []
-    for k in range(len(per_batch[0])):
-        rows = [emit.reshape(r[k], (1, *emit.static_shape_of(r[k]))) for r in per_batch]
-        outputs.append(rows[0] if len(rows) == 1 else stablehlo.ConcatenateOp(rows, 0).result)
-    return outputs
-
-
-def _static_row(value: ir.Value, index: int) -> ir.Value:
-    """``value[index]`` along axis 0 (static slice), axis dropped."""
-    shape = emit.static_shape_of(value)
-    row = stablehlo.SliceOp(
-        value,
-        emit.i64_array([index] + [0] * (len(shape) - 1)),
-        emit.i64_array([index + 1, *shape[1:]]),
-        emit.i64_array([1] * len(shape)),
-    ).result
-    return emit.reshape(row, shape[1:])
-
-
-def _static_prefix(value: ir.Value, steps: int) -> ir.Value:
-    """The first ``steps`` entries of ``value`` along axis 0."""
-    shape = emit.static_shape_of(value)
-    if steps == shape[0]:
-        return value
-    return stablehlo.SliceOp(
-        value, emit.i64_array([0] * len(shape)), emit.i64_array([steps, *shape[1:]]), emit.i64_array([1] * len(shape))
-    ).result
-
-
-def _pad_axis0(value: ir.Value, length: int) -> ir.Value:
-    """``value`` zero-padded at the end of axis 0 to ``length``."""
-    shape = emit.static_shape_of(value)
-    if shape[0] == length:
-        return value
-    zero = emit.splat(0, emit.dtype_of(value))
-    rank = len(shape)
-    return stablehlo.PadOp(
-        value,
-        zero,
-        emit.i64_array([0] * rank),
-        emit.i64_array([length - shape[0]] + [0] * (rank - 1)),
-        emit.i64_array([0] * rank),
-    ).result

@@ -1,13 +1,15 @@
-"""Lowering rules: dtype conversions (Cast, CastLike) and linear (de)quantization.
+"""Lowering rules: dtype conversions (Cast, CastLike, BitCast) and linear (de)quantization.
 
 - ``Cast``/``CastLike`` -> ``stablehlo.convert``, with ONNX's special cases:
-  to bool compares with zero (``emit.convert``); float8 targets with ``saturate=1`` clamp to the
+  to bool compares with zero (``builders.convert``); float8 targets with ``saturate=1`` clamp to the
   target's finite range first (so +-inf become +-max, NaN stays NaN); float8e8m0 is built from
   the float32 exponent bits with the ``round_mode`` rounding, as onnx.reference does; float to
   8/16-bit and sub-byte integers goes through int32 so out-of-range values wrap.
 - ``QuantizeLinear`` -> ``clamp(round_nearest_even(x / scale) + zero_point)`` then ``convert``;
   ``DequantizeLinear`` -> ``(x - zero_point) * scale``; ``DynamicQuantizeLinear`` computes the
   uint8 scale and zero point from the input's range with two ``stablehlo.reduce``.
+- ``BitCast`` -> ``stablehlo.bitcast_convert`` (bool through uint8; complex through its two
+  float halves).
 """
 
 from __future__ import annotations
@@ -19,30 +21,14 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import ShapeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, ceil_div, is_static
 
-_SATURATING_FLOAT8 = (
-    DataType.FLOAT8E4M3FN,
-    DataType.FLOAT8E4M3FNUZ,
-    DataType.FLOAT8E5M2,
-    DataType.FLOAT8E5M2FNUZ,
-)
 _ROUND_MODES = ("up", "down", "nearest")
-_SUB_WORD_INTEGERS = (
-    DataType.INT2,
-    DataType.UINT2,
-    DataType.INT4,
-    DataType.UINT4,
-    DataType.INT8,
-    DataType.UINT8,
-    DataType.INT16,
-    DataType.UINT16,
-)
 
 
 def _target_dtype(ctx: LoweringContext, to: int) -> DataType:
@@ -56,77 +42,6 @@ def _target_dtype(ctx: LoweringContext, to: int) -> DataType:
     except UnsupportedDtypeError:
         raise ctx.unsupported_dtype(dtype, "numeric and bool types; STRING and float6 have no StableHLO type") from None
     return dtype
-
-
-def _splat(value: float | int | bool, dtype: DataType, shape: tuple[int, ...]) -> ir.Value:
-    """``emit.splat`` that keeps a 0-d shape 0-d (``emit.splat`` widens it to ``[1]`` today)."""
-    return emit.reshape(emit.splat(value, dtype, shape), shape)
-
-
-def _convert(x: ir.Value, to: DataType) -> ir.Value:
-    """``emit.convert``, with the compare-with-zero for bool targets done here for 0-d operands too."""
-    source = emit.dtype_of(x)
-    if to == DataType.BOOL and source != DataType.BOOL:
-        return emit.compare(x, _splat(0, source, emit.dims_of(x)), "NE")
-    return emit.convert(x, to)
-
-
-def cast(x: ir.Value, to: DataType, *, saturate: bool = True, round_mode: str = "up") -> ir.Value:
-    """ONNX Cast semantics for numeric and bool types.
-
-    Args:
-        x: the operand.
-        to: the target dtype.
-        saturate: for float8 targets, clamp out-of-range values (and +-inf) to the finite range.
-        round_mode: for float8e8m0 targets, ``up``, ``down`` or ``nearest``.
-    """
-    source = emit.dtype_of(x)
-    if source == to:
-        return x
-    if to == DataType.FLOAT8E8M0:
-        return _to_float8e8m0(x, saturate, round_mode)
-    if to in _SATURATING_FLOAT8 and saturate and dtypes.is_float(source):
-        info = ml_dtypes.finfo(dtypes.numpy_dtype(to))
-        shape = emit.dims_of(x)
-        x = stablehlo.ClampOp(
-            _splat(float(info.min), source, shape), x, _splat(float(info.max), source, shape)
-        ).result
-    if dtypes.is_float(source) and to in _SUB_WORD_INTEGERS:
-        # Through int32, so out-of-range values wrap (as onnx.reference and C casts do) rather
-        # than saturate (as XLA's float -> narrow int convert does).
-        x = emit.convert(x, DataType.INT32)
-    return _convert(x, to)
-
-
-def _to_float8e8m0(x: ir.Value, saturate: bool, round_mode: str) -> ir.Value:
-    """float8e8m0 (a biased power-of-two exponent) from the float32 exponent and mantissa bits."""
-    shape = emit.dims_of(x)
-    u32 = DataType.UINT32
-
-    def const(value: int) -> ir.Value:
-        return _splat(value, u32, shape)
-
-    x = emit.convert(x, DataType.FLOAT)
-    bits = stablehlo.BitcastConvertOp(emit.tensor_type(shape, u32), x).result
-    exponent = stablehlo.AndOp(stablehlo.ShiftRightLogicalOp(bits, const(23)).result, const(0xFF)).result
-    special = emit.compare(exponent, const(0xFF), "EQ")
-    if round_mode == "up":
-        round_up = emit.compare(stablehlo.AndOp(bits, const(0x7FFFFF)).result, const(0), "NE")
-    elif round_mode == "nearest":
-        guard = emit.compare(stablehlo.AndOp(bits, const(0x400000)).result, const(0), "NE")
-        rest = emit.compare(stablehlo.AndOp(bits, const(0x3FFFFF)).result, const(0), "NE")
-        lsb = emit.compare(exponent, const(0), "NE")
-        round_up = stablehlo.AndOp(guard, stablehlo.OrOp(rest, lsb).result).result
-    else:
-        round_up = _splat(False, DataType.BOOL, shape)
-    if saturate:
-        at_max = emit.compare(exponent, const(0xFE), "EQ")
-        round_up = stablehlo.AndOp(round_up, stablehlo.NotOp(at_max).result).result
-    exponent = stablehlo.AddOp(exponent, emit.convert(round_up, u32)).result
-    exponent = stablehlo.SelectOp(special, const(0xFF), exponent).result
-    # An exponent rounded up past 0xFE lands on 0xFF (NaN), as the reference's uint8 wrap does.
-    byte = emit.convert(stablehlo.AndOp(exponent, const(0xFF)).result, DataType.UINT8)
-    return stablehlo.BitcastConvertOp(emit.tensor_type(shape, DataType.FLOAT8E8M0), byte).result
 
 
 def _cast_attributes(ctx: LoweringContext, node: OnnxNode) -> tuple[bool, str]:
@@ -164,7 +79,7 @@ def lower_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     to = _target_dtype(ctx, node.attr_int("to"))
     _check_source(ctx, 0)
     saturate, round_mode = _cast_attributes(ctx, node)
-    return [cast(ctx.input(0), to, saturate=saturate, round_mode=round_mode)]
+    return [builders.cast(ctx.input(0), to, saturate=saturate, round_mode=round_mode)]
 
 
 @lowering("CastLike", since=15)
@@ -184,7 +99,7 @@ def lower_cast_like(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     to = _target_dtype(ctx, ctx.input_dtype(1))
     _check_source(ctx, 0)
     saturate, round_mode = _cast_attributes(ctx, node)
-    return [cast(ctx.input(0), to, saturate=saturate, round_mode=round_mode)]
+    return [builders.cast(ctx.input(0), to, saturate=saturate, round_mode=round_mode)]
 
 
 def _check_source(ctx: LoweringContext, index: int) -> None:
@@ -196,17 +111,6 @@ def _check_source(ctx: LoweringContext, index: int) -> None:
 
 
 # Linear quantization --------------------------------------------------------------------------
-
-_INTEGER_RANGES = {
-    DataType.UINT8: (0, 255),
-    DataType.INT8: (-128, 127),
-    DataType.UINT16: (0, 65535),
-    DataType.INT16: (-32768, 32767),
-    DataType.UINT4: (0, 15),
-    DataType.INT4: (-8, 7),
-    DataType.UINT2: (0, 3),
-    DataType.INT2: (-2, 1),
-}
 
 
 def quantization_parameter(
@@ -226,7 +130,7 @@ def quantization_parameter(
     Raises:
         ShapeError: the value's shape fits none of these.
     """
-    given = emit.dims_of(value)
+    given = builders.dims_of(value)
     rank = len(shape)
     per_tensor = not given or (
         is_static(given) and int(np.prod(given, dtype=np.int64)) == 1 and (len(given) <= 1 or not block_size)
@@ -234,7 +138,7 @@ def quantization_parameter(
     # A 1-D value of symbolic length whose axis does not exist can only be one element.
     per_tensor = per_tensor or (len(given) == 1 and not block_size and not -rank <= axis < rank)
     if per_tensor:
-        return emit.broadcast_to(emit.reshape(value, ()), shape, dims=[])
+        return builders.broadcast_to(builders.reshape(value, ()), shape, dims=[])
     axis = ctx.axis(axis, rank)
     if not block_size:
         if len(given) != 1 or (is_static([given[0], shape[axis]]) and given[0] != shape[axis]):
@@ -243,7 +147,7 @@ def quantization_parameter(
                 f"{list(map(str, shape))}), got {list(map(str, given))}",
                 ShapeError,
             )
-        return emit.broadcast_to(value, shape, dims=[axis])
+        return builders.broadcast_to(value, shape, dims=[axis])
     blocks = ceil_div(shape[axis], block_size)
     expected = tuple(blocks if i == axis else d for i, d in enumerate(shape))
     if len(given) != rank or any(
@@ -257,8 +161,8 @@ def quantization_parameter(
     # [.., nb, ..] -> [.., nb, B, ..] -> [.., nb * B, ..] -> slice to D.
     widened = [*shape[:axis], blocks, block_size, *shape[axis + 1 :]]
     dims = [i if i <= axis else i + 1 for i in range(rank)]
-    value = emit.broadcast_to(value, widened, dims=dims)
-    value = emit.reshape(value, [*shape[:axis], blocks * block_size, *shape[axis + 1 :]])
+    value = builders.broadcast_to(value, widened, dims=dims)
+    value = builders.reshape(value, [*shape[:axis], blocks * block_size, *shape[axis + 1 :]])
     if blocks * block_size != shape[axis]:
         value = _slice_to(value, shape)
     return value
@@ -267,62 +171,19 @@ def quantization_parameter(
 def _slice_to(value: ir.Value, shape: Sequence[Dim]) -> ir.Value:
     """``value[:d0, :d1, ...]``: stablehlo.slice, or real_dynamic_slice for symbolic dims."""
     rank = len(shape)
-    if is_static(shape) and is_static(emit.dims_of(value)):
-        return stablehlo.SliceOp(value, [0] * rank, list(shape), [1] * rank).result
-    result = stablehlo.RealDynamicSliceOp(
-        emit.tensor_type(shape, emit.dtype_of(value)),
+    if is_static(shape) and is_static(builders.dims_of(value)):
+        return stablehlo.slice(value, [0] * rank, list(shape), [1] * rank)
+    result = stablehlo.real_dynamic_slice(
+        builders.tensor_type(shape, builders.dtype_of(value)),
         value,
-        emit.shape_tensor([0] * rank),
-        emit.shape_tensor(shape),
-        emit.shape_tensor([1] * rank),
-    ).result
-    return emit.record(result, shape)
+        builders.shape_tensor([0] * rank),
+        builders.shape_tensor(shape),
+        builders.shape_tensor([1] * rank),
+    )
+    return builders.record(result, shape)
 
 
-def _promoted_float(*types: DataType) -> DataType:
-    """numpy's result type of dividing values of these dtypes (float16 / float32 -> float32)."""
-    result = np.result_type(*[dtypes.numpy_dtype(t) for t in types])
-    if result.kind != "f" and result != dtypes.numpy_dtype(DataType.BFLOAT16):
-        result = np.dtype(np.float64)
-    return dtypes.dtype_of_numpy(result)
-
-
-def quantize(
-    x: ir.Value,
-    scale: ir.Value,
-    zero_point: ir.Value | None,
-    target: DataType,
-    *,
-    saturate: bool = True,
-    compute: DataType | None = None,
-) -> ir.Value:
-    """``saturate(round_half_even(x / scale) + zero_point)`` in ``target`` (scale/zero point already broadcast).
-
-    Float8 targets ignore the zero point and cast with ``saturate``; float4 adds it, as
-    onnx.reference does.
-    """
-    compute = compute or _promoted_float(emit.dtype_of(x), emit.dtype_of(scale))
-    q = emit.divide(emit.convert(x, compute), emit.convert(scale, compute))
-    shape = emit.dims_of(q)
-    if target in _INTEGER_RANGES:
-        low, high = _INTEGER_RANGES[target]
-        q = stablehlo.RoundNearestEvenOp(q).result
-        if zero_point is not None:
-            q = stablehlo.AddOp(q, emit.convert(zero_point, compute)).result
-        q = stablehlo.ClampOp(_splat(low, compute, shape), q, _splat(high, compute, shape)).result
-        return emit.convert(q, target)
-    if target in _SATURATING_FLOAT8:
-        return cast(q, target, saturate=saturate)
-    if target == DataType.FLOAT4E2M1:
-        if zero_point is not None:
-            q = stablehlo.AddOp(q, emit.convert(zero_point, compute)).result
-        limit = float(ml_dtypes.finfo(ml_dtypes.float4_e2m1fn).max)
-        q = stablehlo.ClampOp(_splat(-limit, compute, shape), q, _splat(limit, compute, shape)).result
-        return emit.convert(q, target)
-    raise UnsupportedDtypeError(f"{DataType(target).name} is not a quantized type")
-
-
-_QUANTIZED_TYPES = ", ".join(t.name for t in [*_INTEGER_RANGES, *_SATURATING_FLOAT8, DataType.FLOAT4E2M1])
+_QUANTIZED_TYPES = ", ".join(t.name for t in [*builders.INTEGER_RANGES, *builders.SATURATING_FLOAT8, DataType.FLOAT4E2M1])
 
 
 @lowering("QuantizeLinear", since=10)
@@ -346,7 +207,7 @@ def lower_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
         float6 targets; UnsupportedAttributeError when `output_dtype` disagrees with the zero point.
     """
     x, scale = ctx.input(0), ctx.input(1)
-    shape = emit.dims_of(ctx.input(0))
+    shape = builders.dims_of(ctx.input(0))
     axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
     output_dtype = node.attr_int("output_dtype", 0)
     if ctx.has_input(2):
@@ -357,7 +218,7 @@ def lower_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
             )
     else:
         target = _target_dtype(ctx, output_dtype) if output_dtype else DataType.UINT8
-    if target not in _INTEGER_RANGES and target not in _SATURATING_FLOAT8 and target != DataType.FLOAT4E2M1:
+    if target not in builders.INTEGER_RANGES and target not in builders.SATURATING_FLOAT8 and target != DataType.FLOAT4E2M1:
         raise ctx.unsupported_dtype(target, _QUANTIZED_TYPES)
     precision = node.attr_int("precision", 0)
     compute = _target_dtype(ctx, precision) if precision else None
@@ -366,7 +227,7 @@ def lower_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     if zero_point is not None:
         zero_point = quantization_parameter(ctx, zero_point, shape, axis, block_size)
     saturate = bool(node.attr_int("saturate", 1))
-    return [quantize(x, scale, zero_point, target, saturate=saturate, compute=compute)]
+    return [builders.quantize(x, scale, zero_point, target, saturate=saturate, compute=compute)]
 
 
 @lowering("DequantizeLinear", since=10)
@@ -389,18 +250,18 @@ def lower_dequantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     Raises: ShapeError for a scale shape that fits no granularity.
     """
     x, scale = ctx.input(0), ctx.input(1)
-    shape = emit.dims_of(ctx.input(0))
+    shape = builders.dims_of(ctx.input(0))
     axis, block_size = node.attr_int("axis", 1), node.attr_int("block_size", 0)
     output_dtype = node.attr_int("output_dtype", 0)
     target = _target_dtype(ctx, output_dtype) if output_dtype else ctx.input_dtype(1)
     compute = DataType.FLOAT
-    dx = emit.convert(x, compute)
+    dx = builders.convert(x, compute)
     x_dtype = ctx.input_dtype(0)
-    if ctx.has_input(2) and not (x_dtype in _SATURATING_FLOAT8 or x_dtype == DataType.FLOAT4E2M1):
+    if ctx.has_input(2) and not (x_dtype in builders.SATURATING_FLOAT8 or x_dtype == DataType.FLOAT4E2M1):
         zero_point = quantization_parameter(ctx, ctx.input(2), shape, axis, block_size)
-        dx = stablehlo.SubtractOp(dx, emit.convert(zero_point, compute)).result
-    scale = emit.convert(quantization_parameter(ctx, scale, shape, axis, block_size), compute)
-    return [emit.convert(stablehlo.MulOp(dx, scale).result, target)]
+        dx = stablehlo.subtract(dx, builders.convert(zero_point, compute))
+    scale = builders.convert(quantization_parameter(ctx, scale, shape, axis, block_size), compute)
+    return [builders.convert(stablehlo.multiply(dx, scale), target)]
 
 
 @lowering("DynamicQuantizeLinear", since=11)
@@ -417,52 +278,90 @@ def lower_dynamic_quantize_linear(ctx: LoweringContext, node: OnnxNode) -> list[
         An infinite x gives an infinite scale and the zero point 255, NaN is left out of the
         range and quantizes to 0, as in onnxruntime.
     """
-    return list(dynamic_quantize_uint8(ctx.input(0)))
+    return list(builders.dynamic_quantize_uint8(ctx.input(0)))
 
 
-def dynamic_quantize_uint8(x: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-    """``(y, scale, zero_point)`` of DynamicQuantizeLinear (uint8, per tensor) for ``x``.
+_BIT_WIDTHS = {
+    DataType.BOOL: 8,  # one byte per element in ONNX tensors
+    DataType.INT2: 2, DataType.UINT2: 2,
+    DataType.INT4: 4, DataType.UINT4: 4, DataType.FLOAT4E2M1: 4,
+    DataType.INT8: 8, DataType.UINT8: 8,
+    DataType.FLOAT8E4M3FN: 8, DataType.FLOAT8E4M3FNUZ: 8, DataType.FLOAT8E5M2: 8,
+    DataType.FLOAT8E5M2FNUZ: 8, DataType.FLOAT8E8M0: 8,
+    DataType.INT16: 16, DataType.UINT16: 16, DataType.FLOAT16: 16, DataType.BFLOAT16: 16,
+    DataType.INT32: 32, DataType.UINT32: 32, DataType.FLOAT: 32,
+    DataType.INT64: 64, DataType.UINT64: 64, DataType.DOUBLE: 64,
+    DataType.COMPLEX64: 64, DataType.COMPLEX128: 128,
+}
 
-    Shared with com.microsoft DynamicQuantizeMatMul, which quantizes its A this way.
+
+def _bitcast(value: ir.Value, dtype: DataType) -> ir.Value:
+    """stablehlo.bitcast_convert between types of equal width (no op for the same type)."""
+    if builders.dtype_of(value) == dtype:
+        return value
+    dims = builders.dims_of(value)
+    return builders.record(stablehlo.bitcast_convert(builders.tensor_type(dims, dtype), value), dims)
+
+
+def _to_bits(value: ir.Value) -> ir.Value:
+    """``value`` as a type that bitcast_convert takes: bool as uint8 (0/1 bytes), complex64
+    as uint64 ``imag << 32 | real`` (little-endian, as ONNX stores it); others unchanged."""
+    dtype = builders.dtype_of(value)
+    if dtype == DataType.BOOL:
+        return builders.convert(value, DataType.UINT8)
+    if dtype == DataType.COMPLEX64:
+        half, full = DataType.UINT32, DataType.UINT64
+        real = builders.convert(_bitcast(stablehlo.real(value), half), full)
+        imag = builders.convert(_bitcast(stablehlo.imag(value), half), full)
+        shift = builders.splat(32, full, builders.dims_of(value))
+        return stablehlo.or_(stablehlo.shift_left(imag, shift), real)
+    return value
+
+
+def _from_bits(bits: ir.Value, dtype: DataType) -> ir.Value:
+    """Inverse of :func:`_to_bits`: reinterprets ``bits`` as ``dtype``."""
+    if dtype == DataType.BOOL:
+        return builders.convert(_bitcast(bits, DataType.UINT8), DataType.BOOL)
+    if dtype == DataType.COMPLEX64:
+        part, half, full = DataType.FLOAT, DataType.UINT32, DataType.UINT64
+        bits = _bitcast(bits, full)
+        shift = builders.splat(32, full, builders.dims_of(bits))
+        low = stablehlo.and_(bits, builders.splat(0xFFFFFFFF, full, builders.dims_of(bits)))
+        real = _bitcast(builders.convert(low, half), part)
+        imag = _bitcast(builders.convert(stablehlo.shift_right_logical(bits, shift), half), part)
+        return stablehlo.complex(real, imag)
+    return _bitcast(bits, dtype)
+
+
+@lowering("BitCast", since=26)
+def lower_bit_cast(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers BitCast to stablehlo.bitcast_convert; the shape is unchanged.
+
+    Bool is one byte (0 or 1) in ONNX, so it goes through uint8 (a nonzero byte reads as true);
+    complex values go through their float halves, the real part in the low bits.
+
+    Spec: BitCast-26.
+    Shapes: any, symbolic dims allowed; the result has the same shape.
+    Dtypes: every non-string type; input and ``to`` must have the same bit width.
+    Raises: UnsupportedAttributeError if ``to`` is not a type of the input's bit width (or
+        is string).
     """
-    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
-
-    shape = emit.dims_of(x)
-    dtype = emit.dtype_of(x)
-    zero = _splat(0, dtype, ())
-
-    is_nan = emit.compare(x, x, "NE")
-
-    def extreme(op_class: type, init: float) -> ir.Value:
-        # The last axis first, then the rest: XLA CPU runs a row reduction as a vectorized loop,
-        # but splits a whole-tensor one into padded reduce-windows, about 10x slower (measured
-        # in int8 MiniLM: 36 of them were a third of its run time). min/max are exact in any order.
-        # NaN is left out of the range, as onnxruntime's min/max does (XLA's would propagate it).
-        source = stablehlo.SelectOp(is_nan, emit.full_like(x, init), x).result
-        if len(shape) < 2:
-            return reduce_over(source, list(range(len(shape))), op_class, init)
-        rows = reduce_over(source, [len(shape) - 1], op_class, init)
-        (rows,) = stablehlo.OptimizationBarrierOp([rows]).results  # or XLA merges the two again
-        return reduce_over(rows, list(range(len(shape) - 1)), op_class, init)
-
-    high = stablehlo.MaxOp(extreme(stablehlo.MaxOp, -np.inf), zero).result
-    low = stablehlo.MinOp(extreme(stablehlo.MinOp, np.inf), zero).result
-    span = stablehlo.SubtractOp(high, low).result
-    empty = emit.compare(high, low, "EQ")
-    scale = emit.divide(span, _splat(255, dtype, ()))
-    scale = stablehlo.SelectOp(empty, _splat(1, dtype, ()), scale).result
-    initial = stablehlo.NegOp(emit.divide(low, scale)).result
-    # std::max(0, std::min(255, initial)) as onnxruntime writes it: a NaN initial (x holds an
-    # infinity, so the scale is inf) gives 255, where stablehlo.clamp would give NaN.
-    top = _splat(255, dtype, ())
-    below = stablehlo.SelectOp(emit.compare(initial, top, "LT"), initial, top).result
-    clamped = stablehlo.SelectOp(emit.compare(zero, below, "LT"), below, zero).result
-    zero_point = stablehlo.RoundNearestEvenOp(clamped).result
-    zero_point_u8 = emit.convert(zero_point, DataType.UINT8)
-    y = quantize(
-        x,
-        emit.broadcast_to(scale, shape, dims=[]),
-        emit.broadcast_to(zero_point, shape, dims=[]),
-        DataType.UINT8,
-    )
-    return y, scale, zero_point_u8
+    source = ctx.input_dtype(0)
+    code = node.attr_int("to")
+    try:
+        target = DataType(code)
+    except ValueError:
+        target = None
+    width = _BIT_WIDTHS.get(source)
+    same_width = sorted(d.name for d, w in _BIT_WIDTHS.items() if w == width)
+    if target not in _BIT_WIDTHS or _BIT_WIDTHS[target] != width:
+        name = target.name if target is not None else str(code)
+        raise ctx.error(
+            f"attribute to={code} ({name}) is not supported for a {source.name} input: BitCast needs "
+            f"a type of the same bit width ({width} bits; accepted: {', '.join(same_width)})",
+            UnsupportedAttributeError,
+        )
+    value = ctx.input(0)
+    if source == target:  # complex128 always ends here: no other type has 128 bits
+        return [value]
+    return [_from_bits(_to_bits(value), target)]

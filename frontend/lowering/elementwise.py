@@ -18,7 +18,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
 
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -27,7 +27,11 @@ _Build = Callable[[ir.Value], ir.Value]
 
 
 def _define(op_type: str, since: tuple[int, ...], body: Callable[[LoweringContext], ir.Value], doc: str) -> Callable:
-    """Defines ``lower_<op>`` from ``body(ctx) -> value``, tagged for each revision in ``since``."""
+    """A rule ``lower_<op>`` from ``body(ctx) -> value``, tagged for each revision in ``since``.
+
+    The caller binds it to a module-level name (``lower_abs = _unary(...)``), which is how the
+    registry finds it: one line per op, no writes into ``globals()``.
+    """
 
     def rule(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [body(ctx)]
@@ -37,116 +41,101 @@ def _define(op_type: str, since: tuple[int, ...], body: Callable[[LoweringContex
     rule.__doc__ = f"Lowers {op_type} to {doc}.\n\nSpec: {op_type}, revisions {', '.join(map(str, since))}."
     for version in since:
         rule = lowering(op_type, since=version)(rule)
-    globals()[rule.__name__] = rule
     return rule
 
 
-def _make_unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -> Callable:
+def _unary(op_type: str, since: tuple[int, ...], build: _Build, doc: str) -> Callable:
+    """The rule of a one-input op: ``build(x)``."""
     return _define(op_type, since, lambda ctx: build(ctx.input(0)), doc)
 
 
-def _one_like(x: ir.Value) -> ir.Value:
-    return emit.full_like(x, 1)
+def _binary(op_type: str, since: tuple[int, ...], build: Callable[[ir.Value, ir.Value], ir.Value], doc: str) -> Callable:
+    """The rule of a two-input op: ``build(a, b)`` after numpy broadcasting."""
 
-
-def _zero_like(x: ir.Value) -> ir.Value:
-    return emit.full_like(x, 0)
-
-
-def _relu(x: ir.Value) -> ir.Value:
-    return stablehlo.MaxOp(x, _zero_like(x)).result
-
-
-def _reciprocal(x: ir.Value) -> ir.Value:
-    return stablehlo.DivOp(_one_like(x), x).result
-
-
-def _is_nan(x: ir.Value) -> ir.Value:
-    return emit.compare(x, x, "NE")
-
-
-# (op_type, revisions, builder, what it becomes)
-_UNARY: list[tuple[str, tuple[int, ...], _Build, str]] = [
-    ("Abs", (6, 13), lambda x: stablehlo.AbsOp(x).result, "stablehlo.abs"),
-    ("Neg", (6, 13), lambda x: stablehlo.NegOp(x).result, "stablehlo.negate"),
-    ("Exp", (6, 13), lambda x: stablehlo.ExpOp(x).result, "stablehlo.exponential"),
-    ("Log", (6, 13), lambda x: stablehlo.LogOp(x).result, "stablehlo.log"),
-    ("Sqrt", (6, 13), lambda x: stablehlo.SqrtOp(x).result, "stablehlo.sqrt"),
-    ("Tanh", (6, 13), lambda x: stablehlo.TanhOp(x).result, "stablehlo.tanh"),
-    ("Sigmoid", (6, 13), lambda x: stablehlo.LogisticOp(x).result, "stablehlo.logistic"),
-    ("Erf", (9, 13), emit.erf, "erf (float32: a float64 polynomial rounded once, see emit.erf; else chlo.erf)"),
-    ("Relu", (6, 13, 14), _relu, "stablehlo.maximum with zero"),
-    ("Reciprocal", (6, 13), _reciprocal, "stablehlo.divide of one"),
-    ("Floor", (6, 13), lambda x: stablehlo.FloorOp(x).result, "stablehlo.floor"),
-    ("Ceil", (6, 13), lambda x: stablehlo.CeilOp(x).result, "stablehlo.ceil"),
-    ("Round", (11, 22), lambda x: stablehlo.RoundNearestEvenOp(x).result, "stablehlo.round_nearest_even"),
-    ("Sign", (9, 13), lambda x: stablehlo.SignOp(x).result, "stablehlo.sign"),
-    ("Sin", (7, 22), lambda x: stablehlo.SineOp(x).result, "stablehlo.sine"),
-    ("Cos", (7, 22), lambda x: stablehlo.CosineOp(x).result, "stablehlo.cosine"),
-    ("Tan", (7, 22), lambda x: stablehlo.TanOp(x).result, "stablehlo.tan"),
-    ("Asin", (7, 22), lambda x: chlo.AsinOp(x).result, "chlo.asin"),
-    ("Acos", (7, 22), lambda x: chlo.AcosOp(x).result, "chlo.acos"),
-    ("Atan", (7, 22), lambda x: chlo.AtanOp(x).result, "chlo.atan"),
-    ("Sinh", (9, 22), lambda x: chlo.SinhOp(x).result, "chlo.sinh"),
-    ("Cosh", (9, 22), lambda x: chlo.CoshOp(x).result, "chlo.cosh"),
-    ("Asinh", (9, 22), lambda x: chlo.AsinhOp(x).result, "chlo.asinh"),
-    ("Acosh", (9, 22), lambda x: chlo.AcoshOp(x).result, "chlo.acosh"),
-    ("Atanh", (9, 22), lambda x: chlo.AtanhOp(x).result, "chlo.atanh"),
-    ("Not", (1,), lambda x: stablehlo.NotOp(x).result, "stablehlo.not"),
-    ("BitwiseNot", (18,), lambda x: stablehlo.NotOp(x).result, "stablehlo.not"),
-    ("IsNaN", (9, 13, 20), _is_nan, "stablehlo.compare NE of x with itself"),
-]
-
-for _op_type, _since, _build, _doc in _UNARY:
-    _make_unary(_op_type, _since, _build, _doc)
-
-
-def _make_binary(op_type: str, since: tuple[int, ...], op_class: type, doc: str) -> Callable:
     def body(ctx: LoweringContext) -> ir.Value:
-        out = op_class(*emit.broadcast_values(ctx.input(0), ctx.input(1)))
-        return out if isinstance(out, ir.Value) else out.result
+        return build(*builders.broadcast_values(ctx.input(0), ctx.input(1)))
 
     return _define(op_type, since, body, f"{doc} after numpy broadcasting")
 
 
-def _unfused(op_class: type, lhs: ir.Value, rhs: ir.Value) -> ir.Value:
-    """``op_class(lhs, rhs)`` with multiply operands rounded first, as two ONNX ops would be."""
-    return op_class(emit.rounded_product(lhs), emit.rounded_product(rhs)).result
+def _comparison(op_type: str, since: tuple[int, ...], direction: str) -> Callable:
+    """The rule of a comparison: ``stablehlo.compare`` after numpy broadcasting."""
 
-
-# Integer Div: stablehlo.divide rounds toward zero, as ONNX (C semantics) requires.
-_BINARY: list[tuple[str, tuple[int, ...], Callable, str]] = [
-    ("Add", (7, 13, 14), lambda a, b: _unfused(stablehlo.AddOp, a, b), "stablehlo.add (see emit.rounded_product)"),
-    ("Sub", (7, 13, 14), lambda a, b: _unfused(stablehlo.SubtractOp, a, b), "stablehlo.subtract (see emit.rounded_product)"),
-    ("Mul", (7, 13, 14), stablehlo.MulOp, "stablehlo.multiply"),
-    ("Div", (7, 13, 14), emit.divide, "stablehlo.divide (constant divisors behind a barrier, see emit.divide)"),
-    ("And", (7,), stablehlo.AndOp, "stablehlo.and"),
-    ("Or", (7,), stablehlo.OrOp, "stablehlo.or"),
-    ("Xor", (7,), stablehlo.XorOp, "stablehlo.xor"),
-    ("BitwiseAnd", (18,), stablehlo.AndOp, "stablehlo.and"),
-    ("BitwiseOr", (18,), stablehlo.OrOp, "stablehlo.or"),
-    ("BitwiseXor", (18,), stablehlo.XorOp, "stablehlo.xor"),
-]
-
-for _op_type, _since, _class, _doc in _BINARY:
-    _make_binary(_op_type, _since, _class, _doc)
-
-
-def _make_compare(op_type: str, since: tuple[int, ...], direction: str) -> Callable:
     def body(ctx: LoweringContext) -> ir.Value:
-        return emit.compare(*emit.broadcast_values(ctx.input(0), ctx.input(1)), direction)
+        return builders.compare(*builders.broadcast_values(ctx.input(0), ctx.input(1)), direction)
 
     return _define(op_type, since, body, f"stablehlo.compare {direction} (bool result)")
 
 
-for _op_type, _since, _direction in [
-    ("Equal", (7, 11, 13, 19), "EQ"),
-    ("Less", (7, 9, 13), "LT"),
-    ("Greater", (7, 9, 13), "GT"),
-    ("LessOrEqual", (12, 16), "LE"),
-    ("GreaterOrEqual", (12, 16), "GE"),
-]:
-    _make_compare(_op_type, _since, _direction)
+def _reciprocal(x: ir.Value) -> ir.Value:
+    return stablehlo.divide(builders.full_like(x, 1), x)
+
+
+def _is_nan(x: ir.Value) -> ir.Value:
+    return builders.compare(x, x, "NE")
+
+
+def _unfused(build: Callable[[ir.Value, ir.Value], ir.Value], lhs: ir.Value, rhs: ir.Value) -> ir.Value:
+    """``build(lhs, rhs)`` with multiply operands rounded first, as two ONNX ops would be."""
+    return build(builders.rounded_product(lhs), builders.rounded_product(rhs))
+
+
+# One line per op: (op_type, revisions, builder, what it becomes). Later revisions only widened
+# type constraints.
+lower_abs = _unary("Abs", (6, 13), stablehlo.abs, "stablehlo.abs")
+lower_neg = _unary("Neg", (6, 13), stablehlo.negate, "stablehlo.negate")
+lower_exp = _unary("Exp", (6, 13), stablehlo.exponential, "stablehlo.exponential")
+lower_log = _unary("Log", (6, 13), stablehlo.log, "stablehlo.log")
+lower_sqrt = _unary("Sqrt", (6, 13), stablehlo.sqrt, "stablehlo.sqrt")
+lower_tanh = _unary("Tanh", (6, 13), stablehlo.tanh, "stablehlo.tanh")
+lower_sigmoid = _unary("Sigmoid", (6, 13), stablehlo.logistic, "stablehlo.logistic")
+lower_erf = _unary(
+    "Erf", (9, 13), builders.erf, "erf (float32: a float64 polynomial rounded once, see builders.erf; else chlo.erf)"
+)
+lower_relu = _unary("Relu", (6, 13, 14), builders.relu, "stablehlo.maximum with zero")
+lower_reciprocal = _unary("Reciprocal", (6, 13), _reciprocal, "stablehlo.divide of one")
+lower_floor = _unary("Floor", (6, 13), stablehlo.floor, "stablehlo.floor")
+lower_ceil = _unary("Ceil", (6, 13), stablehlo.ceil, "stablehlo.ceil")
+lower_round = _unary("Round", (11, 22), stablehlo.round_nearest_even, "stablehlo.round_nearest_even")
+lower_sign = _unary("Sign", (9, 13), stablehlo.sign, "stablehlo.sign")
+lower_sin = _unary("Sin", (7, 22), stablehlo.sine, "stablehlo.sine")
+lower_cos = _unary("Cos", (7, 22), stablehlo.cosine, "stablehlo.cosine")
+lower_tan = _unary("Tan", (7, 22), stablehlo.tan, "stablehlo.tan")
+lower_asin = _unary("Asin", (7, 22), chlo.asin, "chlo.asin")
+lower_acos = _unary("Acos", (7, 22), chlo.acos, "chlo.acos")
+lower_atan = _unary("Atan", (7, 22), chlo.atan, "chlo.atan")
+lower_sinh = _unary("Sinh", (9, 22), chlo.sinh, "chlo.sinh")
+lower_cosh = _unary("Cosh", (9, 22), chlo.cosh, "chlo.cosh")
+lower_asinh = _unary("Asinh", (9, 22), chlo.asinh, "chlo.asinh")
+lower_acosh = _unary("Acosh", (9, 22), chlo.acosh, "chlo.acosh")
+lower_atanh = _unary("Atanh", (9, 22), chlo.atanh, "chlo.atanh")
+lower_not = _unary("Not", (1,), stablehlo.not_, "stablehlo.not")
+lower_bitwisenot = _unary("BitwiseNot", (18,), stablehlo.not_, "stablehlo.not")
+lower_isnan = _unary("IsNaN", (9, 13, 20), _is_nan, "stablehlo.compare NE of x with itself")
+
+# Integer Div: stablehlo.divide rounds toward zero, as ONNX (C semantics) requires.
+lower_add = _binary(
+    "Add", (7, 13, 14), lambda a, b: _unfused(stablehlo.add, a, b), "stablehlo.add (see builders.rounded_product)"
+)
+lower_sub = _binary(
+    "Sub", (7, 13, 14), lambda a, b: _unfused(stablehlo.subtract, a, b), "stablehlo.subtract (see builders.rounded_product)"
+)
+lower_mul = _binary("Mul", (7, 13, 14), stablehlo.multiply, "stablehlo.multiply")
+lower_div = _binary(
+    "Div", (7, 13, 14), builders.divide, "stablehlo.divide (constant divisors behind a barrier, see builders.divide)"
+)
+lower_and = _binary("And", (7,), stablehlo.and_, "stablehlo.and")
+lower_or = _binary("Or", (7,), stablehlo.or_, "stablehlo.or")
+lower_xor = _binary("Xor", (7,), stablehlo.xor, "stablehlo.xor")
+lower_bitwiseand = _binary("BitwiseAnd", (18,), stablehlo.and_, "stablehlo.and")
+lower_bitwiseor = _binary("BitwiseOr", (18,), stablehlo.or_, "stablehlo.or")
+lower_bitwisexor = _binary("BitwiseXor", (18,), stablehlo.xor, "stablehlo.xor")
+
+lower_equal = _comparison("Equal", (7, 11, 13, 19), "EQ")
+lower_less = _comparison("Less", (7, 9, 13), "LT")
+lower_greater = _comparison("Greater", (7, 9, 13), "GT")
+lower_lessorequal = _comparison("LessOrEqual", (12, 16), "LE")
+lower_greaterorequal = _comparison("GreaterOrEqual", (12, 16), "GE")
 
 
 @lowering("Pow", since=7)
@@ -163,33 +152,33 @@ def lower_pow(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         onnxruntime's C cast gives on x86-64.
     """
     base, exponent = ctx.input(0), ctx.input(1)
-    base_dtype, exp_dtype = emit.dtype_of(base), emit.dtype_of(exponent)
+    base_dtype, exp_dtype = builders.dtype_of(base), builders.dtype_of(exponent)
     if dtypes.is_float(base_dtype):
-        exponent = emit.convert(exponent, base_dtype)
-        base, exponent = emit.broadcast_values(base, exponent)
+        exponent = builders.convert(exponent, base_dtype)
+        base, exponent = builders.broadcast_values(base, exponent)
         if ctx.is_constant_input(1):
             special = _pow_by_constant(ctx, base)
             if special is not None:
                 return [special]
-        return [stablehlo.PowOp(base, exponent).result]
+        return [stablehlo.power(base, exponent)]
     if dtypes.is_float(exp_dtype):
         wide = DataType.DOUBLE
-        result = stablehlo.PowOp(*emit.broadcast_values(emit.convert(base, wide), emit.convert(exponent, wide))).result
-        converted = emit.convert(result, base_dtype)
+        result = stablehlo.power(*builders.broadcast_values(builders.convert(base, wide), builders.convert(exponent, wide)))
+        converted = builders.convert(result, base_dtype)
         if dtypes.is_unsigned_int(base_dtype):
             return [converted]
         # onnxruntime casts with C's double -> int conversion: on x86-64 a NaN or a value out of
         # range gives the minimum integer (XLA's convert saturates, and gives 0 for NaN).
         bits = dtypes.numpy_dtype(base_dtype).itemsize * 8
-        shape = emit.dims_of(result)
-        in_range = stablehlo.AndOp(
-            emit.compare(result, emit.splat(-(2.0 ** (bits - 1)), wide, shape), "GE"),
-            emit.compare(result, emit.splat(2.0 ** (bits - 1), wide, shape), "LT"),
-        ).result  # false for NaN too
-        lowest = emit.splat(int(np.iinfo(dtypes.numpy_dtype(base_dtype)).min), base_dtype, shape)
-        return [stablehlo.SelectOp(in_range, converted, lowest).result]
-    base, exponent = emit.broadcast_values(base, emit.convert(exponent, base_dtype))
-    return [stablehlo.PowOp(base, exponent).result]
+        shape = builders.dims_of(result)
+        in_range = stablehlo.and_(
+            builders.compare(result, builders.splat(-(2.0 ** (bits - 1)), wide, shape), "GE"),
+            builders.compare(result, builders.splat(2.0 ** (bits - 1), wide, shape), "LT"),
+        )  # false for NaN too
+        lowest = builders.splat(int(np.iinfo(dtypes.numpy_dtype(base_dtype)).min), base_dtype, shape)
+        return [stablehlo.select(in_range, converted, lowest)]
+    base, exponent = builders.broadcast_values(base, builders.convert(exponent, base_dtype))
+    return [stablehlo.power(base, exponent)]
 
 
 def _pow_by_constant(ctx: LoweringContext, base: ir.Value) -> ir.Value | None:
@@ -199,11 +188,11 @@ def _pow_by_constant(ctx: LoweringContext, base: ir.Value) -> ir.Value | None:
         return None
     value = float(exponent.reshape(-1)[0])
     if value == 2.0:
-        return stablehlo.MulOp(base, base).result
+        return stablehlo.multiply(base, base)
     if value == 1.0:
         return base
     if value == 0.5:
-        return stablehlo.SqrtOp(base).result
+        return stablehlo.sqrt(base)
     return None
 
 
@@ -216,18 +205,18 @@ def lower_mod(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: Mod-10/13/28.
     Dtypes: integers (fmod 0 or 1), floats (fmod=1 only, as the spec requires).
     """
-    lhs, rhs = emit.broadcast_values(ctx.input(0), ctx.input(1))
-    remainder = stablehlo.RemOp(lhs, rhs).result
+    lhs, rhs = builders.broadcast_values(ctx.input(0), ctx.input(1))
+    remainder = stablehlo.remainder(lhs, rhs)
     if node.attr_int("fmod") == 1:
         return [remainder]
-    dtype = emit.dtype_of(lhs)
+    dtype = builders.dtype_of(lhs)
     if dtypes.is_unsigned_int(dtype):
         return [remainder]
-    zero = _zero_like(remainder)
-    nonzero = emit.compare(remainder, zero, "NE")
-    signs_differ = stablehlo.XorOp(emit.compare(remainder, zero, "LT"), emit.compare(rhs, zero, "LT")).result
-    adjust = stablehlo.AndOp(nonzero, signs_differ).result
-    return [stablehlo.SelectOp(adjust, stablehlo.AddOp(remainder, rhs).result, remainder).result]
+    zero = builders.full_like(remainder, 0)
+    nonzero = builders.compare(remainder, zero, "NE")
+    signs_differ = stablehlo.xor(builders.compare(remainder, zero, "LT"), builders.compare(rhs, zero, "LT"))
+    adjust = stablehlo.and_(nonzero, signs_differ)
+    return [stablehlo.select(adjust, stablehlo.add(remainder, rhs), remainder)]
 
 
 @lowering("BitShift", since=11)
@@ -240,30 +229,30 @@ def lower_bit_shift(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: uint8 ... uint64; int8 ... int64 from revision 28.
     Raises: UnsupportedAttributeError for a direction other than LEFT/RIGHT.
     """
-    x, amount = emit.broadcast_values(ctx.input(0), ctx.input(1))
+    x, amount = builders.broadcast_values(ctx.input(0), ctx.input(1))
     direction = node.attr_str("direction")
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     signed = dtypes.is_signed_int(dtype)
     if direction == "LEFT":
-        shifted = stablehlo.ShiftLeftOp(x, amount).result
-        fill = _zero_like(x)
+        shifted = stablehlo.shift_left(x, amount)
+        fill = builders.full_like(x, 0)
     elif direction == "RIGHT":
         if signed:
-            shifted = stablehlo.ShiftRightArithmeticOp(x, amount).result
-            fill = stablehlo.SelectOp(emit.compare(x, _zero_like(x), "LT"),
-                                      emit.splat(-1, dtype, shape), _zero_like(x)).result
+            shifted = stablehlo.shift_right_arithmetic(x, amount)
+            fill = stablehlo.select(builders.compare(x, builders.full_like(x, 0), "LT"),
+                                      builders.splat(-1, dtype, shape), builders.full_like(x, 0))
         else:
-            shifted = stablehlo.ShiftRightLogicalOp(x, amount).result
-            fill = _zero_like(x)
+            shifted = stablehlo.shift_right_logical(x, amount)
+            fill = builders.full_like(x, 0)
     else:
         raise ctx.unsupported_attribute("direction", direction, "LEFT, RIGHT")
     bits = dtypes.numpy_dtype(dtype).itemsize * 8
-    out_of_range = emit.compare(amount, emit.splat(bits, dtype, shape), "GE")
+    out_of_range = builders.compare(amount, builders.splat(bits, dtype, shape), "GE")
     if signed:
-        negative = emit.compare(amount, _zero_like(amount), "LT")
-        out_of_range = stablehlo.OrOp(out_of_range, negative).result
-    return [stablehlo.SelectOp(out_of_range, fill, shifted).result]
+        negative = builders.compare(amount, builders.full_like(amount, 0), "LT")
+        out_of_range = stablehlo.or_(out_of_range, negative)
+    return [stablehlo.select(out_of_range, fill, shifted)]
 
 
 @lowering("Where", since=9)
@@ -273,15 +262,16 @@ def lower_where(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Where-9/16.
     """
-    cond, x, y = emit.broadcast_values(ctx.input(0), ctx.input(1), ctx.input(2))
-    return [stablehlo.SelectOp(cond, x, y).result]
+    cond, x, y = builders.broadcast_values(ctx.input(0), ctx.input(1), ctx.input(2))
+    return [stablehlo.select(cond, x, y)]
 
 
-def _variadic(ctx: LoweringContext, op_class: type) -> ir.Value:
-    values = emit.broadcast_values(*[v for v in ctx.inputs() if v is not None])
+def _variadic(ctx: LoweringContext, build: Callable[[ir.Value, ir.Value], ir.Value]) -> ir.Value:
+    """``build`` folded left over the inputs after numpy broadcasting."""
+    values = builders.broadcast_values(*[v for v in ctx.inputs() if v is not None])
     result = values[0]
     for value in values[1:]:
-        result = op_class(result, value).result
+        result = build(result, value)
     return result
 
 
@@ -294,7 +284,7 @@ def lower_max(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Max-6/8/12/13.
     """
-    return [_variadic(ctx, stablehlo.MaxOp)]
+    return [_variadic(ctx, stablehlo.maximum)]
 
 
 @lowering("Min", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
@@ -306,7 +296,7 @@ def lower_min(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Min-6/8/12/13.
     """
-    return [_variadic(ctx, stablehlo.MinOp)]
+    return [_variadic(ctx, stablehlo.minimum)]
 
 
 @lowering("Sum", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
@@ -317,7 +307,7 @@ def lower_sum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Sum-6/8/13.
     """
-    return [_variadic(ctx, stablehlo.AddOp)]
+    return [_variadic(ctx, stablehlo.add)]
 
 
 @lowering("Mean", since=6)  # 6 requires equal shapes, for which broadcasting is a no-op
@@ -328,10 +318,10 @@ def lower_mean(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: Mean-6/8/13.
     """
-    total = _variadic(ctx, stablehlo.AddOp)
+    total = _variadic(ctx, stablehlo.add)
     count = sum(1 for v in ctx.inputs() if v is not None)
-    divisor = emit.splat(count, emit.dtype_of(total), emit.dims_of(total))
-    return [emit.divide(total, divisor)]
+    divisor = builders.splat(count, builders.dtype_of(total), builders.dims_of(total))
+    return [builders.divide(total, divisor)]
 
 
 @lowering("IsInf", since=10)
@@ -342,10 +332,10 @@ def lower_is_inf(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Spec: IsInf-10/20.
     """
     x = ctx.input(0)
-    dtype, shape = emit.dtype_of(x), emit.dims_of(x)
-    result = emit.splat(False, DataType.BOOL, shape)
+    dtype, shape = builders.dtype_of(x), builders.dims_of(x)
+    result = builders.splat(False, DataType.BOOL, shape)
     if node.attr_int("detect_positive"):
-        result = stablehlo.OrOp(result, emit.compare(x, emit.splat(np.inf, dtype, shape), "EQ")).result
+        result = stablehlo.or_(result, builders.compare(x, builders.splat(np.inf, dtype, shape), "EQ"))
     if node.attr_int("detect_negative"):
-        result = stablehlo.OrOp(result, emit.compare(x, emit.splat(-np.inf, dtype, shape), "EQ")).result
+        result = stablehlo.or_(result, builders.compare(x, builders.splat(-np.inf, dtype, shape), "EQ"))
     return [result]

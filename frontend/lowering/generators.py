@@ -1,4 +1,4 @@
-"""Lowering rules: ops that make tensors from attributes and shapes, and random ops.
+"""Lowering rules: ops that make tensors from attributes and shapes, random ops and OneHot.
 
 - ``Constant``, ``Range`` and small ``ConstantOfShape``/``EyeLike`` results are compile-time
   numpy arrays (later rules can read them as constant inputs); ``ConstantOfShape`` and
@@ -9,6 +9,7 @@
   and two unseeded nodes still differ): uniform floats come
   from the top mantissa bits, normals by Box-Muller, Bernoulli by comparing a uniform with
   ``p``, Multinomial by inverting the cumulative distribution.
+- ``OneHot(i, depth, values)`` -> ``stablehlo.iota`` + compare + select.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import dtypes, emit, limits
+from onnx_stablehlo.frontend import builders, dtypes, limits
+from onnx_stablehlo.frontend.builders import indexing
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -108,11 +110,11 @@ def lower_constant_of_shape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         raise ctx.unsupported_attribute("value", value.tolist(), "a one-element tensor")
     if not ctx.is_constant_input(0) and ctx.lowered(0).sym is not None:
         dims = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(0).reshape(-1)]
-        return [emit.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), dims)]
+        return [builders.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), dims)]
     shape = _shape_input(ctx, 0)
     size = int(np.prod(shape, dtype=np.int64))
     if size > _MAX_FOLDED_ELEMENTS:
-        return [emit.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), shape)]
+        return [builders.splat(value.reshape(-1)[0], dtypes.dtype_of_numpy(value.dtype), shape)]
     return [np.full(shape, value.reshape(-1)[0], dtype=value.dtype)]
 
 
@@ -186,9 +188,9 @@ def _symbolic_range(ctx: LoweringContext) -> ir.Value | None:
     limit = ctx.symbolic_input(1).reshape(())[()]
     count = ceil_div(limit - int(start), int(delta))
     dtype = ctx.input_dtype(0)
-    steps = emit.iota([count], 0, dtype)
-    scaled = stablehlo.MulOp(steps, emit.splat(int(delta), dtype, [count])).result
-    return emit.record(stablehlo.AddOp(scaled, emit.splat(int(start), dtype, [count])).result, [count])
+    steps = builders.iota([count], 0, dtype)
+    scaled = stablehlo.multiply(steps, builders.splat(int(delta), dtype, [count]))
+    return builders.record(stablehlo.add(scaled, builders.splat(int(start), dtype, [count])), [count])
 
 
 @lowering("EyeLike", since=9)
@@ -218,10 +220,10 @@ def lower_eye_like(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | np.n
     rows, cols = shape
     if rows * cols <= _MAX_FOLDED_ELEMENTS:
         return [np.eye(rows, cols, k=k, dtype=np_dtype)]
-    row = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), 0).result
-    col = stablehlo.IotaOp(emit.tensor_type(shape, DataType.INT64), 1).result
-    shifted = stablehlo.AddOp(row, emit.splat(k, DataType.INT64, shape)).result
-    return [emit.convert(emit.compare(shifted, col, "EQ"), dtype)]
+    row = stablehlo.iota(builders.tensor_type(shape, DataType.INT64), 0)
+    col = stablehlo.iota(builders.tensor_type(shape, DataType.INT64), 1)
+    shifted = stablehlo.add(row, builders.splat(k, DataType.INT64, shape))
+    return [builders.convert(builders.compare(shifted, col, "EQ"), dtype)]
 
 
 # Random ---------------------------------------------------------------------------------------
@@ -242,17 +244,12 @@ class _Bits:
     """A ``stablehlo.rng_bit_generator`` (THREE_FRY) stream; each draw advances the state."""
 
     def __init__(self, seed: int) -> None:
-        self.state = emit.constant(np.array([seed, 0], np.uint64), DataType.UINT64)
+        self.state = builders.constant(np.array([seed, 0], np.uint64), DataType.UINT64)
 
     def draw(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
-        op = stablehlo.RngBitGeneratorOp(
-            self.state.type,
-            emit.tensor_type(shape, dtype),
-            stablehlo.RngAlgorithmAttr.get("THREE_FRY"),
-            self.state,
-        )
-        self.state = op.results[0]
-        return op.results[1]
+        algorithm = stablehlo.RngAlgorithmAttr.get("THREE_FRY")
+        self.state, bits = stablehlo.rng_bit_generator(self.state.type, builders.tensor_type(shape, dtype), algorithm, self.state)
+        return bits
 
     def uniform(self, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
         """Floats uniform in [0, 1): random mantissa bits under the exponent of 1.0, minus 1."""
@@ -261,15 +258,10 @@ class _Bits:
         else:
             bits_type, float_type, shift, one = DataType.UINT32, DataType.FLOAT, 9, 0x3F800000
         bits = self.draw(shape, bits_type)
-        mantissa = stablehlo.ShiftRightLogicalOp(bits, _full(shift, bits_type, shape)).result
-        in_one_two = stablehlo.OrOp(mantissa, _full(one, bits_type, shape)).result
-        floats = stablehlo.BitcastConvertOp(emit.tensor_type(shape, float_type), in_one_two).result
-        return emit.convert(stablehlo.SubtractOp(floats, _full(1.0, float_type, shape)).result, dtype)
-
-
-def _full(value: float | int, dtype: DataType, shape: tuple[int, ...]) -> ir.Value:
-    """A splat constant of ``shape`` (0-d kept 0-d)."""
-    return emit.reshape(emit.splat(value, dtype, shape), shape)
+        mantissa = stablehlo.shift_right_logical(bits, builders.splat(shift, bits_type, shape))
+        in_one_two = stablehlo.or_(mantissa, builders.splat(one, bits_type, shape))
+        floats = stablehlo.bitcast_convert(builders.tensor_type(shape, float_type), in_one_two)
+        return builders.convert(stablehlo.subtract(floats, builders.splat(1.0, float_type, shape)), dtype)
 
 
 def _random_dtype(ctx: LoweringContext, node: OnnxNode, default: DataType) -> DataType:
@@ -287,10 +279,10 @@ def _uniform(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Valu
     compute = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
     u = _Bits(_seed(node)).uniform(shape, compute)
     low, high = node.attr_float("low"), node.attr_float("high")
-    value = stablehlo.AddOp(
-        stablehlo.MulOp(u, _full(high - low, compute, shape)).result, _full(low, compute, shape)
-    ).result
-    return emit.convert(value, dtype)
+    value = stablehlo.add(
+        stablehlo.multiply(u, builders.splat(high - low, compute, shape)), builders.splat(low, compute, shape)
+    )
+    return builders.convert(value, dtype)
 
 
 def _normal(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Value:
@@ -298,19 +290,19 @@ def _normal(node: OnnxNode, shape: tuple[int, ...], dtype: DataType) -> ir.Value
     compute = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
     bits = _Bits(_seed(node))
     u1, u2 = bits.uniform(shape, compute), bits.uniform(shape, compute)
-    radius = stablehlo.SqrtOp(
-        stablehlo.MulOp(
-            _full(-2.0, compute, shape),
-            stablehlo.LogOp(stablehlo.SubtractOp(_full(1.0, compute, shape), u1).result).result,
-        ).result
-    ).result
-    angle = stablehlo.MulOp(_full(2 * np.pi, compute, shape), u2).result
-    z = stablehlo.MulOp(radius, stablehlo.CosineOp(angle).result).result
-    value = stablehlo.AddOp(
-        stablehlo.MulOp(z, _full(node.attr_float("scale"), compute, shape)).result,
-        _full(node.attr_float("mean"), compute, shape),
-    ).result
-    return emit.convert(value, dtype)
+    radius = stablehlo.sqrt(
+        stablehlo.multiply(
+            builders.splat(-2.0, compute, shape),
+            stablehlo.log(stablehlo.subtract(builders.splat(1.0, compute, shape), u1)),
+        )
+    )
+    angle = stablehlo.multiply(builders.splat(2 * np.pi, compute, shape), u2)
+    z = stablehlo.multiply(radius, stablehlo.cosine(angle))
+    value = stablehlo.add(
+        stablehlo.multiply(z, builders.splat(node.attr_float("scale"), compute, shape)),
+        builders.splat(node.attr_float("mean"), compute, shape),
+    )
+    return builders.convert(value, dtype)
 
 
 def _shape_attribute(ctx: LoweringContext, node: OnnxNode) -> tuple[int, ...]:
@@ -392,8 +384,8 @@ def lower_bernoulli(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     dtype = _random_dtype(ctx, node, ctx.input_dtype(0))
     compute = DataType.DOUBLE if ctx.input_dtype(0) == DataType.DOUBLE else DataType.FLOAT
     u = _Bits(_seed(node)).uniform(shape, compute)
-    hit = emit.compare(u, emit.convert(p, compute), "LT")
-    return [emit.convert(hit, dtype)]
+    hit = builders.compare(u, builders.convert(p, compute), "LT")
+    return [builders.convert(hit, dtype)]
 
 
 @lowering("Multinomial", since=7)
@@ -410,7 +402,6 @@ def lower_multinomial(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Deviations: as RandomUniform.
     Raises: ShapeError if the input is not 2-D; UnsupportedAttributeError for another `dtype`.
     """
-    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
     logits = ctx.input(0)
     shape = ctx.input_static_shape(0)
@@ -422,37 +413,73 @@ def lower_multinomial(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if out_dtype not in (DataType.INT32, DataType.INT64):
         raise ctx.unsupported_attribute("dtype", int(out_dtype), "6 (int32), 7 (int64)")
     compute = DataType.DOUBLE if ctx.input_dtype(0) == DataType.DOUBLE else DataType.FLOAT
-    logits = emit.convert(logits, compute)
-    peak = reduce_over(logits, [1], stablehlo.MaxOp, -np.inf, keepdims=True)
-    weights = stablehlo.ExpOp(stablehlo.SubtractOp(logits, emit.broadcast_to(peak, shape)).result).result
+    logits = builders.convert(logits, compute)
+    peak = builders.reduce(logits, [1], stablehlo.maximum, -np.inf, keepdims=True)
+    weights = stablehlo.exponential(stablehlo.subtract(logits, builders.broadcast_to(peak, shape)))
     cumulative = _cumulative_sum(weights)
-    total = emit.reshape(stablehlo.SliceOp(cumulative, [0, classes - 1], [batch, classes], [1, 1]).result, (batch, 1))
+    total = builders.reshape(stablehlo.slice(cumulative, [0, classes - 1], [batch, classes], [1, 1]), (batch, 1))
     u = _Bits(_seed(node)).uniform((batch, samples), compute)
-    threshold = stablehlo.MulOp(u, emit.broadcast_to(total, (batch, samples))).result
+    threshold = stablehlo.multiply(u, builders.broadcast_to(total, (batch, samples)))
     grid = (batch, samples, classes)
-    below = emit.compare(
-        emit.broadcast_to(cumulative, grid, dims=[0, 2]), emit.broadcast_to(threshold, grid, dims=[0, 1]), "LE"
+    below = builders.compare(
+        builders.broadcast_to(cumulative, grid, dims=[0, 2]), builders.broadcast_to(threshold, grid, dims=[0, 1]), "LE"
     )
-    index = reduce_over(emit.convert(below, out_dtype), [2], stablehlo.AddOp, 0)
-    last = _full(classes - 1, out_dtype, (batch, samples))
-    return [stablehlo.MinOp(index, last).result]
+    index = builders.reduce(builders.convert(below, out_dtype), [2], stablehlo.add, 0)
+    last = builders.splat(classes - 1, out_dtype, (batch, samples))
+    return [stablehlo.minimum(index, last)]
 
 
 def _cumulative_sum(value: ir.Value) -> ir.Value:
     """Inclusive cumulative sum along the last dim of a [batch, n] value (stablehlo.reduce_window)."""
-    shape = emit.static_shape_of(value)
-    dtype = emit.dtype_of(value)
+    shape = builders.static_shape_of(value)
+    dtype = builders.dtype_of(value)
     n = shape[-1]
-    scalar = emit.tensor_type((), dtype)
-    padding = ir.DenseIntElementsAttr.get(np.array([[0, 0], [n - 1, 0]], np.int64))
-    op = stablehlo.ReduceWindowOp(
-        [emit.tensor_type(shape, dtype)],
-        [value],
-        [_full(0, dtype, ())],
-        emit.i64_array([1, n]),
-        padding=padding,
+    (total,) = builders.reduce_window(
+        [value], [builders.splat(0, dtype, ())], [1, n], lambda acc, x: [stablehlo.add(acc[0], x[0])], padding=[(0, 0), (n - 1, 0)]
     )
-    block = op.body.blocks.append(scalar, scalar)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    return op.results[0]
+    return total
+
+
+@lowering("OneHot", since=9)
+@lowering("OneHot", since=11)  # 11 allowed negative indices and a negative axis
+@lowering("OneHot", since=28)  # 28 widened types
+def lower_one_hot(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers OneHot to compare(indices, iota) + select(on, off).
+
+    Spec: OneHot-9/11/28.
+    Shapes: indices rank r, symbolic dims allowed; depth a scalar known at compile time; values [2] (off, on),
+        may be computed at run time; result rank r + 1 with depth inserted at ``axis``.
+    Dtypes: indices any numeric type (float indices match only integral values); depth any
+        numeric type; values any.
+    Deviations: indices outside [-depth, depth) give an all-off row, as the spec says.
+    Raises: NonConstantInputError if depth is computed at run time.
+    """
+    indices = ctx.input(0)
+    index_shape = list(builders.dims_of(indices))
+    depth = int(np.asarray(ctx.constant_input(1)).reshape(-1)[0])
+    if depth <= 0:
+        raise ctx.error(f"depth must be positive, got {depth}", ShapeError)
+    axis = node.attr_int("axis")
+    out_rank = len(index_shape) + 1
+    if not -out_rank <= axis < out_rank:
+        raise ctx.error(f"axis {axis} is out of range for rank {out_rank}", ShapeError)
+    axis = axis + out_rank if axis < 0 else axis
+    result_shape = index_shape[:axis] + [depth] + index_shape[axis:]
+    # Float indices are compared as floats, as onnxruntime and onnx.reference do: 1.5 hits nothing.
+    index_dtype = builders.dtype_of(indices)
+    if not dtypes.is_float(index_dtype):
+        index_dtype = DataType.INT64
+        indices = builders.convert(indices, index_dtype)
+    indices = indexing.normalize_indices(indices, np.asarray(depth))
+    spread = builders.broadcast_to(indices, result_shape, dims=[d for d in range(out_rank) if d != axis])
+    positions = builders.iota(result_shape, axis, index_dtype)
+    hot = builders.compare(spread, positions, "EQ")
+    values = ctx.input(2)
+    off, on = (
+        builders.broadcast_to(builders.reshape(_slice_axis0(values, i), []), result_shape) for i in (0, 1)
+    )
+    return [stablehlo.select(hot, on, off)]
+
+
+def _slice_axis0(value: ir.Value, index: int) -> ir.Value:
+    return stablehlo.slice(value, [index], [index + 1], [1])

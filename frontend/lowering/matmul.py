@@ -28,98 +28,11 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
-from onnx_stablehlo.frontend.shapes import product as _product
-
-_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
-
-
-def _dot_general(
-    lhs: ir.Value,
-    rhs: ir.Value,
-    *,
-    lhs_contracting: Sequence[int],
-    rhs_contracting: Sequence[int],
-    lhs_batch: Sequence[int] = (),
-    rhs_batch: Sequence[int] = (),
-    result_dtype: DataType | None = None,
-) -> ir.Value:
-    """``stablehlo.dot_general``; the result is ``batch dims, lhs free dims, rhs free dims``.
-
-    float16/bfloat16 operands accumulate in float32 and the result is converted back, unless
-    ``result_dtype`` asks for something else.
-    """
-    dtype = emit.dtype_of(lhs)
-    out_dtype = result_dtype or dtype
-    accumulate = DataType.FLOAT if dtype in _NARROW_FLOATS and result_dtype is None else out_dtype
-    lhs_shape, rhs_shape = emit.dims_of(lhs), emit.dims_of(rhs)
-    shape = (
-        [lhs_shape[d] for d in lhs_batch]
-        + [d for i, d in enumerate(lhs_shape) if i not in lhs_batch and i not in lhs_contracting]
-        + [d for i, d in enumerate(rhs_shape) if i not in rhs_batch and i not in rhs_contracting]
-    )
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=list(lhs_batch),
-        rhs_batching_dimensions=list(rhs_batch),
-        lhs_contracting_dimensions=list(lhs_contracting),
-        rhs_contracting_dimensions=list(rhs_contracting),
-    )
-    result = stablehlo.DotGeneralOp(emit.tensor_type(shape, accumulate), lhs, rhs, numbers).result
-    return emit.convert(emit.record(result, shape), out_dtype)
-
-
-def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -> ir.Value:
-    """numpy ``matmul`` of two static-shaped values as one ``stablehlo.dot_general``.
-
-    Raises:
-        ValueError: the contracted dims differ or the batch dims do not broadcast.
-    """
-    lhs_shape, rhs_shape = emit.dims_of(lhs), emit.dims_of(rhs)
-    lhs_rank, rhs_rank = len(lhs_shape), len(rhs_shape)
-    if lhs_rank == 0 or rhs_rank == 0:
-        raise ValueError("MatMul operands must have rank >= 1")
-    lhs_k = lhs_shape[-1]
-    rhs_k = rhs_shape[0] if rhs_rank == 1 else rhs_shape[-2]
-    if lhs_k != rhs_k and isinstance(lhs_k, int) and isinstance(rhs_k, int):
-        raise ValueError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
-    if lhs_k != rhs_k:
-        emit.unify(lhs_k, rhs_k)  # two symbols for K: the same size (merged, checked per call)
-    if lhs_rank == 1 or rhs_rank <= 2:
-        # No batch dims needed: [K] @ [..., K, N] -> [..., N]; [..., M, K] @ [K(, N)] -> [..., M(, N)].
-        rhs_contracting = 0 if rhs_rank == 1 else rhs_rank - 2
-        return _dot_general(
-            lhs, rhs, lhs_contracting=[lhs_rank - 1], rhs_contracting=[rhs_contracting], result_dtype=result_dtype
-        )
-    lhs_batch, rhs_batch = lhs_shape[:-2], rhs_shape[:-2]
-    batch = emit.broadcast_shapes(lhs_batch, rhs_batch)
-    if lhs_rank == 2 or (_product(lhs_batch) == 1 and len(rhs_batch) >= len(lhs_batch)):
-        # [M, K] @ [B..., K, N] -> [M, B..., N], then the M dim moves behind the batch dims.
-        lhs2 = emit.reshape(lhs, lhs_shape[-2:])
-        product = _dot_general(
-            lhs2, rhs, lhs_contracting=[1], rhs_contracting=[rhs_rank - 2], result_dtype=result_dtype
-        )
-        nb = len(rhs_batch)
-        return emit.transpose(product, [*range(1, nb + 1), 0, nb + 1])
-    if _product(rhs_batch) == 1 and len(lhs_batch) >= len(rhs_batch):
-        # [B..., M, K] @ [1..., K, N]: the weight drops its unit batch dims.
-        rhs2 = emit.reshape(rhs, rhs_shape[-2:])
-        return _dot_general(lhs, rhs2, lhs_contracting=[lhs_rank - 1], rhs_contracting=[0], result_dtype=result_dtype)
-    lhs = emit.broadcast_to(lhs, (*batch, *lhs_shape[-2:]))
-    rhs = emit.broadcast_to(rhs, (*batch, *rhs_shape[-2:]))
-    nb = len(batch)
-    return _dot_general(
-        lhs,
-        rhs,
-        lhs_batch=range(nb),
-        rhs_batch=range(nb),
-        lhs_contracting=[nb + 1],
-        rhs_contracting=[nb],
-        result_dtype=result_dtype,
-    )
 
 
 @lowering("MatMul", since=1)
@@ -136,7 +49,7 @@ def lower_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     lhs, rhs = ctx.input(0), ctx.input(1)
     try:
-        return [matmul(lhs, rhs)]
+        return [builders.matmul(lhs, rhs)]
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
 
@@ -159,7 +72,7 @@ def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError for operands that are not 2-D or do not fit.
     """
     a, b = ctx.input(0), ctx.input(1)
-    a_shape, b_shape = emit.dims_of(a), emit.dims_of(b)
+    a_shape, b_shape = builders.dims_of(a), builders.dims_of(b)
     if len(a_shape) != 2 or len(b_shape) != 2:
         raise ctx.error(f"A and B must be 2-D, got {list(a_shape)} and {list(b_shape)}", ShapeError)
     trans_a, trans_b = node.attr_int("transA"), node.attr_int("transB")
@@ -170,25 +83,25 @@ def lower_gemm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
             f"contracted dims differ: A {list(a_shape)} (transA={trans_a}), B {list(b_shape)} (transB={trans_b})",
             ShapeError,
         )
-    result = _dot_general(a, b, lhs_contracting=[0 if trans_a else 1], rhs_contracting=[1 if trans_b else 0])
-    dtype = emit.dtype_of(result)
-    shape = emit.dims_of(result)
+    result = builders.dot_general(a, b, lhs_contracting=[0 if trans_a else 1], rhs_contracting=[1 if trans_b else 0])
+    dtype = builders.dtype_of(result)
+    shape = builders.dims_of(result)
     alpha, beta = node.attr_float("alpha"), node.attr_float("beta")
     if alpha != 1.0:
-        result = stablehlo.MulOp(result, _scalar_like(alpha, dtype, shape)).result
+        result = stablehlo.multiply(result, _scalar_like(alpha, dtype, shape))
     c = ctx.optional_input(2)
     if c is not None and beta != 0.0:
-        c_shape = emit.dims_of(c)
+        c_shape = builders.dims_of(c)
         if len(c_shape) > 2 or any(
             isinstance(d, int) and isinstance(want, int) and d not in (1, want)
             for d, want in zip(c_shape[::-1], shape[::-1])
         ):
             raise ctx.error(f"C {list(c_shape)} does not broadcast to {list(shape)}", ShapeError)
         # A symbolic dim of C is 1 or the result's dim at run time (unidirectional broadcast).
-        c = emit.broadcast_to(c, shape)
+        c = builders.broadcast_to(c, shape)
         if beta != 1.0:
-            c = stablehlo.MulOp(c, _scalar_like(beta, dtype, shape)).result
-        result = stablehlo.AddOp(result, c).result
+            c = stablehlo.multiply(c, _scalar_like(beta, dtype, shape))
+        result = stablehlo.add(result, c)
     return [result]
 
 
@@ -196,7 +109,7 @@ def _scalar_like(value: float, dtype: DataType, shape: Sequence[int]) -> ir.Valu
     """A splat of ``value`` (truncated for integer dtypes, as a C cast does)."""
     if not dtypes.is_float(dtype):
         value = int(value)
-    return emit.splat(value, dtype, shape)
+    return builders.splat(value, dtype, shape)
 
 
 # Einsum ---------------------------------------------------------------------------------------
@@ -244,36 +157,31 @@ def _parse_einsum(equation: str, ranks: Sequence[int]) -> tuple[list[list[str]],
 
 def _take_diagonals(value: ir.Value, labels: list[str]) -> tuple[ir.Value, list[str]]:
     """Folds each label repeated within one operand to its diagonal (select on iota equality, sum)."""
-    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
     labels = list(labels)
     while len(set(labels)) != len(labels):
         first = next(i for i, label in enumerate(labels) if labels.index(label) != i)
         keep = labels.index(labels[first])
-        shape = emit.dims_of(value)
-        on_diagonal = emit.compare(
-            emit.iota(shape, keep, DataType.INT64), emit.iota(shape, first, DataType.INT64), "EQ"
+        shape = builders.dims_of(value)
+        on_diagonal = builders.compare(
+            builders.iota(shape, keep, DataType.INT64), builders.iota(shape, first, DataType.INT64), "EQ"
         )
-        zeros = emit.broadcast_to(emit.reshape(emit.splat(0, emit.dtype_of(value)), ()), shape, dims=[])
-        value = stablehlo.SelectOp(on_diagonal, value, zeros).result
-        value = reduce_over(value, [first], stablehlo.AddOp, 0)
+        zeros = builders.broadcast_to(builders.reshape(builders.splat(0, builders.dtype_of(value)), ()), shape, dims=[])
+        value = stablehlo.select(on_diagonal, value, zeros)
+        value = builders.reduce(value, [first], stablehlo.add, 0)
         labels.pop(first)
     return value, labels
 
 
 def _sum_labels(value: ir.Value, labels: list[str], keep: set[str]) -> tuple[ir.Value, list[str]]:
     """Sums out the labels not in ``keep``."""
-    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
 
     axes = [i for i, label in enumerate(labels) if label not in keep]
     if not axes:
         return value, labels
-    dtype = emit.dtype_of(value)
-    if dtype in _NARROW_FLOATS:
-        total = reduce_over(emit.convert(value, DataType.FLOAT), axes, stablehlo.AddOp, 0)
-        value = emit.convert(total, dtype)
-    else:
-        value = reduce_over(value, axes, stablehlo.AddOp, 0)
+    dtype = builders.dtype_of(value)
+    total = builders.reduce(builders.convert(value, dtypes.wide_dtype(dtype)), axes, stablehlo.add, 0)
+    value = builders.convert(total, dtype)
     return value, [label for i, label in enumerate(labels) if i not in axes]
 
 
@@ -288,7 +196,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
     Raises:
         ValueError: the equation does not fit the operands.
     """
-    shapes = [emit.dims_of(v) for v in values]
+    shapes = [builders.dims_of(v) for v in values]
     operands, output = _parse_einsum(equation, [len(s) for s in shapes])
     sizes: dict[str, Dim] = {}
     for labels, shape in zip(operands, shapes):
@@ -301,7 +209,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
             elif isinstance(size, int) and isinstance(seen, int):
                 raise ValueError(f"label {label!r} has sizes {seen} and {size}")
             else:  # a symbolic size: the two are assumed equal (or broadcast), as for numpy broadcasting
-                sizes[label] = emit.broadcast_shapes((seen,), (size,))[0]
+                sizes[label] = builders.broadcast_shapes((seen,), (size,))[0]
     terms = [_take_diagonals(v, labels) for v, labels in zip(values, operands)]
     out = set(output)
 
@@ -317,7 +225,7 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
         other = _broadcast_labels(other, other_labels, shared, sizes)
         batch = [label for label in shared if label in later]
         contract = [label for label in shared if label not in later]
-        value = _dot_general(
+        value = builders.dot_general(
             value,
             other,
             lhs_batch=[labels.index(b) for b in batch],
@@ -328,16 +236,16 @@ def einsum(values: Sequence[ir.Value], equation: str) -> ir.Value:
         labels = batch + [la for la in labels if la not in shared] + [la for la in other_labels if la not in shared]
     value, labels = _sum_labels(value, labels, out)
     value = _broadcast_labels(value, labels, labels, sizes)
-    return emit.transpose(value, [labels.index(label) for label in output])
+    return builders.transpose(value, [labels.index(label) for label in output])
 
 
 def _broadcast_labels(value: ir.Value, labels: list[str], which: Sequence[str], sizes: dict[str, Dim]) -> ir.Value:
     """Broadcasts size-1 dims of ``which`` labels to the label's full size."""
-    shape = emit.dims_of(value)
+    shape = builders.dims_of(value)
     target = [sizes[label] if label in which else d for label, d in zip(labels, shape)]
     if tuple(target) == tuple(shape):
         return value
-    return emit.broadcast_to(value, target, dims=range(len(shape)))
+    return builders.broadcast_to(value, target, dims=range(len(shape)))
 
 
 @lowering("Einsum", since=12)
@@ -361,83 +269,9 @@ def lower_einsum(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 # Integer and quantized products ---------------------------------------------------------------
 
 
-def _row_parameter(value: ir.Value, operand_shape: Sequence[int]) -> ir.Value:
-    """A per-row ([M]) parameter of a [..., M, K] operand as [M, 1]; others unchanged (numpy broadcasting)."""
-    shape = emit.dims_of(value)
-    if len(shape) == 1 and shape[0] != 1 and len(operand_shape) >= 2:
-        return emit.reshape(value, (shape[0], 1))
-    return value
-
-
-def _centered(value: ir.Value, zero_point: ir.Value | None, dtype: DataType, per_row: bool) -> ir.Value:
-    """``convert(value, dtype) - zero_point`` with the zero point broadcast numpy-style."""
-    value = emit.convert(value, dtype)
-    if zero_point is None:
-        return value
-    if per_row:
-        zero_point = _row_parameter(zero_point, emit.dims_of(value))
-    zero_point = emit.convert(zero_point, dtype)
-    return stablehlo.SubtractOp(value, _broadcast_onto(zero_point, emit.dims_of(value))).result
-
-
-def _broadcast_onto(value: ir.Value, shape: Sequence[int]) -> ir.Value:
-    """numpy-broadcasts ``value`` to exactly ``shape``.
-
-    Raises:
-        ValueError: ``value`` does not broadcast to ``shape``.
-    """
-    given = emit.dims_of(value)
-    if len(given) > len(shape) or any(g not in (1, d) for g, d in zip(given[::-1], tuple(shape)[::-1])):
-        raise ValueError(f"zero point or scale {list(given)} does not fit {list(shape)}")
-    return emit.broadcast_to(value, shape)
-
-
 def _is_zero(ctx: LoweringContext, index: int) -> bool:
     """True for an omitted input or a compile-time all-zero one."""
     return not ctx.has_input(index) or (ctx.is_constant_input(index) and not np.any(ctx.constant_input(index)))
-
-
-def integer_matmul(a: ir.Value, b: ir.Value, a_zero: ir.Value | None, b_zero: ir.Value | None) -> ir.Value:
-    """``(a - a_zero) @ (b - b_zero)`` in int32, with a and b kept 8-bit in the dot_general.
-
-    The product is one int8 (or uint8) dot_general with an int32 result, which backends run as
-    an integer GEMM; the zero points enter through the expansion
-    ``a @ b - a_zero * colsum(b) - rowsum(a) * b_zero + K * a_zero * b_zero``
-    (``a_zero`` per tensor or per row, ``b_zero`` per tensor or per column). 1-D operands
-    subtract the zero points first instead.
-
-    Raises:
-        ValueError: shapes do not fit.
-    """
-    from onnx_stablehlo.frontend.lowering.reduction import reduce_over
-
-    i32 = DataType.INT32
-    a_shape, b_shape = emit.dims_of(a), emit.dims_of(b)
-    if len(a_shape) < 2 or len(b_shape) < 2:
-        return matmul(_centered(a, a_zero, i32, per_row=True), _centered(b, b_zero, i32, per_row=False))
-    product = matmul(a, b, result_dtype=i32)
-    shape = emit.dims_of(product)
-    k = a_shape[-1]
-    a_zero_term = b_zero_term = None
-    if a_zero is not None:
-        a_zero_term = emit.convert(_row_parameter(a_zero, a_shape), i32)
-        column_sums = reduce_over(emit.convert(b, i32), [len(b_shape) - 2], stablehlo.AddOp, 0, keepdims=True)
-        correction = stablehlo.MulOp(_broadcast_onto(a_zero_term, shape), _broadcast_onto(column_sums, shape)).result
-        product = stablehlo.SubtractOp(product, correction).result
-    if b_zero is not None:
-        b_zero_term = emit.convert(b_zero, i32)
-        row_sums = reduce_over(emit.convert(a, i32), [len(a_shape) - 1], stablehlo.AddOp, 0, keepdims=True)
-        correction = stablehlo.MulOp(_broadcast_onto(row_sums, shape), _broadcast_onto(b_zero_term, shape)).result
-        product = stablehlo.SubtractOp(product, correction).result
-    if a_zero_term is not None and b_zero_term is not None:
-        both = stablehlo.MulOp(_broadcast_onto(a_zero_term, shape), _broadcast_onto(b_zero_term, shape)).result
-        scaled = stablehlo.MulOp(both, emit.broadcast_to(_splat_i32(k), shape, dims=[])).result
-        product = stablehlo.AddOp(product, scaled).result
-    return product
-
-
-def _splat_i32(value: int) -> ir.Value:
-    return emit.reshape(emit.splat(value, DataType.INT32), ())
 
 
 @lowering("MatMulInteger", since=10)
@@ -453,7 +287,7 @@ def lower_matmul_integer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     a_zero = None if _is_zero(ctx, 2) else ctx.input(2)
     b_zero = None if _is_zero(ctx, 3) else ctx.input(3)
     try:
-        return [integer_matmul(ctx.input(0), ctx.input(1), a_zero, b_zero)]
+        return [builders.integer_matmul(ctx.input(0), ctx.input(1), a_zero, b_zero)]
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
 
@@ -471,26 +305,24 @@ def lower_qlinear_matmul(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     Dtypes: int8/uint8 (float8 from 21) operands; float32 (float16/bfloat16 from 21) scales.
     Raises: ShapeError when shapes do not fit.
     """
-    from onnx_stablehlo.frontend.lowering.conversion import quantize
-
     exact = dtypes.is_integer(ctx.input_dtype(0)) and dtypes.is_integer(ctx.input_dtype(3))
     try:
         if exact:
             a_zero = None if _is_zero(ctx, 2) else ctx.input(2)
             b_zero = None if _is_zero(ctx, 5) else ctx.input(5)
-            product = integer_matmul(ctx.input(0), ctx.input(3), a_zero, b_zero)
+            product = builders.integer_matmul(ctx.input(0), ctx.input(3), a_zero, b_zero)
         else:
-            a = _centered(ctx.input(0), ctx.input(2), DataType.FLOAT, per_row=True)
-            b = _centered(ctx.input(3), ctx.input(5), DataType.FLOAT, per_row=False)
-            product = matmul(a, b)
-        product = emit.convert(product, DataType.FLOAT)
-        shape = emit.dims_of(product)
-        a_scale = emit.convert(_row_parameter(ctx.input(1), ctx.input_static_shape(0)), DataType.FLOAT)
-        b_scale = emit.convert(ctx.input(4), DataType.FLOAT)
-        multiplier = stablehlo.MulOp(_broadcast_onto(a_scale, shape), _broadcast_onto(b_scale, shape)).result
-        y_scale = _broadcast_onto(ctx.input(6), shape)
-        y_zero_point = _broadcast_onto(ctx.input(7), shape)
+            a = builders.centered(ctx.input(0), ctx.input(2), DataType.FLOAT, per_row=True)
+            b = builders.centered(ctx.input(3), ctx.input(5), DataType.FLOAT, per_row=False)
+            product = builders.matmul(a, b)
+        product = builders.convert(product, DataType.FLOAT)
+        shape = builders.dims_of(product)
+        a_scale = builders.convert(builders.row_parameter(ctx.input(1), ctx.input_static_shape(0)), DataType.FLOAT)
+        b_scale = builders.convert(ctx.input(4), DataType.FLOAT)
+        multiplier = stablehlo.multiply(builders.broadcast_onto(a_scale, shape), builders.broadcast_onto(b_scale, shape))
+        y_scale = builders.broadcast_onto(ctx.input(6), shape)
+        y_zero_point = builders.broadcast_onto(ctx.input(7), shape)
     except ValueError as exc:
         raise ctx.error(str(exc), ShapeError) from exc
-    scaled = stablehlo.MulOp(product, multiplier).result
-    return [quantize(scaled, y_scale, y_zero_point, ctx.input_dtype(7), compute=DataType.FLOAT)]
+    scaled = stablehlo.multiply(product, multiplier)
+    return [builders.quantize(scaled, y_scale, y_zero_point, ctx.input_dtype(7), compute=DataType.FLOAT)]

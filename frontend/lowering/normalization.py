@@ -20,7 +20,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ResourceLimitError, ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import emit, limits
+from onnx_stablehlo.frontend import builders, dtypes, limits
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -32,25 +32,23 @@ _FLOAT_BITS = {DataType.BFLOAT16: 16, DataType.FLOAT16: 16, DataType.FLOAT: 32, 
 # Helpers -------------------------------------------------------------------------------------
 
 
-
-
 def _mean_keep(x: ir.Value, axes: Sequence[int]) -> ir.Value:
     """The mean of ``x`` over ``axes`` with the reduced dims kept as size 1.
 
-    A static element count divides as a constant (``emit.divide``, correctly rounded); a
+    A static element count divides as a constant (``builders.divide``, correctly rounded); a
     symbolic one is the run-time product of the dims, converted to ``x``'s dtype.
     """
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     count = product([shape[a] for a in axes])
-    total = emit.reduce(x, axes, stablehlo.AddOp, 0, keepdims=True)
+    total = builders.reduce(x, axes, stablehlo.add, 0, keepdims=True)
     if isinstance(count, int):
-        return emit.divide(total, emit.full_like(total, count))
-    divisor = emit.convert(emit.dim_value(count), emit.dtype_of(total))
-    return stablehlo.DivOp(total, emit.broadcast_to(divisor, emit.dims_of(total), dims=[])).result
+        return builders.divide(total, builders.full_like(total, count))
+    divisor = builders.convert(builders.dim_value(count), builders.dtype_of(total))
+    return stablehlo.divide(total, builders.broadcast_to(divisor, builders.dims_of(total), dims=[]))
 
 
 def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:
-    return emit.broadcast_to(value, emit.dims_of(x))
+    return builders.broadcast_to(value, builders.dims_of(x))
 
 
 def _standardize(x: ir.Value, axes: Sequence[int], epsilon: float) -> tuple[ir.Value, ir.Value, ir.Value]:
@@ -59,11 +57,11 @@ def _standardize(x: ir.Value, axes: Sequence[int], epsilon: float) -> tuple[ir.V
     ``inv_std_dev = 1 / sqrt(var + epsilon)`` with ``var = mean((x - mean)^2)``.
     """
     mean = _mean_keep(x, axes)
-    centered = stablehlo.SubtractOp(x, _broadcast_like(mean, x)).result
-    variance = _mean_keep(stablehlo.MulOp(centered, centered).result, axes)
-    std_dev = stablehlo.SqrtOp(stablehlo.AddOp(variance, emit.full_like(variance, epsilon)).result).result
-    inv_std_dev = stablehlo.DivOp(emit.full_like(std_dev, 1), std_dev).result
-    normalized = stablehlo.MulOp(centered, _broadcast_like(inv_std_dev, x)).result
+    centered = stablehlo.subtract(x, _broadcast_like(mean, x))
+    variance = _mean_keep(stablehlo.multiply(centered, centered), axes)
+    std_dev = stablehlo.sqrt(stablehlo.add(variance, builders.full_like(variance, epsilon)))
+    inv_std_dev = stablehlo.divide(builders.full_like(std_dev, 1), std_dev)
+    normalized = stablehlo.multiply(centered, _broadcast_like(inv_std_dev, x))
     return normalized, mean, inv_std_dev
 
 
@@ -88,18 +86,9 @@ def _stash_dtypes(ctx: LoweringContext, node: OnnxNode, dtype: DataType) -> tupl
     return compute, stash
 
 
-def _output_wanted(node: OnnxNode, index: int) -> bool:
-    return index < len(node.output_names) and bool(node.output_names[index])
-
-
-def _wide_dtype(dtype: DataType) -> DataType:
-    """The dtype statistics over ``dtype`` are computed in (f32 for f16 and bf16)."""
-    return DataType.FLOAT if dtype in (DataType.FLOAT16, DataType.BFLOAT16) else dtype
-
-
 def _per_channel(value: ir.Value, shape: Sequence[int], dtype: DataType) -> ir.Value:
     """A [C] vector converted to ``dtype`` and broadcast along dim 1 of ``shape``."""
-    return emit.broadcast_to(emit.convert(value, dtype), shape, dims=[1])
+    return builders.broadcast_to(builders.convert(value, dtype), shape, dims=[1])
 
 
 def _channel_vector(ctx: LoweringContext, index: int, channels: Dim) -> ir.Value:
@@ -112,9 +101,9 @@ def _channel_vector(ctx: LoweringContext, index: int, channels: Dim) -> ir.Value
         ShapeError: its shape is not [channels], or it is [1] against a symbolic C (which would
             broadcast instead of failing; lowered per shape then).
     """
-    shape = emit.dims_of(ctx.input(index))
+    shape = builders.dims_of(ctx.input(index))
     if len(shape) == 1 and shape[0] != 1 and not (isinstance(shape[0], int) and isinstance(channels, int)):
-        emit.broadcast_shapes(shape, (channels,))
+        builders.broadcast_shapes(shape, (channels,))
         return ctx.input(index)
     if tuple(shape) != (channels,):
         raise ctx.error(
@@ -143,24 +132,24 @@ def lower_layer_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     Raises: UnsupportedAttributeError for a non-float `stash_type`; ShapeError for a bad `axis`.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     compute, stash = _stash_dtypes(ctx, node, dtype)
     axes = list(range(axis, len(shape)))
-    normalized, mean, inv_std_dev = _standardize(emit.convert(x, compute), axes, node.attr_float("epsilon"))
-    y = emit.convert(normalized, dtype)
+    normalized, mean, inv_std_dev = _standardize(builders.convert(x, compute), axes, node.attr_float("epsilon"))
+    y = builders.convert(normalized, dtype)
     scale = ctx.optional_input(1)
     if scale is not None:
-        y = stablehlo.MulOp(y, emit.broadcast_to(scale, shape)).result
+        y = stablehlo.multiply(y, builders.broadcast_to(scale, shape))
     bias = ctx.optional_input(2)
     if bias is not None:
-        y = stablehlo.AddOp(y, emit.broadcast_to(bias, shape)).result
+        y = stablehlo.add(y, builders.broadcast_to(bias, shape))
     outputs: list[ir.Value | None] = [y, None, None]
-    if _output_wanted(node, 1):
-        outputs[1] = emit.convert(mean, stash)
-    if _output_wanted(node, 2):
-        outputs[2] = emit.convert(inv_std_dev, stash)
+    if node.has_output(1):
+        outputs[1] = builders.convert(mean, stash)
+    if node.has_output(2):
+        outputs[2] = builders.convert(inv_std_dev, stash)
     return outputs
 
 
@@ -186,53 +175,53 @@ def lower_batch_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         ShapeError for a rank < 2 X or a bad [C] vector.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     if node.since_version < 9 and node.attr_int("spatial") != 1:
         raise ctx.unsupported_attribute("spatial", node.attr_int("spatial"), "1")
     channels = shape[1]
     scale, bias, mean, var = (_channel_vector(ctx, i, channels) for i in range(1, 5))
-    stats_dtype = emit.dtype_of(mean)
-    wide = _wide_dtype(dtype)
+    stats_dtype = builders.dtype_of(mean)
+    wide = dtypes.wide_dtype(dtype)
     epsilon = node.attr_float("epsilon")
     if node.since_version >= 14:
         training = node.attr_int("training_mode") != 0
     else:
-        training = any(_output_wanted(node, i) for i in range(1, 5))
+        training = any(node.has_output(i) for i in range(1, 5))
         if training:
             raise ctx.error(
                 "training outputs (mean, var, saved_mean, saved_var) of BatchNormalization before "
                 "opset 14 are not lowered; use opset >= 14 with training_mode=1",
                 UnsupportedAttributeError,
             )
-    xw = emit.convert(x, wide)
+    xw = builders.convert(x, wide)
     outputs: list[ir.Value | None] = [None, None, None]
     if training:
         axes = [a for a in range(len(shape)) if a != 1]
         batch_mean = _mean_keep(xw, axes)
-        centered = stablehlo.SubtractOp(xw, _broadcast_like(batch_mean, xw)).result
-        batch_var = _mean_keep(stablehlo.MulOp(centered, centered).result, axes)
-        batch_mean = emit.reshape(batch_mean, (channels,))
-        batch_var = emit.reshape(batch_var, (channels,))
+        centered = stablehlo.subtract(xw, _broadcast_like(batch_mean, xw))
+        batch_var = _mean_keep(stablehlo.multiply(centered, centered), axes)
+        batch_mean = builders.reshape(batch_mean, (channels,))
+        batch_var = builders.reshape(batch_var, (channels,))
         momentum = node.attr_float("momentum")
         for position, (running, batch) in enumerate([(mean, batch_mean), (var, batch_var)], start=1):
-            if _output_wanted(node, position):
-                old = stablehlo.MulOp(emit.convert(running, wide), emit.full_like(batch, momentum)).result
-                new = stablehlo.MulOp(batch, emit.full_like(batch, 1.0 - momentum)).result
-                outputs[position] = emit.convert(stablehlo.AddOp(old, new).result, stats_dtype)
+            if node.has_output(position):
+                old = stablehlo.multiply(builders.convert(running, wide), builders.full_like(batch, momentum))
+                new = stablehlo.multiply(batch, builders.full_like(batch, 1.0 - momentum))
+                outputs[position] = builders.convert(stablehlo.add(old, new), stats_dtype)
         mean_w, var_w = batch_mean, batch_var
     else:
-        mean_w, var_w = emit.convert(mean, wide), emit.convert(var, wide)
+        mean_w, var_w = builders.convert(mean, wide), builders.convert(var, wide)
     # Fold the per-channel parts first: y = x * a + b with a = scale / sqrt(var + eps).
-    inv_std = stablehlo.RsqrtOp(stablehlo.AddOp(var_w, emit.full_like(var_w, epsilon)).result).result
-    factor = stablehlo.MulOp(emit.convert(scale, wide), inv_std).result
-    offset = stablehlo.SubtractOp(emit.convert(bias, wide), stablehlo.MulOp(mean_w, factor).result).result
-    y = stablehlo.AddOp(
-        stablehlo.MulOp(xw, _per_channel(factor, shape, wide)).result, _per_channel(offset, shape, wide)
-    ).result
-    outputs[0] = emit.convert(y, dtype)
+    inv_std = stablehlo.rsqrt(stablehlo.add(var_w, builders.full_like(var_w, epsilon)))
+    factor = stablehlo.multiply(builders.convert(scale, wide), inv_std)
+    offset = stablehlo.subtract(builders.convert(bias, wide), stablehlo.multiply(mean_w, factor))
+    y = stablehlo.add(
+        stablehlo.multiply(xw, _per_channel(factor, shape, wide)), _per_channel(offset, shape, wide)
+    )
+    outputs[0] = builders.convert(y, dtype)
     return outputs[: max(1, len(node.output_names))]
 
 
@@ -251,17 +240,17 @@ def lower_instance_normalization(ctx: LoweringContext, node: OnnxNode) -> list[i
     Raises: ShapeError for a rank < 3 input or a bad [C] vector.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if len(shape) < 3:
         raise ctx.error(f"input must have rank >= 3 (N, C, D1, ...), got shape {list(shape)}", ShapeError)
     scale, bias = _channel_vector(ctx, 1, shape[1]), _channel_vector(ctx, 2, shape[1])
-    wide = _wide_dtype(dtype)
-    normalized, _, _ = _standardize(emit.convert(x, wide), range(2, len(shape)), node.attr_float("epsilon"))
-    y = stablehlo.AddOp(
-        stablehlo.MulOp(normalized, _per_channel(scale, shape, wide)).result, _per_channel(bias, shape, wide)
-    ).result
-    return [emit.convert(y, dtype)]
+    wide = dtypes.wide_dtype(dtype)
+    normalized, _, _ = _standardize(builders.convert(x, wide), range(2, len(shape)), node.attr_float("epsilon"))
+    y = stablehlo.add(
+        stablehlo.multiply(normalized, _per_channel(scale, shape, wide)), _per_channel(bias, shape, wide)
+    )
+    return [builders.convert(y, dtype)]
 
 
 # GroupNormalization --------------------------------------------------------------------------
@@ -283,8 +272,8 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         UnsupportedAttributeError for a non-float `stash_type` (21).
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     groups = node.attr_int("num_groups")
@@ -297,24 +286,24 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
     if per_channel:
         compute, _ = _stash_dtypes(ctx, node, dtype)
     else:
-        compute = _wide_dtype(dtype)
+        compute = dtypes.wide_dtype(dtype)
     group_size = product(shape[1:])
     if isinstance(group_size, int):
         group_size //= groups
     else:  # C / num_groups * D...; a symbolic C not divisible by num_groups fails the reshape at run time
         group_size = exact_div(group_size, groups) or floor_div(channels, groups) * product(shape[2:])
     grouped_shape = (batch, groups, group_size)
-    grouped = emit.reshape(emit.convert(x, compute), grouped_shape)
+    grouped = builders.reshape(builders.convert(x, compute), grouped_shape)
     normalized, _, _ = _standardize(grouped, [2], node.attr_float("epsilon"))
     if per_channel:
-        normalized = emit.reshape(emit.convert(normalized, dtype), shape)
+        normalized = builders.reshape(builders.convert(normalized, dtype), shape)
         target = shape
     else:
-        normalized = emit.convert(normalized, dtype)
+        normalized = builders.convert(normalized, dtype)
         target = grouped_shape
-    scaled = stablehlo.MulOp(normalized, _per_channel(scale, target, dtype)).result
-    y = stablehlo.AddOp(scaled, _per_channel(bias, target, dtype)).result
-    return [emit.reshape(y, shape)]
+    scaled = stablehlo.multiply(normalized, _per_channel(scale, target, dtype))
+    y = stablehlo.add(scaled, _per_channel(bias, target, dtype))
+    return [builders.reshape(y, shape)]
 
 
 # RMSNormalization ----------------------------------------------------------------------------
@@ -331,18 +320,18 @@ def lower_rms_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     Raises: UnsupportedAttributeError for a non-float `stash_type`; ShapeError for a bad `axis`.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     compute, _ = _stash_dtypes(ctx, node, dtype)
-    xc = emit.convert(x, compute)
-    mean_square = _mean_keep(stablehlo.MulOp(xc, xc).result, range(axis, len(shape)))
-    epsilon = emit.full_like(mean_square, node.attr_float("epsilon"))
-    rms = stablehlo.SqrtOp(stablehlo.AddOp(mean_square, epsilon).result).result
-    normalized = emit.convert(stablehlo.DivOp(xc, _broadcast_like(rms, xc)).result, dtype)
+    xc = builders.convert(x, compute)
+    mean_square = _mean_keep(stablehlo.multiply(xc, xc), range(axis, len(shape)))
+    epsilon = builders.full_like(mean_square, node.attr_float("epsilon"))
+    rms = stablehlo.sqrt(stablehlo.add(mean_square, epsilon))
+    normalized = builders.convert(stablehlo.divide(xc, _broadcast_like(rms, xc)), dtype)
     scale = ctx.input(1)
-    normalized = emit.convert(normalized, emit.dtype_of(scale))
-    return [stablehlo.MulOp(normalized, emit.broadcast_to(scale, shape)).result]
+    normalized = builders.convert(normalized, builders.dtype_of(scale))
+    return [stablehlo.multiply(normalized, builders.broadcast_to(scale, shape))]
 
 
 # LpNormalization -----------------------------------------------------------------------------
@@ -361,22 +350,22 @@ def lower_lp_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Raises: UnsupportedAttributeError for p other than 1 and 2; ShapeError for a bad `axis`.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     p = node.attr_int("p")
     if p not in (1, 2):
         raise ctx.unsupported_attribute("p", p, "1, 2")
-    axis = ctx.axis(node.attr_int("axis"), emit.rank_of(x))
-    xw = emit.convert(x, _wide_dtype(dtype))
+    axis = ctx.axis(node.attr_int("axis"), builders.rank_of(x))
+    xw = builders.convert(x, dtypes.wide_dtype(dtype))
     if p == 1:
-        norm = emit.reduce(stablehlo.AbsOp(xw).result, [axis], stablehlo.AddOp, 0, keepdims=True)
+        norm = builders.reduce(stablehlo.abs(xw), [axis], stablehlo.add, 0, keepdims=True)
     else:
-        squares = stablehlo.MulOp(xw, xw).result
-        norm = stablehlo.SqrtOp(emit.reduce(squares, [axis], stablehlo.AddOp, 0, keepdims=True)).result
+        squares = stablehlo.multiply(xw, xw)
+        norm = stablehlo.sqrt(builders.reduce(squares, [axis], stablehlo.add, 0, keepdims=True))
     norm = _broadcast_like(norm, xw)
-    zero = emit.full_like(xw, 0)
-    is_zero = emit.compare(norm, zero, "EQ")
-    y = stablehlo.SelectOp(is_zero, zero, stablehlo.DivOp(xw, norm).result).result
-    return [emit.convert(y, dtype)]
+    zero = builders.full_like(xw, 0)
+    is_zero = builders.compare(norm, zero, "EQ")
+    y = stablehlo.select(is_zero, zero, stablehlo.divide(xw, norm))
+    return [builders.convert(y, dtype)]
 
 
 # LRN -----------------------------------------------------------------------------------------
@@ -399,16 +388,16 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: UnsupportedAttributeError for size < 1; ShapeError for rank < 2.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if len(shape) < 2:
         raise ctx.error(f"X must have rank >= 2 (N, C, ...), got shape {list(shape)}", ShapeError)
     size = node.attr_int("size")
     if size < 1:
         raise ctx.unsupported_attribute("size", size, "an integer >= 1")
-    wide = _wide_dtype(dtype)
-    xw = emit.convert(x, wide)
-    squares = stablehlo.MulOp(xw, xw).result
+    wide = dtypes.wide_dtype(dtype)
+    xw = builders.convert(x, wide)
+    squares = stablehlo.multiply(xw, xw)
     before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
     channels = shape[1]
     if isinstance(channels, int):  # channels beyond [0, C) are padding: clip the window to them
@@ -417,26 +406,16 @@ def lower_lrn(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.error(f"size={size} over a symbolic channel count exceeds the window limit", ResourceLimitError)
     window = [1] * len(shape)
     window[1] = before + after + 1
-    padding = np.zeros((len(shape), 2), dtype=np.int64)
-    padding[1] = [before, after]
-    padding_type = ir.RankedTensorType.get([len(shape), 2], ir.IntegerType.get_signless(64))
-    op = stablehlo.ReduceWindowOp(
-        [emit.tensor_type(shape, wide)],
-        [squares],
-        [emit.splat(0, wide)],
-        emit.i64_array(window),
-        padding=ir.DenseIntElementsAttr.get(padding, type=padding_type),
+    padding = [(0, 0)] * len(shape)
+    padding[1] = (before, after)
+    (square_sum,) = builders.reduce_window(
+        [squares], [builders.splat(0, wide)], window, lambda acc, x: [stablehlo.add(acc[0], x[0])], padding=padding
     )
-    scalar_type = emit.tensor_type((), wide)
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([stablehlo.AddOp(block.arguments[0], block.arguments[1]).result])
-    square_sum = op.results[0]
     alpha, beta, bias = node.attr_float("alpha"), node.attr_float("beta"), node.attr_float("bias")
-    weighted = stablehlo.MulOp(square_sum, emit.full_like(square_sum, alpha / size)).result
-    base = stablehlo.AddOp(weighted, emit.full_like(square_sum, bias)).result
-    denominator = stablehlo.PowOp(base, emit.full_like(base, beta)).result
-    return [emit.convert(stablehlo.DivOp(xw, denominator).result, dtype)]
+    weighted = stablehlo.multiply(square_sum, builders.full_like(square_sum, alpha / size))
+    base = stablehlo.add(weighted, builders.full_like(square_sum, bias))
+    denominator = stablehlo.power(base, builders.full_like(base, beta))
+    return [builders.convert(stablehlo.divide(xw, denominator), dtype)]
 
 
 # MeanVarianceNormalization -------------------------------------------------------------------
@@ -457,12 +436,12 @@ def lower_mean_variance_normalization(ctx: LoweringContext, node: OnnxNode) -> l
     Raises: ShapeError for an axis out of range.
     """
     x = ctx.input(0)
-    dtype = emit.dtype_of(x)
-    rank = emit.rank_of(x)
+    dtype = builders.dtype_of(x)
+    rank = builders.rank_of(x)
     axes = sorted({ctx.axis(a, rank) for a in node.attr_ints("axes")})
-    xw = emit.convert(x, _wide_dtype(dtype))
+    xw = builders.convert(x, dtypes.wide_dtype(dtype))
     mean = _broadcast_like(_mean_keep(xw, axes), xw)
-    centered = stablehlo.SubtractOp(xw, mean).result
-    std = stablehlo.SqrtOp(_mean_keep(stablehlo.MulOp(centered, centered).result, axes)).result
-    denominator = _broadcast_like(stablehlo.AddOp(std, emit.full_like(std, _MVN_EPSILON)).result, xw)
-    return [emit.convert(stablehlo.DivOp(centered, denominator).result, dtype)]
+    centered = stablehlo.subtract(xw, mean)
+    std = stablehlo.sqrt(_mean_keep(stablehlo.multiply(centered, centered), axes))
+    denominator = _broadcast_like(stablehlo.add(std, builders.full_like(std, _MVN_EPSILON)), xw)
+    return [builders.convert(stablehlo.divide(centered, denominator), dtype)]

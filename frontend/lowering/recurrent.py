@@ -34,15 +34,13 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering.control_flow import counted_loop, dynamic_index, write_row
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
 
 _FLOATS = (DataType.FLOAT, DataType.DOUBLE, DataType.FLOAT16, DataType.BFLOAT16)
-_NARROW = (DataType.FLOAT16, DataType.BFLOAT16)
 
 # name -> (uses alpha, uses beta, default alpha, default beta); defaults of the ONNX operators
 # of the same name, as the spec says. Names compare case-insensitively, as onnxruntime does.
@@ -87,55 +85,33 @@ class _Layer:
 # Elementwise helpers -------------------------------------------------------------------------
 
 
-def _like(value: float, x: ir.Value) -> ir.Value:
-    return emit.splat(value, emit.dtype_of(x), emit.dims_of(x))
-
-
-def _add(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.AddOp(a, b).result
-
-
-def _sub(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.SubtractOp(a, b).result
-
-
-def _mul(a: ir.Value, b: ir.Value) -> ir.Value:
-    return stablehlo.MulOp(a, b).result
-
-
 def _scale(x: ir.Value, factor: float) -> ir.Value:
-    return x if factor == 1.0 else _mul(x, _like(factor, x))
+    """``x * factor``, no op for a factor of 1 (Affine and ScaledTanh's defaults)."""
+    return x if factor == 1.0 else builders.scale(x, factor)
 
 
 def _activation(ctx: LoweringContext, name: str, alpha: float, beta: float) -> Activation:
+    """The ONNX activation function ``name`` (the scalar ones the activation family lowers)."""
     key = name.lower()
-
-    def select(pred: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.SelectOp(pred, a, b).result
-
-    builders: dict[str, Activation] = {
-        "relu": lambda x: stablehlo.MaxOp(x, _like(0.0, x)).result,
-        "tanh": lambda x: stablehlo.TanhOp(x).result,
-        "sigmoid": lambda x: stablehlo.LogisticOp(x).result,
-        "affine": lambda x: _add(_scale(x, alpha), _like(beta, x)),
-        "leakyrelu": lambda x: select(emit.compare(x, _like(0.0, x), "GE"), x, _scale(x, alpha)),
-        "thresholdedrelu": lambda x: select(emit.compare(x, _like(alpha, x), "GT"), x, _like(0.0, x)),
-        "scaledtanh": lambda x: _scale(stablehlo.TanhOp(_scale(x, beta)).result, alpha),
-        "hardsigmoid": lambda x: stablehlo.ClampOp(
-            _like(0.0, x), _add(_scale(x, alpha), _like(beta, x)), _like(1.0, x)
-        ).result,
-        "elu": lambda x: select(
-            emit.compare(x, _like(0.0, x), "GE"), x, _scale(stablehlo.Expm1Op(x).result, alpha)
-        ),
-        "softsign": lambda x: stablehlo.DivOp(x, _add(_like(1.0, x), stablehlo.AbsOp(x).result)).result,
-        "softplus": lambda x: stablehlo.Log1pOp(stablehlo.ExpOp(x).result).result,
+    table: dict[str, Activation] = {
+        "relu": builders.relu,
+        "tanh": stablehlo.tanh,
+        "sigmoid": stablehlo.logistic,
+        "affine": lambda x: builders.shift(_scale(x, alpha), beta),
+        "leakyrelu": lambda x: builders.leaky_relu(x, alpha),
+        "thresholdedrelu": lambda x: builders.thresholded_relu(x, alpha),
+        "scaledtanh": lambda x: _scale(stablehlo.tanh(_scale(x, beta)), alpha),
+        "hardsigmoid": lambda x: builders.hard_sigmoid(x, alpha, beta),
+        "elu": lambda x: builders.elu(x, alpha),
+        "softsign": builders.softsign,
+        "softplus": builders.softplus,
     }
-    if key not in builders:
+    if key not in table:
         raise ctx.unsupported_attribute(
             "activations", name, "Relu, Tanh, Sigmoid, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, "
             "HardSigmoid, Elu, Softsign, Softplus"
         )
-    return builders[key]
+    return table[key]
 
 
 def _activations(ctx: LoweringContext, node: OnnxNode, kind: str, directions: int) -> list[list[Activation]]:
@@ -168,53 +144,45 @@ def _activations(ctx: LoweringContext, node: OnnxNode, kind: str, directions: in
 def _clip(x: ir.Value, clip: float | None) -> ir.Value:
     if clip is None:
         return x
-    return stablehlo.ClampOp(_like(-clip, x), x, _like(clip, x)).result
+    return stablehlo.clamp(builders.full_like(x, -clip), x, builders.full_like(x, clip))
 
 
 def _gate(gates: ir.Value, index: int, hidden: int) -> ir.Value:
     """Columns ``[index*H, (index+1)*H)`` of ``gates`` [B, G*H]."""
-    return emit.slice_axis(gates, 1, index * hidden, (index + 1) * hidden)
+    return builders.slice_axis(gates, 1, index * hidden, (index + 1) * hidden)
 
 
 def _matmul_t(x: ir.Value, w: ir.Value) -> ir.Value:
-    """``x @ w^T`` contracting the last dim of both: [..., K] x [N, K] -> [..., N]."""
-    x_shape, w_shape = emit.dims_of(x), emit.dims_of(w)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[],
-        rhs_batching_dimensions=[],
-        lhs_contracting_dimensions=[len(x_shape) - 1],
-        rhs_contracting_dimensions=[1],
-    )
-    out = (*x_shape[:-1], w_shape[0])
-    result_type = emit.tensor_type(out, emit.dtype_of(x))
-    return emit.record(stablehlo.DotGeneralOp(result_type, x, w, numbers).result, out)
+    """``x @ w^T`` contracting the last dim of both: [..., K] x [N, K] -> [..., N], in x's dtype."""
+    rank = len(builders.dims_of(x))
+    return builders.dot_general(x, w, lhs_contracting=[rank - 1], rhs_contracting=[1], result_dtype=builders.dtype_of(x))
 
 
 def _row(value: ir.Value, index: int) -> ir.Value:
     """``value[index]`` along axis 0 (a static index into a static dim), axis dropped."""
-    shape = emit.dims_of(value)
+    shape = builders.dims_of(value)
     if shape[0] == 1:
-        return emit.reshape(value, shape[1:])
-    return emit.reshape(emit.slice_axis(value, 0, index, index + 1), shape[1:])
+        return builders.reshape(value, shape[1:])
+    return builders.reshape(builders.slice_axis(value, 0, index, index + 1), shape[1:])
 
 
 def _columns(value: ir.Value, start: int, stop: int) -> ir.Value:
     """``value[..., start:stop]``."""
-    return emit.slice_axis(value, emit.rank_of(value) - 1, start, stop)
+    return builders.slice_axis(value, builders.rank_of(value) - 1, start, stop)
 
 
 def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
     """Stacks equal-shaped values along a new ``axis``."""
     expanded = []
     for v in values:
-        shape = list(emit.dims_of(v))
+        shape = list(builders.dims_of(v))
         shape.insert(axis, 1)
-        expanded.append(emit.reshape(v, shape))
+        expanded.append(builders.reshape(v, shape))
     if len(expanded) == 1:
         return expanded[0]
-    out = list(emit.dims_of(values[0]))
+    out = list(builders.dims_of(values[0]))
     out.insert(axis, len(values))
-    return emit.record(stablehlo.ConcatenateOp(expanded, axis).result, out)
+    return builders.record(stablehlo.concatenate(expanded, axis), out)
 
 
 # Cells ---------------------------------------------------------------------------------------
@@ -223,7 +191,7 @@ def _stack(values: Sequence[ir.Value], axis: int) -> ir.Value:
 def _rnn_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
     """``H = f(X W^T + H R^T + Wb + Rb)``; ``x_gates`` holds the precomputed ``X W^T + Wb + Rb``."""
     (f,) = layer.acts
-    return f(_clip(_add(x_gates, _matmul_t(h, layer.r)), layer.clip)), None
+    return f(_clip(stablehlo.add(x_gates, _matmul_t(h, layer.r)), layer.clip)), None
 
 
 def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
@@ -234,24 +202,24 @@ def _gru_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None)
     x_zr, x_h = _columns(x_gates, 0, 2 * hidden), _columns(x_gates, 2 * hidden, 3 * hidden)
     assert layer.r_zr is not None and layer.r_h is not None
     r_h = layer.r_h
-    zr = _add(x_zr, _matmul_t(h, layer.r_zr))
+    zr = stablehlo.add(x_zr, _matmul_t(h, layer.r_zr))
     z = f(_clip(_columns(zr, 0, hidden), layer.clip))
     r = f(_clip(_columns(zr, hidden, 2 * hidden), layer.clip))
     if layer.linear_before_reset:
         recurrent = _matmul_t(h, r_h)
         if layer.r_bias_h is not None:
-            recurrent = _add(recurrent, emit.broadcast_to(layer.r_bias_h, emit.dims_of(recurrent)))
-        candidate = _add(x_h, _mul(r, recurrent))
+            recurrent = stablehlo.add(recurrent, builders.broadcast_to(layer.r_bias_h, builders.dims_of(recurrent)))
+        candidate = stablehlo.add(x_h, stablehlo.multiply(r, recurrent))
     else:
-        candidate = _add(x_h, _matmul_t(_mul(r, h), r_h))
+        candidate = stablehlo.add(x_h, _matmul_t(stablehlo.multiply(r, h), r_h))
     h_tilde = g(_clip(candidate, layer.clip))
-    one = _like(1.0, z)
-    return _add(_mul(_sub(one, z), h_tilde), _mul(z, h)), None
+    one = builders.full_like(z, 1.0)
+    return stablehlo.add(stablehlo.multiply(stablehlo.subtract(one, z), h_tilde), stablehlo.multiply(z, h)), None
 
 
 def _row_block(value: ir.Value, start: int, stop: int) -> ir.Value:
     """Rows ``[start, stop)`` of a 2-D value."""
-    return emit.slice_axis(value, 0, start, stop)
+    return builders.slice_axis(value, 0, start, stop)
 
 
 def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None) -> tuple[ir.Value, ir.Value | None]:
@@ -261,23 +229,23 @@ def _lstm_cell(layer: _Layer, x_gates: ir.Value, h: ir.Value, c: ir.Value | None
     f, g, act_h = layer.acts
     hidden = layer.hidden
     product = layer.r_product(h) if layer.r_product is not None else _matmul_t(h, layer.r)
-    gates = _add(x_gates, product)
+    gates = stablehlo.add(x_gates, product)
     pre_i, pre_o, pre_f, pre_c = (_gate(gates, k, hidden) for k in range(4))
-    shape = emit.dims_of(c)
+    shape = builders.dims_of(c)
     if layer.peephole is not None:
         p_i, p_o, p_f = (
-            emit.broadcast_to(_columns(layer.peephole, k * hidden, (k + 1) * hidden), shape) for k in range(3)
+            builders.broadcast_to(_columns(layer.peephole, k * hidden, (k + 1) * hidden), shape) for k in range(3)
         )
-        pre_i = _add(pre_i, _mul(p_i, c))
-        pre_f = _add(pre_f, _mul(p_f, c))
+        pre_i = stablehlo.add(pre_i, stablehlo.multiply(p_i, c))
+        pre_f = stablehlo.add(pre_f, stablehlo.multiply(p_f, c))
     i = f(_clip(pre_i, layer.clip))
-    forget = _sub(_like(1.0, i), i) if layer.input_forget else f(_clip(pre_f, layer.clip))
+    forget = stablehlo.subtract(builders.full_like(i, 1.0), i) if layer.input_forget else f(_clip(pre_f, layer.clip))
     cell = g(_clip(pre_c, layer.clip))
-    c_next = _add(_mul(forget, c), _mul(i, cell))
+    c_next = stablehlo.add(stablehlo.multiply(forget, c), stablehlo.multiply(i, cell))
     if layer.peephole is not None:
-        pre_o = _add(pre_o, _mul(p_o, c_next))
+        pre_o = stablehlo.add(pre_o, stablehlo.multiply(p_o, c_next))
     o = f(_clip(pre_o, layer.clip))
-    return _mul(o, act_h(c_next)), c_next
+    return stablehlo.multiply(o, act_h(c_next)), c_next
 
 
 _CELLS = {"RNN": _rnn_cell, "GRU": _gru_cell, "LSTM": _lstm_cell}
@@ -299,38 +267,38 @@ def _direction_loop(
     A symbolic S runs ``get_dimension_size`` steps; a symbolic B keeps the carried states
     ``[?, H]`` (refined per call).
     """
-    steps, batch, _ = emit.dims_of(x_gates)
-    shape = emit.dims_of(h0)
-    last = emit.dim_value(steps - 1) if reverse and not isinstance(steps, int) else None
-    dtype = emit.dtype_of(h0)
+    steps, batch, _ = builders.dims_of(x_gates)
+    shape = builders.dims_of(h0)
+    last = builders.dim_value(steps - 1) if reverse and not isinstance(steps, int) else None
+    dtype = builders.dtype_of(h0)
     cell = _CELLS[layer.kind]
 
     def body(counter: ir.Value, carried: list[ir.Value]) -> list[ir.Value]:
         h, y = carried[0], carried[-1]
         c = carried[1] if c0 is not None else None
         if reverse:
-            first = emit.splat(steps - 1, DataType.INT64) if last is None else last
-            index = stablehlo.SubtractOp(first, counter).result
+            first = builders.splat(steps - 1, DataType.INT64) if last is None else last
+            index = stablehlo.subtract(first, counter)
         else:
             index = counter
-        h_next, c_next = cell(layer, dynamic_index(x_gates, index, 0), h, c)
+        h_next, c_next = cell(layer, builders.dynamic_index(x_gates, index, 0), h, c)
         row = h_next
         if lengths is not None:
-            position = emit.broadcast_to(emit.convert(index, emit.dtype_of(lengths)), (batch,))
-            valid = emit.broadcast_to(emit.compare(position, lengths, "LT"), shape, dims=[0])
-            h_next = stablehlo.SelectOp(valid, h_next, h).result
+            position = builders.broadcast_to(builders.convert(index, builders.dtype_of(lengths)), (batch,))
+            valid = builders.broadcast_to(builders.compare(position, lengths, "LT"), shape, dims=[0])
+            h_next = stablehlo.select(valid, h_next, h)
             if c_next is not None:
-                c_next = stablehlo.SelectOp(valid, c_next, c).result
-            row = stablehlo.SelectOp(valid, row, _like(0.0, row)).result
-        y = write_row(y, row, index, 0)
+                c_next = stablehlo.select(valid, c_next, c)
+            row = stablehlo.select(valid, row, builders.full_like(row, 0.0))
+        y = builders.write_row(y, row, index, 0)
         return [h_next, *([c_next] if c_next is not None else []), y]
 
-    y0 = emit.splat(0, dtype, (steps, *shape))
+    y0 = builders.splat(0, dtype, (steps, *shape))
     if isinstance(steps, int) and steps == 0:
         # No time step: an empty Y, and zero Y_h / Y_c (ONNX leaves the
         # "last" state of an empty sequence undefined; onnxruntime returns uninitialized memory).
-        return y0, _like(0.0, h0), (_like(0.0, c0) if c0 is not None else None)
-    results = counted_loop(steps, [h0, *([c0] if c0 is not None else []), y0], body)
+        return y0, builders.full_like(h0, 0.0), (builders.full_like(c0, 0.0) if c0 is not None else None)
+    results = builders.counted_loop(steps, [h0, *([c0] if c0 is not None else []), y0], body)
     return results[-1], results[0], (results[1] if c0 is not None else None)
 
 
@@ -350,7 +318,7 @@ def _lower_recurrent(
     dtype = ctx.input_dtype(0)
     if dtype not in _FLOATS:
         raise ctx.unsupported_dtype(dtype, "float16, bfloat16, float, double")
-    compute = DataType.FLOAT if dtype in _NARROW else dtype
+    compute = dtypes.wide_dtype(dtype)
     layout = node.attr_int("layout", 0) if node.since_version >= 14 else 0
     if layout not in (0, 1):
         raise ctx.unsupported_attribute("layout", layout, "0 (sequence first) or 1 (batch first)")
@@ -361,16 +329,16 @@ def _lower_recurrent(
     gates = _GATES[kind]
 
     def value(index: int) -> ir.Value:
-        return emit.convert(ctx.input(index), compute)
+        return builders.convert(ctx.input(index), compute)
 
     x = value(0)
-    if emit.rank_of(x) != 3:
-        raise ctx.error(f"X must have rank 3, got shape {[str(d) for d in emit.dims_of(x)]}", ShapeError)
+    if builders.rank_of(x) != 3:
+        raise ctx.error(f"X must have rank 3, got shape {[str(d) for d in builders.dims_of(x)]}", ShapeError)
     if layout == 1:
-        x = emit.transpose(x, [1, 0, 2])
-    steps, batch, size = emit.dims_of(x)
+        x = builders.transpose(x, [1, 0, 2])
+    steps, batch, size = builders.dims_of(x)
     w, r = value(1), value(2)
-    w_dims, r_dims = emit.dims_of(w), emit.dims_of(r)
+    w_dims, r_dims = builders.dims_of(w), builders.dims_of(r)
     if node.has_attr("hidden_size"):
         hidden = node.attr_int("hidden_size")
     elif len(r_dims) == 3 and isinstance(r_dims[-1], int):
@@ -388,13 +356,13 @@ def _lower_recurrent(
         """Input ``index`` as ``dims``: symbolic dims where the shape is fixed by the attributes or
         by X become those (a ``dynamic_reshape`` the refinement removes)."""
         given = value(index)
-        if not _fits(emit.dims_of(given), dims):
+        if not _fits(builders.dims_of(given), dims):
             raise ctx.error(
-                f"{node.input_names[index]} has shape {[str(d) for d in emit.dims_of(given)]}, expected "
+                f"{node.input_names[index]} has shape {[str(d) for d in builders.dims_of(given)]}, expected "
                 f"{[str(d) for d in dims]}",
                 ShapeError,
             )
-        return emit.reshape(given, dims)
+        return builders.reshape(given, dims)
 
     w = shaped(1, (directions, gates * hidden, size))
     r = shaped(2, (directions, gates * hidden, hidden))
@@ -406,10 +374,10 @@ def _lower_recurrent(
         if not ctx.has_input(index):
             return None
         state = shaped(index, state_shape if layout == 0 else (batch, directions, hidden))
-        return emit.transpose(state, [1, 0, 2]) if layout == 1 else state
+        return builders.transpose(state, [1, 0, 2]) if layout == 1 else state
 
     def initial_row(state: ir.Value | None, d: int) -> ir.Value:
-        return emit.splat(0, compute, (batch, hidden)) if state is None else _row(state, d)
+        return builders.splat(0, compute, (batch, hidden)) if state is None else _row(state, d)
 
     h_init = initial(5)
     c_init = initial(6) if kind == "LSTM" else None
@@ -432,11 +400,11 @@ def _lower_recurrent(
                 # Rbh stays inside r * (H Rh^T + Rbh); only Rbz and Rbr join the input projection.
                 r_bias_h = _columns(r_bias, 2 * hidden, 3 * hidden)
                 r_bias_zr = _columns(r_bias, 0, 2 * hidden)
-                r_bias = stablehlo.ConcatenateOp([r_bias_zr, emit.splat(0, compute, (hidden,))], 0).result
-                w_bias = _add(w_bias, r_bias)
+                r_bias = stablehlo.concatenate([r_bias_zr, builders.splat(0, compute, (hidden,))], 0)
+                w_bias = stablehlo.add(w_bias, r_bias)
             else:
-                w_bias = _add(w_bias, r_bias)
-            x_gates = _add(x_gates, emit.broadcast_to(w_bias, emit.dims_of(x_gates)))
+                w_bias = stablehlo.add(w_bias, r_bias)
+            x_gates = stablehlo.add(x_gates, builders.broadcast_to(w_bias, builders.dims_of(x_gates)))
         layer = _Layer(
             kind=kind,
             hidden=hidden,
@@ -463,11 +431,11 @@ def _lower_recurrent(
     y_h = _stack(hs, 0)  # [D, B, H]
     y_c = _stack(cs, 0) if kind == "LSTM" else None
     if layout == 1:
-        y = emit.transpose(y, [2, 0, 1, 3])
-        y_h = emit.transpose(y_h, [1, 0, 2])
-        y_c = emit.transpose(y_c, [1, 0, 2]) if y_c is not None else None
+        y = builders.transpose(y, [2, 0, 1, 3])
+        y_h = builders.transpose(y_h, [1, 0, 2])
+        y_c = builders.transpose(y_c, [1, 0, 2]) if y_c is not None else None
     outputs = [y, y_h] + ([y_c] if kind == "LSTM" else [])
-    return [emit.convert(v, dtype) if v is not None else None for v in outputs]
+    return [builders.convert(v, dtype) if v is not None else None for v in outputs]
 
 
 def _fits(dims: Sequence[Dim], expected: Sequence[Dim]) -> bool:

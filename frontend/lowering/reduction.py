@@ -42,39 +42,18 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, product
-
-_NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
-
-
-def _lowest(dtype: DataType) -> float | int | bool:
-    """The identity of maximum: -inf for floats, the minimum for integers, false for bool."""
-    if dtype == DataType.BOOL:
-        return False
-    if dtypes.is_float(dtype):
-        return -np.inf
-    return int(np.iinfo(dtypes.numpy_dtype(dtype)).min)
-
-
-def _highest(dtype: DataType) -> float | int | bool:
-    """The identity of minimum: +inf for floats, the maximum for integers, true for bool."""
-    if dtype == DataType.BOOL:
-        return True
-    if dtypes.is_float(dtype):
-        return np.inf
-    return int(np.iinfo(dtypes.numpy_dtype(dtype)).max)
-
 
 @dataclasses.dataclass(frozen=True)
 class _Reduction:
     """How one Reduce* op is computed.
 
     Attributes:
-        body: the reduce body op class, given the (compute) dtype.
+        body: the reduce body builder (``stablehlo.add`` ...), given the (compute) dtype.
         init: the body's identity, given the (compute) dtype.
         map: elementwise op before the reduction (``None``: identity).
         finish: op after the reduction, given (reduced value, element count); ``None``: identity.
@@ -83,7 +62,7 @@ class _Reduction:
         description: what it lowers to, for the docstring.
     """
 
-    body: Callable[[DataType], type]
+    body: Callable[[DataType], Callable]
     init: Callable[[DataType], float | int | bool]
     map: Callable[[ir.Value], ir.Value] | None = None
     finish: Callable[[ir.Value, int], ir.Value] | None = None
@@ -92,54 +71,26 @@ class _Reduction:
     description: str = ""
 
 
-def _scalar(value: float | int | bool, dtype: DataType) -> ir.Value:
-    """A 0-d constant."""
-    return emit.splat(value, dtype)
-
-
-def reduce_over(
-    value: ir.Value, axes: Sequence[int], body_op: type, init: float | int | bool, keepdims: bool = False
-) -> ir.Value:
-    """``stablehlo.reduce`` of ``value`` over ``axes`` with a binary body op.
-
-    The same as ``emit.reduce``, whose init is ``tensor<1x...>`` while ``emit.splat`` widens 0-d
-    shapes; shared with the other families (Einsum) until that is fixed.
-    """
-    dtype = emit.dtype_of(value)
-    shape = emit.dims_of(value)
-    axes = sorted(set(axes))
-    scalar_type = emit.tensor_type((), dtype)
-    out_shape = [d for i, d in enumerate(shape) if i not in axes]
-    op = stablehlo.ReduceOp([emit.tensor_type(out_shape, dtype)], [value], [_scalar(init, dtype)], emit.i64_array(axes))
-    block = op.body.blocks.append(scalar_type, scalar_type)
-    with ir.InsertionPoint(block):
-        stablehlo.ReturnOp([body_op(block.arguments[0], block.arguments[1]).result])
-    result = emit.record(op.result, out_shape)
-    if keepdims:
-        result = emit.reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
-    return result
-
-
-def _add(dtype: DataType) -> type:
-    return stablehlo.OrOp if dtype == DataType.BOOL else stablehlo.AddOp
+def _add(dtype: DataType) -> Callable:
+    return stablehlo.or_ if dtype == DataType.BOOL else stablehlo.add
 
 
 def _square(x: ir.Value) -> ir.Value:
-    return stablehlo.MulOp(x, x).result
+    return stablehlo.multiply(x, x)
 
 
 def _divide_by_count(total: ir.Value, count: Dim) -> ir.Value:
     """``total / count``; an empty reduction (count 0, total 0) gives 0, as onnxruntime and
     torch do (an EmbeddingBag with an empty bag), where the spec's formula gives NaN."""
-    shape = emit.dims_of(total)
+    shape = builders.dims_of(total)
     if isinstance(count, int):
-        scalar = _scalar(max(count, 1), emit.dtype_of(total))
+        scalar = builders.splat(max(count, 1), builders.dtype_of(total))
     else:  # a symbolic count: its size at run time, at least 1
-        size = emit.dim_value(count)
-        size = stablehlo.MaxOp(size, emit.constant(np.array(1, np.int64))).result
-        scalar = emit.convert(size, emit.dtype_of(total))
-    divisor = emit.broadcast_to(scalar, shape, dims=[])
-    return emit.divide(total, divisor)
+        size = builders.dim_value(count)
+        size = stablehlo.maximum(size, builders.constant(np.array(1, np.int64)))
+        scalar = builders.convert(size, builders.dtype_of(total))
+    divisor = builders.broadcast_to(scalar, shape, dims=[])
+    return builders.divide(total, divisor)
 
 
 _REDUCTIONS: dict[str, _Reduction] = {
@@ -148,30 +99,30 @@ _REDUCTIONS: dict[str, _Reduction] = {
         _add, lambda d: 0, finish=_divide_by_count, description="an add stablehlo.reduce divided by the count"
     ),
     "ReduceProd": _Reduction(
-        lambda d: stablehlo.AndOp if d == DataType.BOOL else stablehlo.MulOp,
+        lambda d: stablehlo.and_ if d == DataType.BOOL else stablehlo.multiply,
         lambda d: True if d == DataType.BOOL else 1,
         description="stablehlo.reduce with a multiply body",
     ),
     "ReduceMax": _Reduction(
-        lambda d: stablehlo.OrOp if d == DataType.BOOL else stablehlo.MaxOp,
-        _lowest,
+        lambda d: stablehlo.or_ if d == DataType.BOOL else stablehlo.maximum,
+        dtypes.lowest,
         widen_narrow_floats=False,
         description="stablehlo.reduce with a maximum body (or for bool)",
     ),
     "ReduceMin": _Reduction(
-        lambda d: stablehlo.AndOp if d == DataType.BOOL else stablehlo.MinOp,
-        _highest,
+        lambda d: stablehlo.and_ if d == DataType.BOOL else stablehlo.minimum,
+        dtypes.highest,
         widen_narrow_floats=False,
         description="stablehlo.reduce with a minimum body (and for bool)",
     ),
     "ReduceL1": _Reduction(
-        _add, lambda d: 0, map=lambda x: stablehlo.AbsOp(x).result, description="abs, then an add stablehlo.reduce"
+        _add, lambda d: 0, map=lambda x: stablehlo.abs(x), description="abs, then an add stablehlo.reduce"
     ),
     "ReduceL2": _Reduction(
         _add,
         lambda d: 0,
         map=_square,
-        finish=lambda x, n: stablehlo.SqrtOp(x).result,
+        finish=lambda x, n: stablehlo.sqrt(x),
         float_only=True,
         description="x * x, an add stablehlo.reduce, then sqrt",
     ),
@@ -179,7 +130,7 @@ _REDUCTIONS: dict[str, _Reduction] = {
     "ReduceLogSum": _Reduction(
         _add,
         lambda d: 0,
-        finish=lambda x, n: stablehlo.LogOp(x).result,
+        finish=lambda x, n: stablehlo.log(x),
         float_only=True,
         description="an add stablehlo.reduce, then log",
     ),
@@ -210,8 +161,8 @@ def _reduce_axes(ctx: LoweringContext, node: OnnxNode, axes_from_input: bool) ->
 
 def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_input: bool) -> ir.Value:
     x = ctx.input(0)
-    shape = emit.dims_of(x)
-    dtype = emit.dtype_of(x)
+    shape = builders.dims_of(x)
+    dtype = builders.dtype_of(x)
     axes = _reduce_axes(ctx, node, axes_from_input)
     if axes is None:
         axes = list(range(len(shape)))
@@ -221,9 +172,9 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
     compute = dtype
     if spec.float_only and not dtypes.is_float(dtype):
         compute = DataType.DOUBLE
-    elif spec.widen_narrow_floats and dtype in _NARROW_FLOATS:
-        compute = DataType.FLOAT
-    x = emit.convert(x, compute)
+    elif spec.widen_narrow_floats:
+        compute = dtypes.wide_dtype(dtype)
+    x = builders.convert(x, compute)
 
     if node.op_type == "ReduceLogSumExp":
         result = _log_sum_exp(x, axes, keepdims)
@@ -231,33 +182,35 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
         if spec.map is not None:
             x = spec.map(x)
         if axes:
-            result = reduce_over(x, axes, spec.body(compute), spec.init(compute), keepdims)
+            result = builders.reduce(x, axes, spec.body(compute), spec.init(compute), keepdims)
         else:
             result = x
         if spec.finish is not None:
             result = spec.finish(result, count)
-    return emit.convert(result, dtype)
+    return builders.convert(result, dtype)
 
 
 def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
     """``m + log(sum(exp(x - m)))`` with ``m`` the max over ``axes`` (0 where not finite)."""
-    dtype = emit.dtype_of(x)
-    shape = emit.dims_of(x)
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
     if not axes:
-        return stablehlo.LogOp(stablehlo.ExpOp(x).result).result
-    peak = reduce_over(x, axes, stablehlo.MaxOp, -np.inf, True)
-    finite = stablehlo.IsFiniteOp(peak).result
-    zero = emit.broadcast_to(_scalar(0, dtype), emit.dims_of(peak), dims=[])
-    peak = stablehlo.SelectOp(finite, peak, zero).result
-    shifted = stablehlo.SubtractOp(x, emit.broadcast_to(peak, shape)).result
-    total = reduce_over(stablehlo.ExpOp(shifted).result, axes, stablehlo.AddOp, 0, True)
-    result = stablehlo.AddOp(stablehlo.LogOp(total).result, peak).result
+        return stablehlo.log(stablehlo.exponential(x))
+    peak = builders.reduce(x, axes, stablehlo.maximum, -np.inf, True)
+    finite = stablehlo.is_finite(peak)
+    zero = builders.broadcast_to(builders.splat(0, dtype), builders.dims_of(peak), dims=[])
+    peak = stablehlo.select(finite, peak, zero)
+    shifted = stablehlo.subtract(x, builders.broadcast_to(peak, shape))
+    total = builders.reduce(stablehlo.exponential(shifted), axes, stablehlo.add, 0, True)
+    result = stablehlo.add(stablehlo.log(total), peak)
     if not keepdims:
-        result = emit.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
+        result = builders.reshape(result, [d for i, d in enumerate(shape) if i not in axes])
     return result
 
 
-def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[int, ...], dtypes_doc: str) -> None:
+def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[int, ...], dtypes_doc: str) -> Callable:
+    """The rule ``lower_reduce_<op>`` of a Reduce* op, tagged for each revision; the caller binds
+    it to a module-level name, which is how the registry finds it (no ``globals()`` writes)."""
     spec = _REDUCTIONS[op_type]
     first_input = min(input_since)
 
@@ -283,25 +236,22 @@ def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[i
     )
     for version in attr_since + input_since:
         rule = lowering(op_type, since=version)(rule)
-    globals()[name] = rule
+    return rule
 
 
 # Revisions: 11 allowed negative axes, 12 added int8/uint8 (Max/Min), 13 added bfloat16, 18 moved
 # axes to an input (13 for ReduceSum), 20 added bool (Max/Min), 28 dropped integers (LogSum*).
 _NUMERIC = "f16, bf16 (accumulated in f32), f32, f64, i32, i64, ui32, ui64"
-for _op_type, _attr_since, _input_since, _doc in [
-    ("ReduceSum", (1, 11), (13,), _NUMERIC),
-    ("ReduceMean", (1, 11, 13), (18,), _NUMERIC),
-    ("ReduceProd", (1, 11, 13), (18,), _NUMERIC),
-    ("ReduceMax", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool"),
-    ("ReduceMin", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool"),
-    ("ReduceL1", (1, 11, 13), (18,), _NUMERIC),
-    ("ReduceL2", (1, 11, 13), (18,), _NUMERIC + " (integers computed in f64)"),
-    ("ReduceSumSquare", (1, 11, 13), (18,), _NUMERIC),
-    ("ReduceLogSum", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28"),
-    ("ReduceLogSumExp", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28"),
-]:
-    _make_reduce(_op_type, _attr_since, _input_since, _doc)
+lower_reduce_sum = _make_reduce("ReduceSum", (1, 11), (13,), _NUMERIC)
+lower_reduce_mean = _make_reduce("ReduceMean", (1, 11, 13), (18,), _NUMERIC)
+lower_reduce_prod = _make_reduce("ReduceProd", (1, 11, 13), (18,), _NUMERIC)
+lower_reduce_max = _make_reduce("ReduceMax", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool")
+lower_reduce_min = _make_reduce("ReduceMin", (1, 11, 12, 13), (18, 20), "f16, bf16, f32, f64, i8 ... i64, ui8 ... ui64, bool")
+lower_reduce_l1 = _make_reduce("ReduceL1", (1, 11, 13), (18,), _NUMERIC)
+lower_reduce_l2 = _make_reduce("ReduceL2", (1, 11, 13), (18,), _NUMERIC + " (integers computed in f64)")
+lower_reduce_sum_square = _make_reduce("ReduceSumSquare", (1, 11, 13), (18,), _NUMERIC)
+lower_reduce_log_sum = _make_reduce("ReduceLogSum", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28")
+lower_reduce_log_sum_exp = _make_reduce("ReduceLogSumExp", (1, 11, 13), (18, 28), "f16, bf16 (accumulated in f32), f32, f64; integers before 28")
 
 
 # ArgMax / ArgMin ------------------------------------------------------------------------------
@@ -315,52 +265,37 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
     index, or the larger one with ``select_last_index=1``.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
-    dtype = emit.dtype_of(x)
+    shape = builders.dims_of(x)
+    dtype = builders.dtype_of(x)
     rank = len(shape)
     axis = ctx.axis(node.attr_int("axis"), rank)
     keepdims = bool(node.attr_int("keepdims"))
     last = bool(node.attr_int("select_last_index", 0))
     if dtype == DataType.BOOL:
-        x, dtype = emit.convert(x, DataType.UINT8), DataType.UINT8
+        x, dtype = builders.convert(x, DataType.UINT8), DataType.UINT8
     index_type = DataType.INT64
-    index = emit.iota(shape, axis, index_type)
-    init_value = _lowest(dtype) if direction == "GT" else _highest(dtype)
-    out_shape = [d for i, d in enumerate(shape) if i != axis]
-    op = stablehlo.ReduceOp(
-        [emit.tensor_type(out_shape, dtype), emit.tensor_type(out_shape, index_type)],
-        [x, index],
-        [_scalar(init_value, dtype), _scalar(0, index_type)],
-        emit.i64_array([axis]),
-    )
-    value_type, index_scalar_type = emit.tensor_type((), dtype), emit.tensor_type((), index_type)
-    block = op.body.blocks.append(value_type, index_scalar_type, value_type, index_scalar_type)
-    with ir.InsertionPoint(block):
-        acc_value, acc_index, value, idx = block.arguments
-        better = emit.compare(value, acc_value, direction)
+    index = builders.iota(shape, axis, index_type)
+    init_value = dtypes.lowest(dtype) if direction == "GT" else dtypes.highest(dtype)
+
+    def body(accumulators: list[ir.Value], elements: list[ir.Value]) -> list[ir.Value]:
+        (acc_value, acc_index), (value, idx) = accumulators, elements
+        better = builders.compare(value, acc_value, direction)
         if dtypes.is_float(dtype):
-            value_nan = emit.compare(value, value, "NE")
-            acc_nan = emit.compare(acc_value, acc_value, "NE")
+            value_nan = builders.compare(value, value, "NE")
+            acc_nan = builders.compare(acc_value, acc_value, "NE")
             # A NaN candidate wins over a number; two NaNs tie.
-            better = stablehlo.AndOp(
-                stablehlo.OrOp(better, value_nan).result, stablehlo.NotOp(acc_nan).result
-            ).result
-            tie = stablehlo.OrOp(
-                emit.compare(value, acc_value, "EQ"), stablehlo.AndOp(value_nan, acc_nan).result
-            ).result
+            better = stablehlo.and_(stablehlo.or_(better, value_nan), stablehlo.not_(acc_nan))
+            tie = stablehlo.or_(builders.compare(value, acc_value, "EQ"), stablehlo.and_(value_nan, acc_nan))
         else:
-            tie = emit.compare(value, acc_value, "EQ")
-        index_wins = emit.compare(idx, acc_index, "GT" if last else "LT")
-        take_index = stablehlo.OrOp(better, stablehlo.AndOp(tie, index_wins).result).result
-        stablehlo.ReturnOp(
-            [
-                stablehlo.SelectOp(better, value, acc_value).result,
-                stablehlo.SelectOp(take_index, idx, acc_index).result,
-            ]
-        )
-    result = emit.record(op.results[1], out_shape)
+            tie = builders.compare(value, acc_value, "EQ")
+        index_wins = builders.compare(idx, acc_index, "GT" if last else "LT")
+        take_index = stablehlo.or_(better, stablehlo.and_(tie, index_wins))
+        return [stablehlo.select(better, value, acc_value), stablehlo.select(take_index, idx, acc_index)]
+
+    inits = [builders.splat(init_value, dtype), builders.splat(0, index_type)]
+    _, result = builders.reduce_many([x, index], inits, [axis], body)
     if keepdims:
-        result = emit.reshape(result, [1 if i == axis else d for i, d in enumerate(shape)])
+        result = builders.reshape(result, [1 if i == axis else d for i, d in enumerate(shape)])
     return result
 
 

@@ -27,11 +27,13 @@ The output size ``floor(in * scale)`` is a symbolic ``floor(in * p / q)`` for ``
 with ``q <= 2**16`` (2.0, 0.5, 1.5, 0.75 ...). Run-time scales or sizes, other scales (1/3 as a
 float), tf_crop_and_resize, a keep_aspect_ratio_policy over several axes, and antialias with
 sizes raise a ``ShapeError`` and the model is lowered per shape.
+
+The interpolation tables (coordinates, kernels, matrices, the run-time float64 arithmetic) are
+built in ``builders/interpolation.py``; this module reads the node and applies them.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections.abc import Sequence
 from fractions import Fraction
@@ -41,15 +43,19 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import NonConstantInputError, ShapeError
-from onnx_stablehlo.frontend import dtypes, emit
+from onnx_stablehlo.frontend import builders, dtypes
+from onnx_stablehlo.frontend.builders import interpolation
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, floor_div
 
 _MODES = ("nearest", "linear", "cubic")
+
 _NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
 _POLICIES = ("stretch", "not_larger", "not_smaller")
+
 _COORDINATE_MODES = {
     11: ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn",
          "tf_crop_and_resize"),
@@ -57,424 +63,6 @@ _COORDINATE_MODES = {
     19: ("half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric",
          "tf_crop_and_resize"),
 }
-# Coordinate modes whose formula uses length_resized = in * scale.
-_USES_WIDTH = ("half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "tf_crop_and_resize")
-# Kernel support radius in (scaled) input pixels.
-_SUPPORT = {"linear": 1.0, "cubic": 2.0}
-
-
-@dataclasses.dataclass(frozen=True)
-class _Interpolation:
-    """How to compute one output position from the input (the node's attributes, decoded).
-
-    Attributes:
-        mode: ``nearest``, ``linear`` or ``cubic``.
-        coordinate_mode: the coordinate_transformation_mode.
-        nearest_mode: a Resize nearest_mode, or ``simple`` (Resize-10 and Upsample: ceil when
-            downsampling, floor otherwise, as onnxruntime does).
-        cubic_a: cubic_coeff_a.
-        exclude_outside: zero the weights of taps outside the input, then renormalize.
-        antialias: stretch the linear/cubic kernel by ``1 / scale`` when downsampling.
-        extrapolation_value: the value of tf_crop_and_resize positions outside the input.
-    """
-
-    mode: str
-    coordinate_mode: str = "asymmetric"
-    nearest_mode: str = "simple"
-    cubic_a: float = -0.75
-    exclude_outside: bool = False
-    antialias: bool = False
-    extrapolation_value: float = 0.0
-
-
-@dataclasses.dataclass
-class _AxisPlan:
-    """How to resize one axis: an index table (nearest) or an interpolation matrix.
-
-    Entries are numpy arrays when known at compile time, ``ir.Value``s otherwise.
-
-    Attributes:
-        axis: the resized axis of X.
-        indices: ``[out]`` source index per output position (nearest).
-        weights: ``[out, in]`` interpolation matrix (linear, cubic).
-        extrapolated: ``[out]`` bool, True where tf_crop_and_resize extrapolates; or None.
-    """
-
-    axis: int
-    indices: np.ndarray | ir.Value | None = None
-    weights: np.ndarray | ir.Value | None = None
-    extrapolated: np.ndarray | ir.Value | None = None
-
-
-# --------------------------------------------------------------------------------------------
-# Compile-time tables (numpy, float64)
-
-
-def _source_coordinates(
-    spec: _Interpolation, out_size: int, in_size: int, scale: float, roi: tuple[float, float], width: float
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """Maps output positions to (fractional) input positions; also the extrapolation mask.
-
-    ``width`` is the ``length_resized`` of the spec's formulas: the output size when sizes are
-    given, ``in_size * scale`` (fractional) otherwise. The spec defines ``scale =
-    length_resized / length_original``; onnx.reference and the backend tests read it so, and
-    onnxruntime uses the integer output length.
-    """
-    y = np.arange(out_size, dtype=np.float64)
-    mode = spec.coordinate_mode
-    if mode == "half_pixel":
-        return (y + 0.5) / scale - 0.5, None
-    if mode == "half_pixel_symmetric":
-        offset = in_size / 2 * (1 - out_size / width)
-        return offset + (y + 0.5) / scale - 0.5, None
-    if mode == "pytorch_half_pixel":
-        return ((y + 0.5) / scale - 0.5 if width > 1 else np.zeros(out_size)), None
-    if mode == "align_corners":
-        return (y * (in_size - 1) / (width - 1) if width != 1 else np.zeros(out_size)), None
-    if mode == "asymmetric":
-        return y / scale, None
-    if mode == "tf_half_pixel_for_nn":
-        return (y + 0.5) / scale, None
-    if mode == "tf_crop_and_resize":
-        start, end = roi
-        if width != 1:
-            x = y * (end - start) * (in_size - 1) / (width - 1)
-        else:
-            x = np.full(out_size, (end - start) * (in_size - 1) / 2)
-        x = x + start * (in_size - 1)
-        return x, (x < 0) | (x > in_size - 1)
-    raise AssertionError(mode)
-
-
-def _nearest_indices(spec: _Interpolation, x: np.ndarray, scale: float, in_size: int) -> np.ndarray:
-    rounding = spec.nearest_mode
-    if rounding == "simple":
-        rounding = "ceil" if scale < 1 else "floor"
-    if rounding == "round_prefer_floor":
-        index = np.ceil(x - 0.5)
-    elif rounding == "round_prefer_ceil":
-        index = np.floor(x + 0.5)
-    elif rounding == "floor":
-        index = np.floor(x)
-    else:
-        index = np.ceil(x)
-    return np.clip(index, 0, in_size - 1).astype(np.int64)
-
-
-def _kernel(spec: _Interpolation, distance: np.ndarray) -> np.ndarray:
-    """The linear (triangle) or cubic (Keys, ``a = cubic_coeff_a``) kernel at ``distance``."""
-    d = np.abs(distance)
-    if spec.mode == "linear":
-        return np.clip(1 - d, 0, 1)
-    a = spec.cubic_a
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
-
-
-def _tap_radius(spec: _Interpolation, kernel_scale: float) -> int:
-    """Taps on each side of the source position that can have a nonzero weight."""
-    return int(math.ceil(_SUPPORT[spec.mode] / kernel_scale)) + 1
-
-
-def _interpolation_matrix(spec: _Interpolation, x: np.ndarray, scale: float, in_size: int) -> np.ndarray:
-    """The ``[out, in]`` matrix of linear/cubic weights for source positions ``x``.
-
-    Taps outside the input are clamped to the edge (their weight adds to the edge pixel), or
-    dropped with ``exclude_outside``; antialiasing scales distances by ``min(scale, 1)`` and
-    normalizes the weights to sum to one.
-    """
-    kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
-    radius = _tap_radius(spec, kernel_scale)
-    base = np.floor(x).astype(np.int64)
-    taps = base[:, None] + np.arange(-radius + 1, radius + 1)[None, :]
-    weights = _kernel(spec, (taps - x[:, None]) * kernel_scale)
-    if spec.exclude_outside:
-        weights = np.where((taps < 0) | (taps >= in_size), 0.0, weights)
-    if spec.antialias or spec.exclude_outside:
-        total = weights.sum(axis=1, keepdims=True)
-        weights = weights / np.where(total == 0, 1.0, total)
-    matrix = np.zeros((x.size, in_size), dtype=np.float64)
-    rows = np.broadcast_to(np.arange(x.size)[:, None], taps.shape)
-    np.add.at(matrix, (rows, np.clip(taps, 0, in_size - 1)), weights)
-    return matrix
-
-
-def _plan_constant(
-    spec: _Interpolation,
-    axis: int,
-    in_size: int,
-    out_size: int,
-    scale: float,
-    roi: tuple[float, float],
-    width: float,
-) -> _AxisPlan:
-    x, extrapolated = _source_coordinates(spec, out_size, in_size, scale, roi, width)
-    plan = _AxisPlan(axis, extrapolated=extrapolated if extrapolated is not None and extrapolated.any() else None)
-    if spec.mode == "nearest":
-        plan.indices = _nearest_indices(spec, x, scale, in_size)
-    else:
-        plan.weights = _interpolation_matrix(spec, x, scale, in_size)
-    return plan
-
-
-# --------------------------------------------------------------------------------------------
-# Run-time tables (scales, sizes or roi known only at run time)
-
-
-class _Vec:
-    """Emits float64 elementwise ops on small coordinate vectors and grids.
-
-    Divisors pass through ``stablehlo.optimization_barrier``: XLA rewrites a division by a
-    broadcast scalar into a multiplication by its reciprocal, which is not correctly rounded and
-    moves nearest-mode ties; with the barrier every division is IEEE-exact, as in
-    onnx.reference's float64 arithmetic.
-    """
-
-    dtype = DataType.DOUBLE
-
-    def const(self, value: float | np.ndarray, shape: Sequence[int]) -> ir.Value:
-        return emit.constant(np.broadcast_to(np.asarray(value, dtype=np.float64), tuple(shape)).copy(), self.dtype)
-
-    def scalar(self, value: float) -> ir.Value:
-        """A rank-0 constant."""
-        return emit.splat(value, self.dtype)
-
-    def scalar_to(self, scalar: ir.Value, shape: Sequence[int]) -> ir.Value:
-        """A rank-0 value broadcast to ``shape``."""
-        return emit.broadcast_to(scalar, shape, dims=[])
-
-    def add(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.AddOp(a, b).result
-
-    def sub(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.SubtractOp(a, b).result
-
-    def mul(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.MulOp(a, b).result
-
-    def div(self, a: ir.Value, b: ir.Value) -> ir.Value:
-        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.DivOp(a, opaque).result
-
-    def select(self, cond: ir.Value, a: ir.Value, b: ir.Value) -> ir.Value:
-        return stablehlo.SelectOp(cond, a, b).result
-
-
-def _element(vector: ir.Value, index: int, dtype: DataType) -> ir.Value:
-    """``vector[index]`` as a rank-0 value of ``dtype``."""
-    one = stablehlo.SliceOp(vector, emit.i64_array([index]), emit.i64_array([index + 1]), emit.i64_array([1])).result
-    return emit.reshape(emit.convert(one, dtype), ())
-
-
-def _runtime_coordinates(
-    spec: _Interpolation,
-    vec: _Vec,
-    out_size: int,
-    in_size: int,
-    scale: ir.Value,
-    roi: tuple[ir.Value, ir.Value] | None,
-) -> tuple[ir.Value, ir.Value | None]:
-    """The in-graph twin of :func:`_source_coordinates` (``scale`` and ``roi`` are rank 0)."""
-    shape = [out_size]
-
-    def c(value: float | np.ndarray) -> ir.Value:
-        return vec.const(value, shape)
-
-    y = c(np.arange(out_size))
-    s = vec.scalar_to(scale, shape)
-    mode = spec.coordinate_mode
-    width = vec.mul(s, c(in_size)) if mode in _USES_WIDTH else None
-    if mode in ("half_pixel", "pytorch_half_pixel", "half_pixel_symmetric"):
-        source = vec.div(vec.add(y, c(0.5)), s)
-        if mode == "half_pixel_symmetric":
-            offset = vec.mul(c(in_size / 2), vec.sub(c(1.0), vec.div(c(out_size), width)))
-            source = vec.add(offset, source)
-        x = vec.sub(source, c(0.5))
-        if mode == "pytorch_half_pixel":
-            x = vec.select(emit.compare(width, c(1.0), "GT"), x, c(0.0))
-        return x, None
-    if mode == "align_corners":
-        x = vec.div(vec.mul(y, c(in_size - 1)), vec.sub(width, c(1.0)))
-        return vec.select(emit.compare(width, c(1.0), "EQ"), c(0.0), x), None
-    if mode == "asymmetric":
-        return vec.div(y, s), None
-    if mode == "tf_half_pixel_for_nn":
-        return vec.div(vec.add(y, c(0.5)), s), None
-    assert mode == "tf_crop_and_resize" and roi is not None
-    start, end = (vec.scalar_to(r, shape) for r in roi)
-    last = c(in_size - 1)
-    extent = vec.sub(end, start)
-    x = vec.div(vec.mul(vec.mul(y, extent), last), vec.sub(width, c(1.0)))
-    x = vec.select(emit.compare(width, c(1.0), "EQ"), vec.div(vec.mul(extent, last), c(2.0)), x)
-    x = vec.add(x, vec.mul(start, last))
-    outside = stablehlo.OrOp(emit.compare(x, c(0.0), "LT"), emit.compare(x, last, "GT")).result
-    return x, outside
-
-
-def _runtime_nearest(spec: _Interpolation, vec: _Vec, x: ir.Value, scale: ir.Value, in_size: int) -> ir.Value:
-    shape = emit.static_shape_of(x)
-    half = vec.const(0.5, shape)
-    rounding = spec.nearest_mode
-    if rounding == "simple":
-        down = emit.compare(vec.scalar_to(scale, shape), vec.const(1.0, shape), "LT")
-        index = vec.select(down, stablehlo.CeilOp(x).result, stablehlo.FloorOp(x).result)
-    elif rounding == "round_prefer_floor":
-        index = stablehlo.CeilOp(vec.sub(x, half)).result
-    elif rounding == "round_prefer_ceil":
-        index = stablehlo.FloorOp(vec.add(x, half)).result
-    elif rounding == "floor":
-        index = stablehlo.FloorOp(x).result
-    else:
-        index = stablehlo.CeilOp(x).result
-    index = stablehlo.ClampOp(vec.const(0.0, shape), index, vec.const(in_size - 1, shape)).result
-    return emit.convert(index, DataType.INT64)
-
-
-def _runtime_kernel(spec: _Interpolation, vec: _Vec, distance: ir.Value) -> ir.Value:
-    """The in-graph twin of :func:`_kernel`."""
-    shape = emit.static_shape_of(distance)
-    d = stablehlo.AbsOp(distance).result
-    one = vec.const(1.0, shape)
-    zero = vec.const(0.0, shape)
-    if spec.mode == "linear":
-        return stablehlo.ClampOp(zero, vec.sub(one, d), one).result
-    a = spec.cubic_a
-
-    def c(value: float) -> ir.Value:
-        return vec.const(value, shape)
-
-    near = vec.add(vec.mul(vec.mul(vec.sub(vec.mul(c(a + 2), d), c(a + 3)), d), d), one)
-    far = vec.sub(vec.mul(vec.add(vec.mul(vec.sub(vec.mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
-    inner = emit.compare(d, one, "LE")
-    within = emit.compare(d, c(2.0), "LT")
-    return vec.select(inner, near, vec.select(within, far, zero))
-
-
-def _runtime_matrix(
-    spec: _Interpolation, vec: _Vec, x: ir.Value, scale: ir.Value, in_size: int, min_scale: float
-) -> ir.Value:
-    """The in-graph twin of :func:`_interpolation_matrix`; ``min_scale`` bounds the tap count."""
-    out_size = emit.static_shape_of(x)[0]
-    kernel_scale_bound = min(min_scale, 1.0) if spec.antialias else 1.0
-    radius = _tap_radius(spec, kernel_scale_bound)
-    taps_count = 2 * radius
-    grid = [out_size, taps_count]
-    base = stablehlo.FloorOp(x).result
-    offsets = vec.const(np.arange(-radius + 1, radius + 1)[None, :], grid)
-    taps = vec.add(emit.broadcast_to(base, grid, dims=[0]), offsets)
-    distance = vec.sub(taps, emit.broadcast_to(x, grid, dims=[0]))
-    if spec.antialias:
-        kernel_scale = stablehlo.MinOp(scale, vec.scalar(1.0)).result
-        distance = vec.mul(distance, vec.scalar_to(kernel_scale, grid))
-    weights = _runtime_kernel(spec, vec, distance)
-    low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
-    if spec.exclude_outside:
-        outside = stablehlo.OrOp(emit.compare(taps, low, "LT"), emit.compare(taps, high, "GT")).result
-        weights = vec.select(outside, vec.const(0.0, grid), weights)
-    if spec.antialias or spec.exclude_outside:
-        total = emit.reduce(weights, [1], stablehlo.AddOp, 0)
-        total = vec.select(emit.compare(total, vec.const(0.0, [out_size]), "EQ"), vec.const(1.0, [out_size]), total)
-        weights = vec.div(weights, emit.broadcast_to(total, grid, dims=[0]))
-    clamped = stablehlo.ClampOp(low, taps, high).result
-    # matrix[o, i] = sum_t weights[o, t] * (clamped[o, t] == i)
-    cube = [out_size, taps_count, in_size]
-    columns = vec.const(np.arange(in_size)[None, None, :], cube)
-    hit = emit.compare(emit.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
-    spread = vec.select(hit, emit.broadcast_to(weights, cube, dims=[0, 1]), vec.const(0.0, cube))
-    return emit.reduce(spread, [1], stablehlo.AddOp, 0)
-
-
-# --------------------------------------------------------------------------------------------
-# Applying the plans
-
-
-def _compute_dtype(dtype: DataType) -> DataType:
-    """The float type linear/cubic interpolation of ``dtype`` is computed in."""
-    if dtype in (DataType.DOUBLE, DataType.INT64, DataType.UINT64):
-        return DataType.DOUBLE
-    return DataType.FLOAT
-
-
-def _contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
-    """``x`` with ``axis`` replaced by ``matrix @ x`` along it (``matrix`` is ``[out, in]``)."""
-    shape = emit.static_shape_of(x)
-    out_size = emit.static_shape_of(matrix)[0]
-    rank = len(shape)
-    dtype = emit.dtype_of(x)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[],
-        rhs_batching_dimensions=[],
-        lhs_contracting_dimensions=[axis],
-        rhs_contracting_dimensions=[1],
-    )
-    rest = [size for d, size in enumerate(shape) if d != axis]
-    highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    product = stablehlo.DotGeneralOp(
-        emit.tensor_type([*rest, out_size], dtype),
-        x,
-        matrix,
-        numbers,
-        precision_config=ir.ArrayAttr.get([highest, highest]),
-    ).result
-    # dot_general puts the new axis last; move it back.
-    permutation = list(range(rank - 1))
-    permutation.insert(axis, rank - 1)
-    return emit.transpose(product, permutation)
-
-
-def _apply_plans(x: ir.Value, plans: Sequence[_AxisPlan], spec: _Interpolation) -> ir.Value:
-    """Resizes ``x`` axis by axis, then fills extrapolated positions."""
-    dtype = emit.dtype_of(x)
-    result = x
-    compute = dtype
-    if spec.mode != "nearest":
-        compute = _compute_dtype(dtype)
-        result = emit.convert(result, compute)
-    for plan in plans:
-        if plan.indices is not None:
-            indices = plan.indices
-            if isinstance(indices, np.ndarray):
-                indices = emit.constant(indices.astype(np.int64), DataType.INT64)
-            result = emit.take(result, indices, plan.axis)
-        else:
-            weights = plan.weights
-            if isinstance(weights, np.ndarray):
-                weights = emit.constant(weights, compute)
-            else:
-                weights = emit.convert(weights, compute)
-            result = _contract_axis(result, weights, plan.axis)
-    if compute != dtype:
-        result = _convert_back(result, dtype)
-    masked = [p for p in plans if p.extrapolated is not None]
-    if masked:
-        shape = emit.static_shape_of(result)
-        mask = None
-        for plan in masked:
-            flags = plan.extrapolated
-            if isinstance(flags, np.ndarray):
-                flags = emit.constant(flags.astype(np.bool_), DataType.BOOL)
-            flags = emit.broadcast_to(flags, shape, dims=[plan.axis])
-            mask = flags if mask is None else stablehlo.OrOp(mask, flags).result
-        fill = emit.splat(spec.extrapolation_value, dtype, shape)
-        result = stablehlo.SelectOp(mask, fill, result).result
-    return result
-
-
-def _convert_back(value: ir.Value, dtype: DataType) -> ir.Value:
-    """Float -> ``dtype``; integers saturate and truncate toward zero (as onnxruntime does)."""
-    if dtypes.is_integer(dtype):
-        info = np.iinfo(dtypes.numpy_dtype(dtype))
-        source = emit.dtype_of(value)
-        shape = emit.dims_of(value)
-        low = emit.splat(float(info.min), source, shape)
-        high = emit.splat(float(info.max), source, shape)
-        value = stablehlo.ClampOp(low, value, high).result
-    return emit.convert(value, dtype)
-
-
-# --------------------------------------------------------------------------------------------
-# Reading the node
 
 
 def _optional_nonempty(ctx: LoweringContext, index: int) -> bool:
@@ -499,7 +87,7 @@ def _declared_output_shape(ctx: LoweringContext, node: OnnxNode, why: str) -> tu
 def _resize(
     ctx: LoweringContext,
     node: OnnxNode,
-    spec: _Interpolation,
+    spec: interpolation.Interpolation,
     *,
     scales_index: int | None,
     sizes_index: int | None,
@@ -512,7 +100,7 @@ def _resize(
     x = ctx.input(0)
     dims = tuple(ctx.input_shape(0))
     rank = len(dims)
-    dtype = emit.dtype_of(x)
+    dtype = builders.dtype_of(x)
     if dtype in (DataType.STRING, DataType.COMPLEX64, DataType.COMPLEX128) or (
         spec.mode != "nearest" and not (dtypes.is_float(dtype) or dtypes.is_integer(dtype))
     ):
@@ -593,7 +181,7 @@ def _resize(
             out_shape = list(declared)
             if use_sizes and policy == "stretch":
                 axis_scales = {a: out_shape[a] / shape[a] for a in axes}
-    vec = _Vec()
+    vec = interpolation.Vec()
     runtime_scales: dict[int, ir.Value] = {}
 
     def runtime_scale(index: int, axis: int) -> ir.Value:
@@ -603,13 +191,13 @@ def _resize(
         if axis in axis_scales:
             value = vec.scalar(axis_scales[axis])
         elif use_scales:
-            value = _element(ctx.input(scales_index), index, vec.dtype)
+            value = interpolation.element(ctx.input(scales_index), index, vec.dtype)
         else:  # run-time sizes with not_larger / not_smaller: one scale for every axis
             sizes_value = ctx.input(sizes_index)
             pick = stablehlo.MinOp if policy == "not_larger" else stablehlo.MaxOp
             value = None
             for i, a in enumerate(axes):
-                ratio = vec.div(_element(sizes_value, i, vec.dtype), vec.scalar(float(shape[a])))
+                ratio = vec.div(interpolation.element(sizes_value, i, vec.dtype), vec.scalar(float(shape[a])))
                 value = ratio if value is None else pick(value, ratio).result
             runtime_scales.update({a: value for a in axes})
         runtime_scales[axis] = value
@@ -622,16 +210,16 @@ def _resize(
         checks = []
         for i, a in enumerate(axes):
             if use_sizes and policy == "stretch":
-                expected = _element(ctx.input(sizes_index), i, vec.dtype)
+                expected = interpolation.element(ctx.input(sizes_index), i, vec.dtype)
             else:
                 product = vec.mul(runtime_scale(i, a), vec.scalar(float(shape[a])))
                 if use_sizes:  # not_larger / not_smaller round the scaled size
                     product = vec.add(product, vec.scalar(0.5))
-                expected = stablehlo.FloorOp(product).result
-            checks.append(emit.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
+                expected = stablehlo.floor(product)
+            checks.append(builders.compare(expected, vec.scalar(float(out_shape[a])), "EQ"))
         ok = checks[0]
         for check in checks[1:]:
-            ok = stablehlo.AndOp(ok, check).result
+            ok = stablehlo.and_(ok, check)
         what = "scales" if use_scales else "sizes"
         ctx.runtime_check(
             ok,
@@ -642,7 +230,7 @@ def _resize(
     if any(out_shape[a] < 0 for a in axes):
         raise ctx.error(f"the output shape {out_shape} has a negative dim", ShapeError)
     if any(out_shape[a] == 0 for a in axes):
-        return emit.splat(0, dtype, out_shape)  # after the run-time check above
+        return builders.splat(0, dtype, out_shape)  # after the run-time check above
 
     plans = []
     for i, a in enumerate(axes):
@@ -660,7 +248,7 @@ def _resize(
             if not identity:
                 # length_resized: the requested size with sizes (stretch), else in * scale.
                 width = float(out_size) if use_sizes and policy == "stretch" else scale * in_size
-                plans.append(_plan_constant(spec, a, in_size, out_size, scale, roi_pair, width))
+                plans.append(interpolation.plan_constant(spec, a, in_size, out_size, scale, roi_pair, width))
             continue
         if in_size == out_size == 1 and not needs_roi:
             continue  # every mode maps a length-1 axis onto itself
@@ -669,21 +257,21 @@ def _resize(
         if needs_roi:
             if roi_runtime:
                 roi_value = ctx.input(roi_index)
-                roi_v = (_element(roi_value, i, vec.dtype), _element(roi_value, i + len(axes), vec.dtype))
+                roi_v = (interpolation.element(roi_value, i, vec.dtype), interpolation.element(roi_value, i + len(axes), vec.dtype))
             else:
                 roi_v = (vec.scalar(roi_pair[0]), vec.scalar(roi_pair[1]))
-        coords, outside = _runtime_coordinates(spec, vec, out_size, in_size, scale_v, roi_v)
-        plan = _AxisPlan(a, extrapolated=outside)
+        coords, outside = interpolation.runtime_coordinates(spec, vec, out_size, in_size, scale_v, roi_v)
+        plan = interpolation.AxisPlan(a, extrapolated=outside)
         if spec.mode == "nearest":
-            plan.indices = _runtime_nearest(spec, vec, coords, scale_v, in_size)
+            plan.indices = interpolation.runtime_nearest(spec, vec, coords, scale_v, in_size)
         else:
             # floor(in * scale) = out bounds the scale from below (used for the antialias tap count)
             min_scale = max(out_size - 0.5, 0.5) / in_size
-            plan.weights = _runtime_matrix(spec, vec, coords, scale_v, in_size, min_scale)
+            plan.weights = interpolation.runtime_matrix(spec, vec, coords, scale_v, in_size, min_scale)
         plans.append(plan)
     if not plans:
         return x
-    return _apply_plans(x, plans, spec)
+    return interpolation.apply_plans(x, plans, spec)
 
 
 # (coordinate mode, nearest mode) pairs for which an integer upscale by k maps output y to
@@ -700,7 +288,7 @@ _REPEATS = {
 
 def _resize_symbolic(
     ctx: LoweringContext,
-    spec: _Interpolation,
+    spec: interpolation.Interpolation,
     dims: Sequence,
     axes: Sequence[int],
     *,
@@ -772,12 +360,12 @@ def _resize_symbolic(
     if spec.nearest_mode == "simple" and use_sizes:
         raise ctx.error("Resize-10 nearest with 'sizes' needs a static shape", ShapeError)
 
-    dtype = emit.dtype_of(x)
-    compute = dtype if spec.mode == "nearest" else _compute_dtype(dtype)
-    result = emit.convert(x, compute)
+    dtype = builders.dtype_of(x)
+    compute = dtype if spec.mode == "nearest" else dtypes.float_compute_dtype(dtype)
+    result = builders.convert(x, compute)
     rank = len(dims)
     for axis, scale, target in zip(axes, scales, targets):
-        current = emit.dims_of(result)
+        current = builders.dims_of(result)
         if scale == 1.0 or (scale is None and current[axis] == target):
             continue  # every coordinate mode but tf_crop_and_resize maps y to y
         if spec.mode == "nearest" and (spec.coordinate_mode, spec.nearest_mode) in _REPEATS and scale is not None \
@@ -785,50 +373,44 @@ def _resize_symbolic(
             k = int(scale)
             expanded = [*current[: axis + 1], k, *current[axis + 1 :]]
             mapping = [d if d <= axis else d + 1 for d in range(rank)]
-            repeated = emit.broadcast_to(result, expanded, dims=mapping)
-            result = emit.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
+            repeated = builders.broadcast_to(result, expanded, dims=mapping)
+            result = builders.reshape(repeated, [*current[:axis], current[axis] * k, *current[axis + 1 :]])
             continue
         result = _resize_axis_symbolic(spec, result, axis, target, scale)
     if compute != dtype:
-        result = _convert_back(result, dtype)
+        result = interpolation.convert_back(result, dtype)
     return result
 
 
 def _resize_axis_symbolic(
-    spec: _Interpolation, x: ir.Value, axis: int, out_dim: Dim, scale: float | None
+    spec: interpolation.Interpolation, x: ir.Value, axis: int, out_dim: Dim, scale: float | None
 ) -> ir.Value:
     """Resizes ``axis`` of ``x`` (already in the compute dtype) to ``out_dim`` positions.
 
     The in-graph twin of :func:`_source_coordinates` over ``dynamic_iota`` positions and the
     run-time input size ``n`` (float64, divisions behind an optimization barrier as in
-    :class:`_Vec`); ``scale`` is the compile-time scale, or ``None`` for ``sizes`` (then
+    :class:`interpolation.Vec`); ``scale`` is the compile-time scale, or ``None`` for ``sizes`` (then
     ``out / n`` at run time, and ``length_resized`` is the output size). Nearest gathers the
     rounded, clamped source index; linear and cubic gather the taps ``floor(x) + t`` (clamped to
     the edge, or dropped with ``exclude_outside``) and sum them weighted by the kernel.
     """
     f64 = DataType.DOUBLE
-    in_dim = emit.dims_of(x)[axis]
+    in_dim = builders.dims_of(x)[axis]
     shape = [out_dim]
 
     def c(value: float) -> ir.Value:
-        return emit.splat(value, f64, shape)
+        return builders.splat(value, f64, shape)
 
     def vector(scalar: ir.Value) -> ir.Value:
-        return emit.broadcast_to(scalar, shape, dims=())
+        return builders.broadcast_to(scalar, shape, dims=())
 
-    def div(a: ir.Value, b: ir.Value) -> ir.Value:
-        (opaque,) = stablehlo.OptimizationBarrierOp([b]).results
-        return stablehlo.DivOp(a, opaque).result
+    div = builders.exact_divide
+    add, sub, mul, select = stablehlo.add, stablehlo.subtract, stablehlo.multiply, stablehlo.select
 
-    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
-    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
-    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
-    select = lambda p, a, b: stablehlo.SelectOp(p, a, b).result  # noqa: E731
-
-    y = emit.convert(emit.iota(shape, 0, DataType.INT64), f64)
-    n = emit.convert(emit.dim_value(in_dim), f64)
+    y = builders.convert(builders.iota(shape, 0, DataType.INT64), f64)
+    n = builders.convert(builders.dim_value(in_dim), f64)
     n_v = vector(n)
-    out_v = vector(emit.convert(emit.dim_value(out_dim), f64))
+    out_v = vector(builders.convert(builders.dim_value(out_dim), f64))
     s = div(out_v, n_v) if scale is None else c(scale)
     width = out_v if scale is None else mul(s, n_v)
     mode = spec.coordinate_mode
@@ -839,10 +421,10 @@ def _resize_axis_symbolic(
             source = add(offset, source)
         coords = sub(source, c(0.5))
         if mode == "pytorch_half_pixel":
-            coords = select(emit.compare(width, c(1.0), "GT"), coords, c(0.0))
+            coords = select(builders.compare(width, c(1.0), "GT"), coords, c(0.0))
     elif mode == "align_corners":
         coords = div(mul(y, sub(n_v, c(1.0))), sub(width, c(1.0)))
-        coords = select(emit.compare(width, c(1.0), "EQ"), c(0.0), coords)
+        coords = select(builders.compare(width, c(1.0), "EQ"), c(0.0), coords)
     elif mode == "asymmetric":
         coords = div(y, s)
     elif mode == "tf_half_pixel_for_nn":
@@ -852,38 +434,38 @@ def _resize_axis_symbolic(
     last = sub(n_v, c(1.0))
 
     def index_of(position: ir.Value) -> ir.Value:
-        clamped = stablehlo.ClampOp(c(0.0), position, last).result
-        return emit.convert(clamped, DataType.INT64)
+        clamped = stablehlo.clamp(c(0.0), position, last)
+        return builders.convert(clamped, DataType.INT64)
 
     if spec.mode == "nearest":
         rounding = spec.nearest_mode
         if rounding == "simple":
             rounding = "ceil" if scale < 1 else "floor"
         if rounding == "round_prefer_floor":
-            index = stablehlo.CeilOp(sub(coords, c(0.5))).result
+            index = stablehlo.ceil(sub(coords, c(0.5)))
         elif rounding == "round_prefer_ceil":
-            index = stablehlo.FloorOp(add(coords, c(0.5))).result
+            index = stablehlo.floor(add(coords, c(0.5)))
         elif rounding == "floor":
-            index = stablehlo.FloorOp(coords).result
+            index = stablehlo.floor(coords)
         else:
-            index = stablehlo.CeilOp(coords).result
-        return emit.take(x, index_of(index), axis)
+            index = stablehlo.ceil(coords)
+        return builders.take(x, index_of(index), axis)
 
     kernel_scale = min(scale, 1.0) if spec.antialias else 1.0
-    reach = _SUPPORT[spec.mode] / kernel_scale
-    radius = _tap_radius(spec, kernel_scale)
+    reach = interpolation.SUPPORT[spec.mode] / kernel_scale
+    radius = interpolation.tap_radius(spec, kernel_scale)
     # tap floor(x) + t lies at distance in (t - 1, t]: only |distance| < reach has a weight
     offsets = [t for t in range(-radius + 1, radius + 1) if t > -reach and t - 1 < reach]
-    base = stablehlo.FloorOp(coords).result
+    base = stablehlo.floor(coords)
     taps, weights = [], []
     for t in offsets:
         tap = add(base, c(float(t)))
         distance = sub(tap, coords)
         if spec.antialias:
             distance = mul(distance, c(kernel_scale))
-        weight = _runtime_kernel_dims(spec, distance, shape)
+        weight = interpolation.runtime_kernel_dims(spec, distance, shape)
         if spec.exclude_outside:
-            outside = stablehlo.OrOp(emit.compare(tap, c(0.0), "LT"), emit.compare(tap, last, "GT")).result
+            outside = stablehlo.or_(builders.compare(tap, c(0.0), "LT"), builders.compare(tap, last, "GT"))
             weight = select(outside, c(0.0), weight)
         taps.append(tap)
         weights.append(weight)
@@ -891,39 +473,19 @@ def _resize_axis_symbolic(
         total = weights[0]
         for weight in weights[1:]:
             total = add(total, weight)
-        total = select(emit.compare(total, c(0.0), "EQ"), c(1.0), total)
+        total = select(builders.compare(total, c(0.0), "EQ"), c(1.0), total)
         weights = [div(weight, total) for weight in weights]
-    compute = emit.dtype_of(x)
+    compute = builders.dtype_of(x)
     result = None
     for tap, weight in zip(taps, weights):
-        gathered = emit.take(x, index_of(tap), axis)
-        out_dims = emit.dims_of(gathered)
-        scaled = stablehlo.MulOp(gathered, emit.broadcast_to(emit.convert(weight, compute), out_dims, dims=[axis])).result
-        result = scaled if result is None else stablehlo.AddOp(result, scaled).result
+        gathered = builders.take(x, index_of(tap), axis)
+        out_dims = builders.dims_of(gathered)
+        scaled = stablehlo.multiply(gathered, builders.broadcast_to(builders.convert(weight, compute), out_dims, dims=[axis]))
+        result = scaled if result is None else stablehlo.add(result, scaled)
     return result
 
 
-def _runtime_kernel_dims(spec: _Interpolation, distance: ir.Value, shape: Sequence[Dim]) -> ir.Value:
-    """:func:`_runtime_kernel` for a float64 ``distance`` of (possibly symbolic) ``shape``."""
-    d = stablehlo.AbsOp(distance).result
-
-    def c(value: float) -> ir.Value:
-        return emit.splat(value, DataType.DOUBLE, shape)
-
-    add = lambda a, b: stablehlo.AddOp(a, b).result  # noqa: E731
-    sub = lambda a, b: stablehlo.SubtractOp(a, b).result  # noqa: E731
-    mul = lambda a, b: stablehlo.MulOp(a, b).result  # noqa: E731
-    if spec.mode == "linear":
-        return stablehlo.ClampOp(c(0.0), sub(c(1.0), d), c(1.0)).result
-    a = spec.cubic_a
-    near = add(mul(mul(sub(mul(c(a + 2), d), c(a + 3)), d), d), c(1.0))
-    far = sub(mul(add(mul(sub(mul(c(a), d), c(5 * a)), d), c(8 * a)), d), c(4 * a))
-    inner = emit.compare(d, c(1.0), "LE")
-    within = emit.compare(d, c(2.0), "LT")
-    return stablehlo.SelectOp(inner, near, stablehlo.SelectOp(within, far, c(0.0)).result).result
-
-
-def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[str]) -> _Interpolation:
+def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[str]) -> interpolation.Interpolation:
     mode = node.attr_str("mode")
     if mode not in _MODES:
         raise ctx.unsupported_attribute("mode", mode, ", ".join(_MODES))
@@ -933,7 +495,7 @@ def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[
     nearest_mode = node.attr_str("nearest_mode")
     if nearest_mode not in _NEAREST_MODES:
         raise ctx.unsupported_attribute("nearest_mode", nearest_mode, ", ".join(_NEAREST_MODES))
-    return _Interpolation(
+    return interpolation.Interpolation(
         mode=mode,
         coordinate_mode=coordinate_mode,
         nearest_mode=nearest_mode,
@@ -944,15 +506,13 @@ def _read_spec(ctx: LoweringContext, node: OnnxNode, coordinate_modes: Sequence[
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Rules
-
-
 @lowering("Resize", since=10)
-def lower_resize_10(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers Resize-10 (asymmetric coordinates; scales only) to gathers or dot_generals.
+@lowering("Upsample", since=9)  # 9 moved scales to an input
+@lowering("Upsample", since=10)  # 10 deprecated the op (in favour of Resize); semantics unchanged
+def lower_resize_scales_only(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers Resize-10 and Upsample-9/10 (asymmetric coordinates; a scales input) to gathers or dot_generals.
 
-    Spec: Resize-10.
+    Spec: Resize-10, Upsample-9/10.
     Shapes: X any rank (symbolic dims: constant scales, see the module docstring); scales [rank].
     Dtypes: numeric types and bool (nearest); numeric types (linear).
     Deviations: nearest rounds up when downsampling and down otherwise, as onnxruntime does
@@ -964,13 +524,13 @@ def lower_resize_10(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     mode = node.attr_str("mode")
     if mode not in ("nearest", "linear"):
         raise ctx.unsupported_attribute("mode", mode, "nearest, linear")
-    spec = _Interpolation(mode=mode)
+    spec = interpolation.Interpolation(mode=mode)
     return [_resize(ctx, node, spec, scales_index=1, sizes_index=None, roi_index=None)]
 
 
 @lowering("Resize", since=11)  # 11: coordinate modes, roi/scales/sizes inputs, cubic
 @lowering("Resize", since=13)  # 13: roi and scales optional, tf_half_pixel_for_nn removed
-def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+def lower_resize_scales_or_sizes(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-11/13 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-11/13.
@@ -997,7 +557,7 @@ def lower_resize_11(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 @lowering("Resize", since=18)  # 18: antialias, axes, keep_aspect_ratio_policy
 @lowering("Resize", since=19)  # 19: half_pixel_symmetric
-def lower_resize_18(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+def lower_resize_axes_antialias(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Resize-18/19 to gathers (nearest) or dot_generals with interpolation matrices.
 
     Spec: Resize-18/19.
@@ -1023,7 +583,7 @@ def lower_resize_18(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 
 @lowering("Upsample", since=7)
-def lower_upsample_7(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+def lower_upsample_scales_attribute(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers Upsample-7 (scales attribute) like Resize-10.
 
     Spec: Upsample-7.
@@ -1038,24 +598,5 @@ def lower_upsample_7(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     scales = node.attr_floats("scales")
     if not scales:
         raise ctx.error("attribute scales is required", ShapeError)
-    spec = _Interpolation(mode=mode)
+    spec = interpolation.Interpolation(mode=mode)
     return [_resize(ctx, node, spec, scales_index=None, sizes_index=None, roi_index=None, scales_attr=scales)]
-
-
-@lowering("Upsample", since=9)  # 9 moved scales to an input
-@lowering("Upsample", since=10)  # 10 deprecated the op (in favour of Resize); semantics unchanged
-def lower_upsample_9(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers Upsample-9/10 (scales input) like Resize-10.
-
-    Spec: Upsample-9/10.
-    Shapes: X (symbolic dims: constant scales); scales [rank].
-    Dtypes: numeric types and bool (nearest); numeric types (linear).
-    Raises:
-        UnsupportedAttributeError: mode is not nearest or linear.
-        NonConstantInputError: scales is computed at run time and the output shape is not declared.
-    """
-    mode = node.attr_str("mode")
-    if mode not in ("nearest", "linear"):
-        raise ctx.unsupported_attribute("mode", mode, "nearest, linear")
-    spec = _Interpolation(mode=mode)
-    return [_resize(ctx, node, spec, scales_index=1, sizes_index=None, roi_index=None)]

@@ -28,7 +28,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -102,17 +102,17 @@ def lower_concat_from_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     elements = [ctx.materialize(e) for e in ctx.elements(0)]
     if not elements:
         raise ctx.error("cannot concatenate an empty sequence", ShapeError)
-    rank = emit.rank_of(elements[0])
+    rank = builders.rank_of(elements[0])
     new_axis = node.attr_int("new_axis") == 1
     axis = ctx.axis(node.attr_int("axis"), rank + 1 if new_axis else rank)
     if new_axis:
-        elements = [emit.reshape(e, emit.dims_of(e)[:axis] + (1,) + emit.dims_of(e)[axis:]) for e in elements]
+        elements = [builders.reshape(e, builders.dims_of(e)[:axis] + (1,) + builders.dims_of(e)[axis:]) for e in elements]
     if len(elements) == 1:
         return [elements[0]]
-    result = stablehlo.ConcatenateOp(elements, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis)).result
-    dims = list(emit.dims_of(elements[0]))
-    dims[axis] = sum((emit.dims_of(e)[axis] for e in elements), start=0)
-    return [emit.record(result, dims)]
+    result = stablehlo.concatenate(elements, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), axis))
+    dims = list(builders.dims_of(elements[0]))
+    dims[axis] = sum((builders.dims_of(e)[axis] for e in elements), start=0)
+    return [builders.record(result, dims)]
 
 
 @lowering("SplitToSequence", since=11)
@@ -130,7 +130,7 @@ def lower_split_to_sequence(ctx: LoweringContext, node: OnnxNode) -> list[Sequen
         do not add up to the dim, or the split axis is symbolic.
     """
     x = ctx.input(0)
-    shape = emit.dims_of(x)
+    shape = builders.dims_of(x)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     dim = shape[axis]
     squeeze = False
@@ -163,12 +163,12 @@ def lower_split_to_sequence(ctx: LoweringContext, node: OnnxNode) -> list[Sequen
     pieces = []
     start = 0
     for size in sizes:
-        piece = emit.slice_axis(x, axis, start, start + size)
+        piece = builders.slice_axis(x, axis, start, start + size)
         if squeeze:
-            piece = emit.reshape(piece, shape[:axis] + shape[axis + 1:])
+            piece = builders.reshape(piece, shape[:axis] + shape[axis + 1:])
         pieces.append(piece)
         start = start + size
-    return [SequenceResult(pieces, emit.dtype_of(x))]
+    return [SequenceResult(pieces, builders.dtype_of(x))]
 
 
 @lowering("SequenceMap", since=17)

@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
@@ -37,16 +37,9 @@ stablehlo.fft, whose cost grows as n log n rather than n**2."""
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
 _SIGNAL_FLOATS = (DataType.FLOAT, DataType.DOUBLE, *_NARROW_FLOATS)
-
-
-def _compute_dtype(dtype: DataType) -> DataType:
-    """Transforms of float16/bfloat16 signals run in float32 (as JAX's FFTs do), float32 and
-    float64 in their own precision (dot_general at HIGHEST precision, so no TF32 passes)."""
-    return DataType.FLOAT if dtype in _NARROW_FLOATS else dtype
-
+# Transforms of float16/bfloat16 signals run in float32 (dtypes.wide_dtype, as JAX's FFTs do),
+# float32 and float64 in their own precision (dot_general at HIGHEST precision: no TF32 passes).
 _SIGNAL_DTYPES = "float16, bfloat16, float32, float64"
-
-
 
 
 def _check_signal_dtype(ctx: LoweringContext, index: int) -> DataType:
@@ -106,24 +99,24 @@ def _dft_matrix(n_in: int, c_in: int, length: int, inverse: bool, onesided: bool
 
 def _slice_axis(value: ir.Value, axis: int, size: int) -> ir.Value:
     """The first ``size`` entries of ``value`` along ``axis``."""
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if shape[axis] == size:
         return value
     limits = list(shape)
     limits[axis] = size
-    return stablehlo.SliceOp(value, [0] * len(shape), limits, [1] * len(shape)).result
+    return stablehlo.slice(value, [0] * len(shape), limits, [1] * len(shape))
 
 
 def _fit_axis(value: ir.Value, axis: int, size: int) -> ir.Value:
     """``value`` truncated or zero-padded at the end of ``axis`` to ``size`` entries."""
-    shape = emit.static_shape_of(value)
+    shape = builders.static_shape_of(value)
     if shape[axis] >= size:
         return _slice_axis(value, axis, size)
     rank = len(shape)
     high = [0] * rank
     high[axis] = size - shape[axis]
-    zero = emit.splat(0, emit.dtype_of(value))
-    return stablehlo.PadOp(value, zero, [0] * rank, high, [0] * rank).result
+    zero = builders.splat(0, builders.dtype_of(value))
+    return stablehlo.pad(value, zero, [0] * rank, high, [0] * rank)
 
 
 def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
@@ -132,7 +125,7 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
     Returns ``[..., k, ..., 2]`` (``k = length`` or ``length // 2 + 1`` when one-sided), or
     ``[..., length, ..., 1]`` real samples for the inverse one-sided transform (IRFFT).
     """
-    shape = emit.static_shape_of(x)
+    shape = builders.static_shape_of(x)
     c_in = shape[-1]
     irfft = inverse and onesided
     n_in = min(shape[axis], length // 2 + 1 if irfft else length)
@@ -140,44 +133,35 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
     c_out = 1 if irfft else 2
     if n_in * c_in * out_bins * c_out > _MATRIX_MAX_ELEMENTS:
         return _dft_by_fft(x, axis, length, inverse, onesided)
-    dtype = emit.dtype_of(x)
-    compute = _compute_dtype(dtype)
-    x = emit.convert(_slice_axis(x, axis, n_in), compute)
-    matrix = emit.constant(_dft_matrix(n_in, c_in, length, inverse, onesided), compute)
+    dtype = builders.dtype_of(x)
+    compute = dtypes.wide_dtype(dtype)
+    x = builders.convert(_slice_axis(x, axis, n_in), compute)
+    matrix = builders.constant(_dft_matrix(n_in, c_in, length, inverse, onesided), compute)
     rank = len(shape)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[],
-        rhs_batching_dimensions=[],
-        lhs_contracting_dimensions=[axis, rank - 1],
-        rhs_contracting_dimensions=[0, 1],
+    product = builders.dot_general(
+        x, matrix, lhs_contracting=[axis, rank - 1], rhs_contracting=[0, 1], result_dtype=compute, precision="HIGHEST"
     )
-    others = [d for i, d in enumerate(shape[:-1]) if i != axis]
-    result_type = emit.tensor_type([*others, out_bins, c_out], compute)
-    highest = stablehlo.PrecisionAttr.get("HIGHEST")
-    product = stablehlo.DotGeneralOp(
-        result_type, x, matrix, numbers, precision_config=ir.ArrayAttr.get([highest, highest])
-    ).result
     # dot_general puts the free dims of x first: move the bins back to `axis`.
     permutation = list(range(axis)) + [rank - 2] + list(range(axis, rank - 2)) + [rank - 1]
-    return emit.convert(emit.transpose(product, permutation), dtype)
+    return builders.convert(builders.transpose(product, permutation), dtype)
 
 
 def _complex_type(shape: tuple[int, ...], dtype: DataType) -> ir.RankedTensorType:
     complex_dtype = DataType.COMPLEX128 if dtype == DataType.DOUBLE else DataType.COMPLEX64
-    return emit.tensor_type(shape, complex_dtype)
+    return builders.tensor_type(shape, complex_dtype)
 
 
 def _dft_by_fft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
     """:func:`_dft` with stablehlo.fft: the axis moves last, ``[re, im]`` become complex values."""
-    dtype = emit.dtype_of(x)
-    compute = _compute_dtype(dtype)
-    shape = emit.static_shape_of(x)
+    dtype = builders.dtype_of(x)
+    compute = dtypes.wide_dtype(dtype)
+    shape = builders.static_shape_of(x)
     rank = len(shape)
     to_last = [d for d in range(rank - 1) if d != axis] + [axis, rank - 1]
-    x = emit.convert(emit.transpose(x, to_last), compute)
-    moved = emit.static_shape_of(x)
+    x = builders.convert(builders.transpose(x, to_last), compute)
+    moved = builders.static_shape_of(x)
     parts = [
-        emit.reshape(stablehlo.SliceOp(x, [0] * (rank - 1) + [p], [*moved[:-1], p + 1], [1] * rank).result, moved[:-1])
+        builders.reshape(stablehlo.slice(x, [0] * (rank - 1) + [p], [*moved[:-1], p + 1], [1] * rank), moved[:-1])
         for p in range(moved[-1])
     ]
     irfft = inverse and onesided
@@ -186,34 +170,34 @@ def _dft_by_fft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bo
         signal = _fit_axis(parts[0], rank - 2, length)
         fft_type, out_len = "RFFT", length // 2 + 1
     else:
-        imag = parts[1] if len(parts) == 2 else emit.splat(0, compute, moved[:-1])
-        signal = stablehlo.ComplexOp(parts[0], imag).result
+        imag = parts[1] if len(parts) == 2 else builders.splat(0, compute, moved[:-1])
+        signal = stablehlo.complex(parts[0], imag)
         signal = _fit_axis(signal, rank - 2, length // 2 + 1 if irfft else length)
         fft_type = "IRFFT" if irfft else ("IFFT" if inverse else "FFT")
         out_len = length
-    lead = list(emit.static_shape_of(signal)[:-1])
+    lead = list(builders.static_shape_of(signal)[:-1])
     if fft_type == "IRFFT":
-        result_type = emit.tensor_type([*lead, out_len], compute)
+        result_type = builders.tensor_type([*lead, out_len], compute)
     else:
         result_type = _complex_type((*lead, out_len), compute)
-    spectrum = stablehlo.FftOp(
+    spectrum = stablehlo.fft(
         signal, stablehlo.FftTypeAttr.get(fft_type), [length], results=[result_type]
-    ).result
+    )
     if fft_type == "IRFFT":
-        result = emit.reshape(spectrum, [*lead, out_len, 1])
+        result = builders.reshape(spectrum, [*lead, out_len, 1])
     else:
         if onesided and not inverse and fft_type == "FFT":
             spectrum = _slice_axis(spectrum, rank - 2, length // 2 + 1)
-        bins = emit.static_shape_of(spectrum)
-        real = stablehlo.RealOp(spectrum).result
-        imag = stablehlo.ImagOp(spectrum).result
-        result = stablehlo.ConcatenateOp(
-            [emit.reshape(real, [*bins, 1]), emit.reshape(imag, [*bins, 1])], rank - 1
-        ).result
+        bins = builders.static_shape_of(spectrum)
+        real = stablehlo.real(spectrum)
+        imag = stablehlo.imag(spectrum)
+        result = stablehlo.concatenate(
+            [builders.reshape(real, [*bins, 1]), builders.reshape(imag, [*bins, 1])], rank - 1
+        )
     back = [0] * rank
     for position, dim in enumerate(to_last):
         back[dim] = position
-    return emit.convert(emit.transpose(result, back), dtype)
+    return builders.convert(builders.transpose(result, back), dtype)
 
 
 def _check_complex_dim(ctx: LoweringContext, shape: tuple[int, ...], what: str) -> None:
@@ -274,9 +258,9 @@ def lower_dft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
 def _frames(signal: ir.Value, count: int, length: int, step: int) -> ir.Value:
     """``frames[b, f, n, c] = signal[b, f * step + n, c]`` as one gather with constant indices."""
-    batch, _, parts = emit.static_shape_of(signal)
+    batch, _, parts = builders.static_shape_of(signal)
     starts = (np.arange(count)[:, None] * step + np.arange(length)[None, :]).astype(np.int64)
-    indices = emit.constant(starts.reshape(count, length, 1))
+    indices = builders.constant(starts.reshape(count, length, 1))
     numbers = stablehlo.GatherDimensionNumbers.get(
         offset_dims=[0, 3],
         collapsed_slice_dims=[1],
@@ -285,10 +269,10 @@ def _frames(signal: ir.Value, count: int, length: int, step: int) -> ir.Value:
         start_index_map=[1],
         index_vector_dim=2,
     )
-    result_type = emit.tensor_type([batch, count, length, parts], emit.dtype_of(signal))
-    return stablehlo.GatherOp(
+    result_type = builders.tensor_type([batch, count, length, parts], builders.dtype_of(signal))
+    return stablehlo.gather(
         signal, indices, numbers, [batch, 1, parts], indices_are_sorted=True, results=[result_type]
-    ).result
+    )
 
 
 @lowering("STFT", since=17)
@@ -313,14 +297,14 @@ def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     signal = ctx.input(0)
     if len(shape) == 2:  # a real signal without its trailing 1, as onnxruntime accepts
         shape = (*shape, 1)
-        signal = emit.reshape(signal, shape)
+        signal = builders.reshape(signal, shape)
     if len(shape) != 3:
         raise ctx.error(f"signal must have rank 3 [batch, length, c] (or 2, real), got shape {list(shape)}", ShapeError)
     _check_complex_dim(ctx, shape, "signal")
     onesided = _check_flag(ctx, node, "onesided")
     step = ctx.constant_int(1, "frame_step")
     window = ctx.optional_input(2)
-    window_shape = emit.static_shape_of(window) if window is not None else None
+    window_shape = builders.static_shape_of(window) if window is not None else None
     if window_shape is not None and len(window_shape) != 1:
         raise ctx.error(f"window must be 1-D, got shape {list(window_shape)}", ShapeError)
     if ctx.has_input(3):
@@ -336,8 +320,8 @@ def lower_stft(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     count = (shape[1] - length) // step + 1
     frames = _frames(signal, count, length, step)
     if window is not None:
-        window = emit.broadcast_to(emit.convert(window, dtype), emit.static_shape_of(frames), dims=[2])
-        frames = stablehlo.MulOp(frames, window).result
+        window = builders.broadcast_to(builders.convert(window, dtype), builders.static_shape_of(frames), dims=[2])
+        frames = stablehlo.multiply(frames, window)
     return [_dft(frames, 2, length, inverse=False, onesided=onesided)]
 
 
@@ -357,18 +341,18 @@ def _cosine_window(ctx: LoweringContext, node: OnnxNode, a0: float, a1: float, a
     out_dtype = _output_datatype(ctx, node)
     compute = DataType.FLOAT if out_dtype in (DataType.FLOAT, *_NARROW_FLOATS) else DataType.DOUBLE
     period = size if periodic else size - 1
-    index = stablehlo.IotaOp(emit.tensor_type([size], compute), 0).result
+    index = stablehlo.iota(builders.tensor_type([size], compute), 0)
     # period 0 (a symmetric window of size 1) divides by zero, as the spec's formula does.
     step = _TWO_PI / period if period else np.inf
 
     def term(coefficient: float, multiple: int) -> ir.Value:
-        angle = stablehlo.MulOp(index, emit.splat(multiple * step, compute, [size])).result
-        return stablehlo.MulOp(emit.splat(coefficient, compute, [size]), stablehlo.CosineOp(angle).result).result
+        angle = stablehlo.multiply(index, builders.splat(multiple * step, compute, [size]))
+        return stablehlo.multiply(builders.splat(coefficient, compute, [size]), stablehlo.cosine(angle))
 
-    window = stablehlo.SubtractOp(emit.splat(a0, compute, [size]), term(a1, 1)).result
+    window = stablehlo.subtract(builders.splat(a0, compute, [size]), term(a1, 1))
     if a2:
-        window = stablehlo.AddOp(window, term(a2, 2)).result
-    return emit.convert(window, out_dtype)
+        window = stablehlo.add(window, term(a2, 2))
+    return builders.convert(window, out_dtype)
 
 
 _OUTPUT_DTYPES = (
@@ -440,7 +424,7 @@ def _scalar_f64(ctx: LoweringContext, index: int, what: str) -> ir.Value:
     """A (run-time) one-element input as a float64 scalar tensor."""
     if ctx.input_rank(index) and int(np.prod(ctx.input_static_shape(index))) != 1:
         raise ctx.error(f"{what} must be a scalar, got shape {list(ctx.input_static_shape(index))}", ShapeError)
-    return emit.reshape(emit.convert(ctx.input(index), DataType.DOUBLE), [])
+    return builders.reshape(builders.convert(ctx.input(index), DataType.DOUBLE), [])
 
 
 @lowering("MelWeightMatrix", since=17)
@@ -471,41 +455,41 @@ def lower_mel_weight_matrix(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
     ln10 = float(np.log(10.0))
 
     def scalar(value: float) -> ir.Value:
-        return emit.splat(value, f64)
+        return builders.splat(value, f64)
 
     def to_mel(hertz: ir.Value) -> ir.Value:
-        ratio = emit.divide(hertz, scalar(700.0))
-        return stablehlo.MulOp(stablehlo.Log1pOp(ratio).result, scalar(2595.0 / ln10)).result
+        ratio = builders.divide(hertz, scalar(700.0))
+        return stablehlo.multiply(stablehlo.log_plus_one(ratio), scalar(2595.0 / ln10))
 
     low_mel, high_mel = to_mel(lower), to_mel(upper)
     edges = mel_bins + 2
-    mel_step = emit.divide(stablehlo.SubtractOp(high_mel, low_mel).result, scalar(float(edges)))
-    index = stablehlo.IotaOp(emit.tensor_type([edges], f64), 0).result
-    mel = stablehlo.AddOp(
-        stablehlo.MulOp(index, emit.broadcast_to(mel_step, [edges])).result, emit.broadcast_to(low_mel, [edges])
-    ).result
-    hertz = stablehlo.MulOp(
-        emit.splat(700.0, f64, [edges]),
-        stablehlo.Expm1Op(stablehlo.MulOp(mel, emit.splat(ln10 / 2595.0, f64, [edges])).result).result,
-    ).result
-    scaled = stablehlo.MulOp(emit.splat(float(dft_length + 1), f64, [edges]), hertz).result
-    edge_bins = stablehlo.FloorOp(stablehlo.DivOp(scaled, emit.broadcast_to(sample_rate, [edges])).result).result
+    mel_step = builders.divide(stablehlo.subtract(high_mel, low_mel), scalar(float(edges)))
+    index = stablehlo.iota(builders.tensor_type([edges], f64), 0)
+    mel = stablehlo.add(
+        stablehlo.multiply(index, builders.broadcast_to(mel_step, [edges])), builders.broadcast_to(low_mel, [edges])
+    )
+    hertz = stablehlo.multiply(
+        builders.splat(700.0, f64, [edges]),
+        stablehlo.exponential_minus_one(stablehlo.multiply(mel, builders.splat(ln10 / 2595.0, f64, [edges]))),
+    )
+    scaled = stablehlo.multiply(builders.splat(float(dft_length + 1), f64, [edges]), hertz)
+    edge_bins = stablehlo.floor(stablehlo.divide(scaled, builders.broadcast_to(sample_rate, [edges])))
 
     spectrum_bins = dft_length // 2 + 1
     grid = (spectrum_bins, mel_bins)
 
     def edge(offset: int) -> ir.Value:
-        picked = stablehlo.SliceOp(edge_bins, [offset], [offset + mel_bins], [1]).result
-        return emit.broadcast_to(picked, grid, dims=[1])
+        picked = stablehlo.slice(edge_bins, [offset], [offset + mel_bins], [1])
+        return builders.broadcast_to(picked, grid, dims=[1])
 
     left, center, right = edge(0), edge(1), edge(2)
-    j = stablehlo.IotaOp(emit.tensor_type(grid, f64), 0).result
-    rising = stablehlo.DivOp(stablehlo.SubtractOp(j, left).result, stablehlo.SubtractOp(center, left).result).result
-    falling = stablehlo.DivOp(stablehlo.SubtractOp(right, j).result, stablehlo.SubtractOp(right, center).result).result
-    zero, one = emit.splat(0.0, f64, grid), emit.splat(1.0, f64, grid)
-    on_rise = stablehlo.AndOp(emit.compare(left, j, "LE"), emit.compare(j, center, "LT")).result
-    on_fall = stablehlo.AndOp(emit.compare(center, j, "LT"), emit.compare(j, right, "LT")).result
-    weights = stablehlo.SelectOp(on_fall, falling, zero).result
-    weights = stablehlo.SelectOp(on_rise, rising, weights).result
-    weights = stablehlo.SelectOp(emit.compare(j, center, "EQ"), one, weights).result
-    return [emit.convert(weights, out_dtype)]
+    j = stablehlo.iota(builders.tensor_type(grid, f64), 0)
+    rising = stablehlo.divide(stablehlo.subtract(j, left), stablehlo.subtract(center, left))
+    falling = stablehlo.divide(stablehlo.subtract(right, j), stablehlo.subtract(right, center))
+    zero, one = builders.splat(0.0, f64, grid), builders.splat(1.0, f64, grid)
+    on_rise = stablehlo.and_(builders.compare(left, j, "LE"), builders.compare(j, center, "LT"))
+    on_fall = stablehlo.and_(builders.compare(center, j, "LT"), builders.compare(j, right, "LT"))
+    weights = stablehlo.select(on_fall, falling, zero)
+    weights = stablehlo.select(on_rise, rising, weights)
+    weights = stablehlo.select(builders.compare(j, center, "EQ"), one, weights)
+    return [builders.convert(weights, out_dtype)]

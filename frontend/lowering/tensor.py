@@ -30,15 +30,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim, SymbolicDim, ceil_div, exact_div, floor_div, is_static, product
-
-def _constant_ints(ctx: LoweringContext, index: int) -> list[int]:
-    """A constant int input (axes, shape, split, repeats) as Python ints, flattened."""
-    return [int(v) for v in np.asarray(ctx.constant_input(index)).reshape(-1)]
-
 
 def _axes(ctx: LoweringContext, axes: Sequence[int], rank: int, what: str = "axes") -> list[int]:
     """Normalizes axes for ``rank``; duplicates are an error.
@@ -55,7 +50,7 @@ def _axes(ctx: LoweringContext, axes: Sequence[int], rank: int, what: str = "axe
 def _axes_attr_or_input(ctx: LoweringContext, node: OnnxNode) -> list[int] | None:
     """``axes`` from the attribute (before revision 13) or the optional input 1 (from 13)."""
     if node.since_version >= 13:
-        return _constant_ints(ctx, 1) if ctx.has_input(1) else None
+        return ctx.constant_ints(1) if ctx.has_input(1) else None
     return node.attr_ints("axes")
 
 
@@ -163,16 +158,16 @@ def lower_reshape(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         counts differ, more than one dim is -1, or -1 is combined with 0 under allowzero=1.
     """
     data = ctx.input(0)
-    source = emit.dims_of(data)
+    source = builders.dims_of(data)
     if ctx.is_constant_input(1):
-        requested = _constant_ints(ctx, 1)
+        requested = ctx.constant_ints(1)
     else:
         requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     allowzero = node.attr_int("allowzero", 0) if node.since_version >= 14 else 0
     target, run_time = _reshape_target(ctx, source, requested, bool(allowzero))
     if run_time is not None:
         return [_reshape_run_time(data, target, *run_time)]
-    return [emit.reshape(data, target)]
+    return [builders.reshape(data, target)]
 
 
 def _reshape_target(
@@ -228,15 +223,15 @@ def _reshape_run_time(data: ir.Value, target: list[Dim], total: Dim, known: Dim)
     computed at run time (a quotient no dim expression states, as ``(a*b) / c`` for unrelated
     symbols); the importer names that dim with a fresh symbol bound to the result."""
     position = target.index(-1)
-    quotient = stablehlo.DivOp(emit.dim_value(total), emit.dim_value(known)).result
-    parts = [emit.reshape(quotient if i == position else emit.dim_value(d), (1,)) for i, d in enumerate(target)]
-    shape = parts[0] if len(parts) == 1 else stablehlo.ConcatenateOp(
+    quotient = stablehlo.divide(builders.dim_value(total), builders.dim_value(known))
+    parts = [builders.reshape(quotient if i == position else builders.dim_value(d), (1,)) for i, d in enumerate(target)]
+    shape = parts[0] if len(parts) == 1 else stablehlo.concatenate(
         parts, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 0)
-    ).result
-    result_type = emit.tensor_type([None if i == position else d for i, d in enumerate(target)], emit.dtype_of(data))
-    result = stablehlo.DynamicReshapeOp(result_type, data, shape).result
-    fresh = emit.dims_of(result)[position]  # a new symbol for the quotient, bound to result
-    return emit.record(result, [fresh if i == position else d for i, d in enumerate(target)])
+    )
+    result_type = builders.tensor_type([None if i == position else d for i, d in enumerate(target)], builders.dtype_of(data))
+    result = stablehlo.dynamic_reshape(result_type, data, shape)
+    fresh = builders.dims_of(result)[position]  # a new symbol for the quotient, bound to result
+    return builders.record(result, [fresh if i == position else d for i, d in enumerate(target)])
 
 
 def _inferred_dim(total: Dim, known: Dim) -> Dim | None:
@@ -288,13 +283,13 @@ def lower_flatten(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if axis is out of range.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     rank = len(shape)
     axis = node.attr_int("axis")
     if not -rank <= axis <= rank:
         raise ctx.error(f"axis {axis} is out of range [{-rank}, {rank}]", ShapeError)
     axis = axis + rank if axis < 0 else axis
-    return [emit.reshape(data, [product(shape[:axis]), product(shape[axis:])])]
+    return [builders.reshape(data, [product(shape[:axis]), product(shape[axis:])])]
 
 
 @lowering("Squeeze", since=1)
@@ -316,7 +311,7 @@ def lower_squeeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         dim is not 1.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     axes = _axes_attr_or_input(ctx, node)
     if axes is None:
         axes = [i for i, d in enumerate(shape) if d == 1]
@@ -324,7 +319,7 @@ def lower_squeeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     for axis in axes:
         if shape[axis] != 1:
             raise ctx.error(f"cannot squeeze axis {axis} of size {shape[axis]} (shape {list(shape)})", ShapeError)
-    return [emit.reshape(data, [d for i, d in enumerate(shape) if i not in axes])]
+    return [builders.reshape(data, [d for i, d in enumerate(shape) if i not in axes])]
 
 
 @lowering("Unsqueeze", since=1)
@@ -345,7 +340,7 @@ def lower_unsqueeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         or repeated axes.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     axes = _axes_attr_or_input(ctx, node)
     if axes is None:
         raise ctx.error("axes is required", ShapeError)
@@ -353,7 +348,7 @@ def lower_unsqueeze(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     axes = _axes(ctx, axes, out_rank)
     dims = iter(shape)
     target = [1 if i in axes else next(dims) for i in range(out_rank)]
-    return [emit.reshape(data, target)]
+    return [builders.reshape(data, target)]
 
 
 # Transpose, Concat, Expand, Tile ---------------------------------------------------------------
@@ -374,13 +369,13 @@ def lower_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if perm is not a permutation of the input's dims.
     """
     data = ctx.input(0)
-    rank = emit.rank_of(data)
+    rank = builders.rank_of(data)
     perm = node.attr_ints("perm")
     if perm is None:
         perm = list(reversed(range(rank)))
     if sorted(perm) != list(range(rank)):
         raise ctx.error(f"perm {perm} is not a permutation of {rank} dims", ShapeError)
-    return [emit.transpose(data, perm)]
+    return [builders.transpose(data, perm)]
 
 
 @lowering("Concat", since=4)
@@ -396,7 +391,7 @@ def lower_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Raises: ShapeError if the inputs' shapes disagree off the axis.
     """
     values = [v for v in ctx.inputs() if v is not None]
-    shapes = [emit.dims_of(v) for v in values]
+    shapes = [builders.dims_of(v) for v in values]
     rank = len(shapes[0])
     axis = ctx.axis(node.attr_int("axis"), rank)
     for shape in shapes[1:]:
@@ -408,9 +403,9 @@ def lower_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [values[0]]
     dims = list(shapes[0])
     for shape in shapes[1:]:  # symbols off the axis must agree: merged, checked per call
-        dims = [d if i == axis or d == other else emit.unify(d, other) for i, (d, other) in enumerate(zip(dims, shape))]
+        dims = [d if i == axis or d == other else builders.unify(d, other) for i, (d, other) in enumerate(zip(dims, shape))]
     dims[axis] = sum_dims([s[axis] for s in shapes])
-    return [emit.record(stablehlo.ConcatenateOp(values, axis).result, dims)]
+    return [builders.record(stablehlo.concatenate(values, axis), dims)]
 
 
 def sum_dims(dims: Sequence) -> object:
@@ -435,16 +430,16 @@ def lower_expand(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         do not broadcast.
     """
     data = ctx.input(0)
-    source = emit.dims_of(data)
+    source = builders.dims_of(data)
     if ctx.is_constant_input(1):
-        requested = _constant_ints(ctx, 1)
+        requested = ctx.constant_ints(1)
     else:
         requested = [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
     try:
-        target = emit.broadcast_shapes(source, requested)
+        target = builders.broadcast_shapes(source, requested)
     except ValueError as exc:
         raise ctx.error(f"cannot expand {list(source)} to {requested}", ShapeError) from exc
-    return [emit.broadcast_to(data, target)]
+    return [builders.broadcast_to(data, target)]
 
 
 @lowering("Tile", since=6)
@@ -459,15 +454,15 @@ def lower_tile(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         the wrong length or a negative entry.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
-    repeats = _constant_ints(ctx, 1)
+    shape = builders.dims_of(data)
+    repeats = ctx.constant_ints(1)
     if len(repeats) != len(shape) or any(r < 0 for r in repeats):
         raise ctx.error(f"repeats {repeats} must be {len(shape)} non-negative counts", ShapeError)
     if all(r == 1 for r in repeats):
         return [data]
     interleaved = [n for pair in zip(repeats, shape) for n in pair]
-    expanded = emit.broadcast_to(data, interleaved, dims=range(1, 2 * len(shape), 2))
-    return [emit.reshape(expanded, [r * d for r, d in zip(repeats, shape)])]
+    expanded = builders.broadcast_to(data, interleaved, dims=range(1, 2 * len(shape), 2))
+    return [builders.reshape(expanded, [r * d for r, d in zip(repeats, shape)])]
 
 
 # Split -----------------------------------------------------------------------------------------
@@ -495,7 +490,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         not fit the axis or cannot be matched to a symbolic axis size.
     """
     data = ctx.input(0)
-    shape = emit.dims_of(data)
+    shape = builders.dims_of(data)
     axis = ctx.axis(node.attr_int("axis"), len(shape))
     size = shape[axis]
     count = len(node.output_names)
@@ -531,7 +526,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     results = []
     offset: Dim = 0
     for length in sizes:
-        results.append(emit.slice_axis(data, axis, offset, offset + length))
+        results.append(builders.slice_axis(data, axis, offset, offset + length))
         offset = offset + length
     return results
 
@@ -539,7 +534,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 def _split_sizes(ctx: LoweringContext) -> list[Dim]:
     """Split's ``split`` input as ints, or ints and symbolic dims of a shape computation."""
     if ctx.is_constant_input(1):
-        return _constant_ints(ctx, 1)
+        return ctx.constant_ints(1)
     return [d if not isinstance(d, (int, np.integer)) else int(d) for d in ctx.symbolic_input(1).reshape(-1)]
 
 
@@ -571,14 +566,14 @@ def lower_depth_to_space(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         raise ctx.error(f"channels {c} are not divisible by blocksize**2 (blocksize {block})", ShapeError)
     depth = floor_div(c, block * block)  # exact for valid symbolic C (see the docstring)
     if mode == "DCR":
-        split = emit.reshape(data, [n, block, block, depth, h, w])
-        moved = emit.transpose(split, [0, 3, 4, 1, 5, 2])
+        split = builders.reshape(data, [n, block, block, depth, h, w])
+        moved = builders.transpose(split, [0, 3, 4, 1, 5, 2])
     elif mode == "CRD":
-        split = emit.reshape(data, [n, depth, block, block, h, w])
-        moved = emit.transpose(split, [0, 1, 4, 2, 5, 3])
+        split = builders.reshape(data, [n, depth, block, block, h, w])
+        moved = builders.transpose(split, [0, 1, 4, 2, 5, 3])
     else:
         raise ctx.unsupported_attribute("mode", mode, "DCR, CRD")
-    return [emit.reshape(moved, [n, depth, h * block, w * block])]
+    return [builders.reshape(moved, [n, depth, h * block, w * block])]
 
 
 @lowering("SpaceToDepth", since=1)
@@ -601,18 +596,18 @@ def lower_space_to_depth(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     mode = node.attr_str("mode", "DCR") if node.since_version >= 28 else "DCR"
     if block <= 0 or any(isinstance(d, int) and d % block for d in (h, w)):
         raise ctx.error(f"spatial dims {h}x{w} are not divisible by blocksize {block}", ShapeError)
-    split = emit.reshape(data, [n, c, floor_div(h, block), block, floor_div(w, block), block])
+    split = builders.reshape(data, [n, c, floor_div(h, block), block, floor_div(w, block), block])
     if mode == "DCR":
-        moved = emit.transpose(split, [0, 3, 5, 1, 2, 4])
+        moved = builders.transpose(split, [0, 3, 5, 1, 2, 4])
     elif mode == "CRD":
-        moved = emit.transpose(split, [0, 1, 3, 5, 2, 4])
+        moved = builders.transpose(split, [0, 1, 3, 5, 2, 4])
     else:
         raise ctx.unsupported_attribute("mode", mode, "DCR, CRD")
-    return [emit.reshape(moved, [n, c * block * block, floor_div(h, block), floor_div(w, block)])]
+    return [builders.reshape(moved, [n, c * block * block, floor_div(h, block), floor_div(w, block)])]
 
 
 def _nchw(ctx: LoweringContext, value: ir.Value) -> tuple[Dim, Dim, Dim, Dim]:
-    shape = emit.dims_of(value)
+    shape = builders.dims_of(value)
     if len(shape) != 4:
         raise ctx.error(f"expects a rank-4 [N, C, H, W] input, got shape {list(shape)}", ShapeError)
     return shape  # type: ignore[return-value]

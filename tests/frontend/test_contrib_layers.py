@@ -24,19 +24,12 @@ F32, F16, I32, I64 = np.float32, np.float16, np.int32, np.int64
 
 
 def _stated_defaults() -> dict:
-    """The ``DEFAULTS`` tables of the com.microsoft transformer rule modules (contrib_* but the
-    weight-quantization one, tested in test_contrib_weight_quant), found by name so this test
-    does not depend on how the family modules are cut."""
-    import importlib
-    import pkgutil
+    """The ``DEFAULTS`` table the com.microsoft transformer rules read their attribute defaults
+    from (``frontend/builders/contrib.py``; the weight-quantization rules are tested in
+    test_contrib_weight_quant)."""
+    from onnx_stablehlo.frontend.builders.contrib import DEFAULTS
 
-    from onnx_stablehlo.frontend import lowering
-
-    stated = {}
-    for info in pkgutil.iter_modules(lowering.__path__):
-        if info.name.startswith("contrib_") and info.name != "contrib_weight_quant":
-            stated.update(getattr(importlib.import_module(f"{lowering.__name__}.{info.name}"), "DEFAULTS", {}))
-    return stated
+    return dict(DEFAULTS)
 
 
 def test_stated_defaults_match_onnxruntime_schemas():
