@@ -5,8 +5,8 @@ cotangents of arguments 0 and 2``; ``mode=value-and-grad`` adds ``@main_value_an
 -> (results..., gradients)`` for the scalar result ``loss-output`` instead. ``@main`` itself
 is unchanged. See :mod:`onnx_stablehlo.passes.autodiff.transform` for the conventions.
 
-Preconditions: static shapes (run ``specialize-shapes`` first) and a VJP rule for every op the
-cotangents flow through; otherwise the pass fails with ``MissingVjpRuleError`` naming the op,
+Preconditions: ranked tensors (``?`` dims are fine: one backward function serves every shape)
+and a VJP rule for every op the cotangents flow through; otherwise the pass fails with ``MissingVjpRuleError`` naming the op,
 its ONNX node and the rules module to extend.
 """
 

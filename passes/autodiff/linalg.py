@@ -10,7 +10,8 @@ the input cotangent is a convolution of ``ct`` with the spatially reversed kerne
 and input dilation swapped, padding from ``_conv_general_vjp_lhs_padding``); the kernel
 cotangent is a convolution of the input with ``ct`` as the kernel (strides and kernel
 dilation swapped). Feature groups become batch groups on the kernel side and vice versa.
-``window_reversal`` is not supported.
+``window_reversal`` is not supported, nor ``?`` spatial dims or a ``?`` kernel (a ``?`` batch
+dim is fine).
 
 When the result's element type differs from an operand's (a preferred accumulation type),
 the cotangent is converted to the operand's type first.
@@ -182,9 +183,13 @@ def _conv(
     lhs_spec, rhs_spec, out_spec = specs
     lhs_shape, rhs_shape = emit.shape(lhs), emit.shape(rhs)
     out_shape = [0] * len(lhs_shape)
-    out_shape[out_spec[0]] = lhs_shape[lhs_spec[0]] // batch_group_count
+    batch = lhs_shape[lhs_spec[0]]
+    out_shape[out_spec[0]] = emit.DYNAMIC if emit.is_dynamic(batch) else batch // batch_group_count
     out_shape[out_spec[1]] = rhs_shape[rhs_spec[0]]
     for i, (ld, rd, od) in enumerate(zip(lhs_spec[2:], rhs_spec[2:], out_spec[2:])):
+        if emit.is_dynamic(lhs_shape[ld]) or emit.is_dynamic(rhs_shape[rd]):
+            out_shape[od] = emit.DYNAMIC
+            continue
         size = _dilate([lhs_shape[ld]], [lhs_dilation[i]])[0] + padding[i][0] + padding[i][1]
         window = _dilate([rhs_shape[rd]], [rhs_dilation[i]])[0]
         out_shape[od] = max(0, (size - window) // strides[i] + 1) if size >= window else 0
@@ -236,6 +241,16 @@ def vjp_convolution(ctx: VjpContext, ct: ir.Value) -> list:
     batch_groups = ctx.int_attr("batch_group_count", 1)
     precision = _precision(ctx.op)
     lhs_shape, rhs_shape, ct_shape = emit.shape(lhs), emit.shape(rhs), emit.shape(ct)
+    # The padding of the transposed convolutions is worked out from the spatial sizes; a ? batch
+    # or feature dim is fine.
+    spatial = [lhs_shape[d] for d in lhs_spec[2:]] + [rhs_shape[d] for d in rhs_spec[2:]]
+    spatial += [ct_shape[d] for d in out_spec[2:]]
+    if any(emit.is_dynamic(d) for d in spatial):
+        raise ctx.missing(f"a dynamic spatial dim ({lhs.type} * {rhs.type} -> {ct.type})")
+    if batch_groups > 1 and not emit.is_static(lhs):
+        raise ctx.missing(f"batch_group_count {batch_groups} with the dynamic input {lhs.type}")
+    if not emit.is_static(rhs):
+        raise ctx.missing(f"the dynamic kernel {rhs.type}")
 
     ct_lhs = ct_rhs = None
     if ctx.need(0):

@@ -71,15 +71,15 @@ def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
     shape = emit.shape(x)
     kept = [d for d in range(len(shape)) if d not in dims]
     if kind == "add":
-        ct_x = emit.broadcast_in_dim(ct, shape, kept) if ctx.need(0) else None
+        ct_x = emit.broadcast_in_dim(ct, x, kept) if ctx.need(0) else None
         ct_init = emit.reduce_sum(ct, range(emit.rank(ct))) if ctx.need(1) else None
         return [ct_x, ct_init]
     if ctx.need(1):
         raise ctx.missing(f"reduce {kind} whose init value needs a cotangent")
-    result = emit.broadcast_in_dim(ctx.results[0], shape, kept)
+    result = emit.broadcast_in_dim(ctx.results[0], x, kept)
     hits = emit.convert(emit.compare(x, result, "EQ"), emit.element_type(x))
     counts = emit.reduce_sum(hits, dims)
-    share = emit.broadcast_in_dim(emit.div(ct, counts), shape, kept)
+    share = emit.broadcast_in_dim(emit.div(ct, counts), x, kept)
     return [emit.mul(share, hits), None]
 
 
@@ -113,11 +113,18 @@ def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     dims, strides, padding, base, window_dilation = _window(ctx, rank)
     if kind == "add":
         # JAX's _reduce_window_sum_transpose_rule
+        for axis, size in enumerate(shape):
+            trivial = (dims[axis], strides[axis], base[axis], window_dilation[axis], *padding[axis]) == (1, 1, 1, 1, 0, 0)
+            if emit.is_dynamic(size) and not trivial:
+                raise ctx.missing(f"reduce_window add with a window along the dynamic axis {axis}")
         lhs_dilated = _dilate(shape, base)
         rhs_dilated = _dilate(dims, window_dilation)
         out_dilated = _dilate(emit.shape(ct), strides)
         before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
-        after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+        after = [
+            0 if emit.is_dynamic(d) else l + r - 1 - o - b
+            for d, l, r, o, b in zip(shape, lhs_dilated, rhs_dilated, out_dilated, before)
+        ]
         padded = emit.pad(ct, emit.scalar_like(ct, 0), before, after, [s - 1 for s in strides])
         op = stablehlo.ReduceWindowOp(
             [emit.tensor_type(shape, emit.element_type(ct))],
