@@ -40,7 +40,13 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, InvalidOptionError, ShapeError, UnsupportedTransformError
+from onnx_stablehlo.errors import (
+    FeedError,
+    ForwardModeError,
+    InvalidOptionError,
+    ShapeError,
+    UnsupportedTransformError,
+)
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind
@@ -49,6 +55,10 @@ from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.shapes import SymbolicDim
 
 __all__ = ["OnnxFunction", "to_jax"]
+
+_FORWARD_MODE_MESSAGE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+"""JAX's message when forward mode meets the bridge's ``custom_vjp`` (replaced by ours; a test
+fails if a jax upgrade changes it)."""
 
 
 def to_jax(
@@ -154,19 +164,23 @@ class OnnxFunction:
         self.symbols = self._symbolic.where
         self.batch_dim = self._choose_batch_dim(batch_dim)
         self._params: dict[str, Any] | None = None
-        self._vjp_cache: dict[tuple, Any] = {}
+        self._vjp_built: tuple[Any, list[int], list[int], list[int]] | None = None
         self.exported = self._export_forward()
         self._apply = self._make_apply()
 
     # Construction ----------------------------------------------------------------------------
 
     def _run_pipeline(self, lowered: LoweredModule) -> None:
+        with lowered.context:
+            self._run_pipeline_on(lowered.module)
+
+    def _run_pipeline_on(self, module: Any) -> None:
+        """Runs the bridge's pass pipeline on ``module`` (inside its context)."""
         if self.pipeline == "none":
             return
         from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
 
-        with lowered.context:
-            run_pipeline(lowered.module, DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline)
+        run_pipeline(module, DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline)
 
     def _choose_batch_dim(self, batch_dim: str | None) -> str | None:
         lowered = self.lowered
@@ -264,7 +278,17 @@ class OnnxFunction:
         arrays = self._bind_inputs(inputs, named)
         self._check_shapes(arrays)
         flat_params = self._bind_params(params)
-        return self._apply(tuple(flat_params), tuple(arrays))
+        try:
+            return self._apply(tuple(flat_params), tuple(arrays))
+        except TypeError as error:
+            if _FORWARD_MODE_MESSAGE not in str(error):
+                raise
+            raise ForwardModeError(
+                "forward-mode autodiff (jax.jvp, jax.jacfwd, jax.hessian) through an ONNX model "
+                "is not supported: the JAX bridge differentiates in reverse mode only (build-vjp). Use "
+                "jax.grad / jax.vjp / jax.jacrev; for second derivatives, jax.grad of jax.grad or "
+                "jax.jacrev(jax.jacrev(f))"
+            ) from None
 
     def _bind_inputs(self, inputs: Sequence[Any], named: Mapping[str, Any]) -> list[Any]:
         import jax.numpy as jnp
@@ -358,7 +382,8 @@ class OnnxFunction:
             return forward(params, inputs)
 
         def apply_fwd(params: tuple, inputs: tuple) -> tuple:
-            return forward(params, inputs), (params, inputs)
+            # `apply`, not `forward`: under a second grad, this call is differentiated too
+            return apply(params, inputs), (params, inputs)
 
         def apply_bwd(residuals: tuple, cotangents: tuple) -> tuple:
             params, inputs = residuals
@@ -389,17 +414,9 @@ class OnnxFunction:
         return tuple(jnp.reshape(o, (size, o.shape[0] // size, *o.shape[1:])) for o in outputs)
 
     def _backward(self, params: tuple, inputs: tuple, cotangents: tuple) -> tuple:
-        shapes = tuple(tuple(np.shape(a)) for a in inputs)
-        if not all(isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
-            raise UnsupportedTransformError(
-                "the gradient of an ONNX model traced with symbolic shapes "
-                f"({', '.join(f'{n}: {s}' for n, s in zip(self.input_names, shapes))}) is not supported: "
-                "build-vjp needs static shapes; trace the gradient with concrete shapes "
-                "(or pass input_shapes to to_jax)"
-            )
-        backward, float_inputs, static_params, float_params, float_outputs = self._vjp_for(shapes)
+        backward, float_inputs, float_params, float_outputs = self._vjp()
         cts = [cotangents[i] for i in float_outputs]
-        results = list(backward((*inputs, *[params[i] for i in static_params], *cts)))
+        results = list(backward((*inputs, *params, *cts)))
         input_cts: list[Any] = [None] * len(inputs)
         param_cts: list[Any] = [None] * len(params)
         for index in float_inputs:
@@ -408,81 +425,47 @@ class OnnxFunction:
             param_cts[index] = results.pop(0)
         return tuple(param_cts), tuple(input_cts)
 
-    def _vjp_for(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int], list[int]]:
-        """The backward call for one input-shape signature (an ``Exported`` built by ``build-vjp``).
+    def _vjp(self) -> tuple[Any, list[int], list[int], list[int]]:
+        """The backward call: ``build-vjp`` of the symbolic module, built once for every shape.
 
-        Returns ``(call, float inputs, weight arguments of the static module, float weights,
-        float outputs)``, weights as indices into :attr:`parameter_names`. Lowered with static
-        shapes, a weight used only in shape computations may fold away: it gets no cotangent.
+        Returns ``(call, float inputs, float weights, float outputs)``; ``call`` takes
+        ``(*inputs, *params, *cotangents of the float outputs)`` and returns the cotangents of
+        the float inputs, then of the float weights. Its own VJP (second order) is ``build-vjp``
+        of the backward module (:class:`_DerivedCall`).
         """
-        found = self._vjp_cache.get(shapes)
-        if found is not None:
-            return found
-        import jax
-        from jaxlib.mlir import ir
-
-        from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
-        from onnx_stablehlo.runtime import jax_export
-        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
-
-        lowered = import_model(
-            self.model, dict(zip(self.input_names, shapes)), weights="args", dims=self.dims  # type: ignore[arg-type]
-        )
-        extra = sorted(set(lowered.parameter_names) - set(self.parameter_names))
-        if extra:
-            raise ShapeError(
-                f"internal: lowered with static shapes the model has weight arguments {extra[:5]} that the "
-                "symbolic module lacks"
-            )
-        static_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
+        if self._vjp_built is not None:
+            return self._vjp_built
         float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
-        float_params = [i for i in static_params if np.issubdtype(self._jax_params[self.parameter_names[i]], np.floating)]
+        float_params = [
+            i for i, n in enumerate(self.parameter_names) if np.issubdtype(self._jax_params[n], np.floating)
+        ]
         float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
-        wrt = float_inputs + [len(self.input_names) + static_params.index(i) for i in float_params]
+        count = len(self.input_names)
+        wrt = float_inputs + [count + i for i in float_params]
         if not wrt:
             raise UnsupportedTransformError("the model has no float input or weight to differentiate")
-        name = build_vjp(lowered.module, wrt=wrt)
-        self._run_pipeline(lowered)
-        context = make_mlir_context()
-        with context:
-            module = ir.Module.parse(entry_module_text(lowered.module, name))
-        all_specs = self._in_specs([tuple(s) for s in shapes])
-        count = len(self.input_names)
-        primal_specs = all_specs[:count] + [all_specs[count + i] for i in static_params]
-        out_shapes = [tuple(int(d) for d in shape) for _, shape in lowered.output_types]
-        ct_specs = [jax.ShapeDtypeStruct(out_shapes[i], self._jax_out[i]) for i in float_outputs]
-        in_specs = primal_specs + ct_specs
-        out_specs = [primal_specs[i] for i in wrt]
-        jax_export.wrap_main(
-            module,
-            [_mlir_type(s, context) for s in in_specs],
-            [_mlir_type(s, context) for s in out_specs],
-            platform_index=len(self.platforms) > 1,
-        )
-        exported = jax_export.exported_from_module(
-            jax_export.serialize_module(module), in_specs, out_specs, platforms=self.platforms, get_vjp=_no_second_vjp
-        )
-        found = (_looping(exported), float_inputs, static_params, float_params, float_outputs)
-        self._vjp_cache[shapes] = found
-        return found
+        import jax
+
+        primal_specs = self._in_specs()
+        out_specs = [
+            jax.ShapeDtypeStruct(s, d) for s, d in zip(self._symbolic.jax_output_shapes(), self._jax_out)
+        ]
+        forward = _DerivedCall.forward_of(self, self.lowered.text, primal_specs, out_specs)
+        backward = forward.derivative()
+        self._vjp_built = (backward.call, float_inputs, float_params, float_outputs)
+        return self._vjp_built
 
     def _exported_vjp(self, exported: Any) -> Any:
         """``Exported.vjp()`` of :attr:`exported`: ``(*inputs, *params, *output cts) -> cts``.
 
         JAX's convention (``jax.export``): one cotangent per flat argument, ``float0`` for
         integer ones. Built from this function's own ``custom_vjp``, for the avals of
-        ``exported`` (static: a symbolic VJP needs ``build-vjp`` with symbolic shapes).
+        ``exported`` (symbolic dims included: the backward module is shape-polymorphic).
         """
         import jax
 
         in_avals = list(exported.in_avals)
         out_avals = list(exported.out_avals)
-        shapes = [a.shape for a in in_avals[: len(self.input_names)]]
-        if not all(isinstance(d, (int, np.integer)) for s in shapes for d in s):
-            raise UnsupportedTransformError(
-                "Exported.vjp() of an ONNX model with symbolic dims is not supported (build-vjp needs "
-                "static shapes): pass input_shapes to to_jax for an exported VJP"
-            )
         count = len(self.input_names)
 
         def flat(*args: Any) -> tuple:
@@ -499,6 +482,142 @@ class OnnxFunction:
         return jax.export.export(jax.jit(vjp), platforms=self.platforms)(*specs)
 
 
+MAX_VJP_ORDER = 2
+"""The highest derivative order the bridge builds (``grad(grad(f))``); one more raises
+``UnsupportedTransformError``. Each order is ``build-vjp`` of the previous backward module,
+whose size roughly doubles per order."""
+
+
+class _DerivedCall:
+    """A module of the bridge's derivative chain, callable from JAX with a VJP of its own.
+
+    ``text`` is a module whose ``@main`` has ONNX element types and ``?`` dims; ``in_specs`` and
+    ``out_specs`` are its JAX avals (symbolic dims of the model's one scope). :attr:`call`
+    takes a tuple of arguments and returns a tuple of results; under ``jax.vmap`` it loops, and
+    its VJP runs :meth:`derivative`'s module, built lazily by ``build-vjp`` with respect to
+    every float argument.
+    """
+
+    def __init__(self, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any], order: int):
+        self.owner = owner
+        self.text = text
+        self.in_specs = list(in_specs)
+        self.out_specs = list(out_specs)
+        self.order = order
+        self._derivative: _DerivedCall | None = None
+        self.call = self._make_call() if order > 0 else None
+
+    @classmethod
+    def forward_of(cls, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any]) -> _DerivedCall:
+        """Order 0: the forward module (the bridge calls it through its own vmap rule)."""
+        return cls(owner, text, in_specs, out_specs, 0)
+
+    @staticmethod
+    def _floating(spec: Any) -> bool:
+        return np.issubdtype(spec.dtype, np.floating)
+
+    def derivative(self) -> _DerivedCall:
+        """``(*args, *cts of the float results) -> cts of the float args``, built by build-vjp."""
+        if self._derivative is not None:
+            return self._derivative
+        if self.order >= MAX_VJP_ORDER:
+            raise UnsupportedTransformError(
+                f"derivatives of order {self.order + 1} of an ONNX model are not supported through the JAX "
+                f"bridge (up to {MAX_VJP_ORDER}: grad(grad(f)) works, each order is build-vjp of the one before)"
+            )
+        from jaxlib.mlir import ir
+
+        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+        from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
+
+        wrt = [i for i, spec in enumerate(self.in_specs) if self._floating(spec)]
+        float_outputs = [i for i, spec in enumerate(self.out_specs) if self._floating(spec)]
+        context = make_mlir_context()
+        with context:
+            module = ir.Module.parse(self.text)
+            name = build_vjp(module, wrt=wrt)
+            self.owner._run_pipeline_on(module)
+            text = entry_module_text(module, name)
+        in_specs = self.in_specs + [self.out_specs[i] for i in float_outputs]
+        out_specs = [self.in_specs[i] for i in wrt]
+        self._derivative = _DerivedCall(self.owner, text, in_specs, out_specs, self.order + 1)
+        return self._derivative
+
+    def _exported(self) -> Any:
+        from jaxlib.mlir import ir
+
+        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+        from onnx_stablehlo.runtime import jax_export
+
+        context = make_mlir_context()
+        with context:
+            module = ir.Module.parse(self.text)
+        jax_export.wrap_main(
+            module,
+            [_mlir_type(s, context) for s in self.in_specs],
+            [_mlir_type(s, context) for s in self.out_specs],
+            platform_index=len(self.owner.platforms) > 1,
+        )
+        return jax_export.exported_from_module(
+            jax_export.serialize_module(module),
+            self.in_specs,
+            self.out_specs,
+            platforms=self.owner.platforms,
+            get_vjp=self._no_exported_vjp,
+        )
+
+    def _no_exported_vjp(self, exported: Any) -> Any:
+        raise UnsupportedTransformError(
+            "Exported.vjp() of the bridge's backward module is not supported; differentiate the OnnxFunction "
+            "(or fn.exported) with jax.grad instead"
+        )
+
+    def _make_call(self) -> Any:
+        """``args -> exported.call(*args)`` that ``jax.vmap`` runs as a loop (``vmap(grad)``),
+        differentiable by :meth:`derivative`.
+
+        A backward module is not folded into a batch dim: its weight cotangents sum over the
+        batch, where ``vmap(grad)`` wants one per example.
+        """
+        import jax
+        from jax import custom_batching
+
+        exported = self._exported()
+
+        @custom_batching.custom_vmap
+        def looping(args: tuple) -> tuple:
+            return tuple(exported.call(*args))
+
+        @looping.def_vmap
+        def looping_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
+            (batched,) = in_batched
+            if not any(batched):
+                outputs = tuple(exported.call(*args))
+                return outputs, tuple(False for _ in outputs)
+            outputs = _looped(lambda _, x: looping(x), (), batched, (), args)
+            return outputs, tuple(True for _ in outputs)
+
+        @jax.custom_vjp
+        def call(args: tuple) -> tuple:
+            return looping(args)
+
+        def call_fwd(args: tuple) -> tuple:
+            return call(args), args
+
+        def call_bwd(args: tuple, cotangents: tuple) -> tuple:
+            derivative = self.derivative()
+            float_outputs = [i for i, spec in enumerate(self.out_specs) if self._floating(spec)]
+            wrt = [i for i, spec in enumerate(self.in_specs) if self._floating(spec)]
+            results = list(derivative.call((*args, *[cotangents[i] for i in float_outputs])))
+            cts: list[Any] = [None] * len(args)
+            for index, result in zip(wrt, results):
+                cts[index] = result
+            return (tuple(cts),)
+
+        call.defvjp(call_fwd, call_bwd)
+        return call
+
+
 def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequence[bool], params: tuple, inputs: tuple) -> tuple:
     """The vmapped call as a loop (``jax.lax.map``) over the mapped axis."""
     import jax
@@ -512,49 +631,6 @@ def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequen
         return forward(p, x)
 
     return tuple(jax.lax.map(one, mapped))
-
-
-def _looping(exported: Any) -> Any:
-    """``args -> exported.call(*args)`` that ``jax.vmap`` runs as a loop (``vmap(grad)``).
-
-    A backward module is not folded into a batch dim: its weight cotangents sum over the
-    batch, where ``vmap(grad)`` wants one per example.
-    """
-    import jax
-    from jax import custom_batching
-
-    @custom_batching.custom_vmap
-    def call(args: tuple) -> tuple:
-        return tuple(exported.call(*args))
-
-    @call.def_vmap
-    def call_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
-        (batched,) = in_batched
-        if not any(batched):
-            outputs = tuple(exported.call(*args))
-            return outputs, tuple(False for _ in outputs)
-        outputs = _looped(lambda _, x: call(x), (), batched, (), args)
-        return outputs, tuple(True for _ in outputs)
-
-    @jax.custom_vjp
-    def backward(args: tuple) -> tuple:
-        return call(args)
-
-    def backward_fwd(args: tuple) -> tuple:
-        return call(args), None
-
-    def backward_bwd(residuals: Any, cotangents: tuple) -> tuple:
-        _no_second_vjp(exported)
-
-    backward.defvjp(backward_fwd, backward_bwd)
-    return backward
-
-
-def _no_second_vjp(exported: Any) -> Any:
-    raise UnsupportedTransformError(
-        "the VJP of an ONNX model's VJP (second-order reverse mode) is not supported: build-vjp "
-        "differentiates the forward module only"
-    )
 
 
 # Symbols -------------------------------------------------------------------------------------

@@ -13,6 +13,9 @@
   sends each window's cotangent to the first element equal to the window's result (XLA's and
   JAX's choice for pools; ties are not split). Window dilation is not supported, as in JAX.
 
+A NaN-ignoring ``max``/``min`` body (``select(a != a, b, select(b != b, a, maximum(a, b)))``, as
+the MaxPool lowering emits) counts as ``max``/``min``: the two agree wherever no input is NaN.
+
 Bodies are recognized when the region is one binary op on its two block arguments; other
 bodies (``multiply``, variadic arg-max reductions, ...) raise ``MissingVjpRuleError``.
 """
@@ -53,6 +56,37 @@ def body_kind(op: ir.Operation) -> str | None:
     return _BODY_KINDS.get(body.name)
 
 
+def _nan_ignoring_kind(op: ir.Operation) -> str | None:
+    """``max``/``min`` for the NaN-ignoring chooser bodies MaxPool-style lowerings emit:
+
+    ``m = maximum(a, b); select(a != a, b, select(b != b, a, m))`` (or ``minimum``): equal to
+    ``maximum``/``minimum`` wherever no operand is NaN, so its cotangents are theirs.
+    """
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(block.arguments) != 2 or [o.name for o in ops] != [
+        ops[0].name, "stablehlo.compare", "stablehlo.compare", "stablehlo.select", "stablehlo.select", "stablehlo.return"
+    ]:
+        return None
+    chooser, *_ = ops
+    if chooser.name not in ("stablehlo.maximum", "stablehlo.minimum") or set(chooser.operands) != set(block.arguments):
+        return None
+    for compare in ops[1:3]:
+        direction = str(compare.attributes["comparison_direction"])
+        if "NE" not in direction or compare.operands[0] != compare.operands[1]:
+            return None
+        if compare.operands[0] not in set(block.arguments):
+            return None
+    return _BODY_KINDS[chooser.name]
+
+
+def chooser_kind(op: ir.Operation) -> str | None:
+    """:func:`body_kind`, also recognizing NaN-ignoring ``max``/``min`` bodies."""
+    return body_kind(op) or _nan_ignoring_kind(op)
+
+
 def _describe_body(op: ir.Operation) -> str:
     names = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
     return "body " + ", ".join(names)
@@ -62,7 +96,7 @@ def _describe_body(op: ir.Operation) -> str:
 def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
     if len(ctx.results) != 1:
         raise ctx.missing(f"variadic reduce with {len(ctx.results)} results")
-    kind = body_kind(ctx.op)
+    kind = chooser_kind(ctx.op)
     if kind not in ("add", "max", "min"):
         raise ctx.missing(f"reduce {_describe_body(ctx.op)}")
     (ct,) = cts
@@ -101,7 +135,7 @@ def _dilate(shape, dilation):
 def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     if len(ctx.results) != 1:
         raise ctx.missing(f"variadic reduce_window with {len(ctx.results)} results")
-    kind = body_kind(ctx.op)
+    kind = chooser_kind(ctx.op)
     if kind not in ("add", "max", "min"):
         raise ctx.missing(f"reduce_window {_describe_body(ctx.op)}")
     (ct,) = cts

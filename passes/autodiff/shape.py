@@ -120,10 +120,14 @@ def _transpose_slice(ct: ir.Value, x: ir.Value, start: list[int], strides: list[
         if not emit.is_dynamic(n) and not emit.is_dynamic(d):
             high.append(d - (s + (0 if n == 0 else 1 + (n - 1) * st)))
             continue
-        # d - s - max(0, n * st - st + 1): the slice covers max(0, (n - 1) * st + 1) elements
-        covered = emit.sub(emit.mul(emit.dim_size(ct, axis), emit.dim_constant(st)), emit.dim_constant(st - 1))
-        covered = stablehlo.MaxOp(covered, emit.dim_constant(0)).result
-        high.append(emit.sub(emit.sub(emit.dim_size(x, axis), emit.dim_constant(s)), covered))
+        # d - s - max(0, (n - 1) * st + 1): the slice covers max(0, (n - 1) * st + 1) elements
+        if emit.is_dynamic(n):
+            covered = emit.sub(emit.mul(emit.dim_size(ct, axis), emit.dim_constant(st)), emit.dim_constant(st - 1))
+            covered = stablehlo.MaxOp(covered, emit.dim_constant(0)).result
+            high.append(emit.sub(emit.sub(emit.dim_size(x, axis), emit.dim_constant(s)), covered))
+        else:
+            used = s + (0 if n == 0 else 1 + (n - 1) * st)
+            high.append(emit.sub(emit.dim_size(x, axis), emit.dim_constant(used)))
     return emit.pad(ct, emit.scalar_like(ct, 0), start, high, [s - 1 for s in strides])
 
 
@@ -191,8 +195,11 @@ def vjp_concatenate(ctx: VjpContext, ct: ir.Value) -> list:
         if isinstance(offset, int) and not emit.is_dynamic(size):
             end = offset + size
         else:  # an operand before or this one has a ? size along the axis: offsets at run time
-            first = emit.dim_constant(offset) if isinstance(offset, int) else offset
-            end = emit.add(first, emit.dim_size(operand, axis))
+            size_value = emit.dim_size(operand, axis)
+            if isinstance(offset, int):
+                end = size_value if offset == 0 else emit.add(emit.dim_constant(offset), size_value)
+            else:
+                end = emit.add(offset, size_value)
         if ctx.need(index):
             if isinstance(offset, int) and isinstance(end, int):
                 start = [0] * len(shape)
