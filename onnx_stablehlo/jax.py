@@ -22,13 +22,16 @@ Transformations (docs/jax.md has the table):
 * ``jax.jit``, ``jax.export``: the call is ``Exported.call``, which JAX inlines.
 * ``jax.grad``/``jax.vjp`` (reverse mode, with respect to float inputs and params): a
   ``jax.custom_vjp`` whose backward runs the module ``build-vjp`` adds (the reverse-mode
-  transform on StableHLO, ``passes/autodiff``). ``build-vjp`` needs static shapes, so the
-  backward module is lowered per input-shape signature seen at trace time (cached).
+  transform on StableHLO, ``passes/autodiff``) to the symbolic module: built once, it keeps the
+  ``?`` dims, so one backward module serves every shape and a symbolic ``fn.exported`` carries
+  its VJP. Its own VJP is ``build-vjp`` of the backward module: ``grad(grad(f))`` works (up to
+  :data:`MAX_VJP_ORDER`).
 * ``jax.vmap``: a ``jax.custom_batching.custom_vmap`` rule folds the mapped axis into the
   model's batch dim (``batch_dim``) when every batched input has it first, else loops with
   ``jax.lax.map``.
-* Forward mode (``jax.jvp``, ``jax.jacfwd``, Hessians) is not supported: JAX rejects it on the
-  ``custom_vjp`` ("can't apply forward-mode autodiff (jvp) to a custom_vjp function").
+* Forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) is not supported: JAX rejects it on
+  the ``custom_vjp``, and the call raises :class:`~onnx_stablehlo.errors.ForwardModeError`
+  saying so (``jax.jacrev(jax.jacrev(f))`` gives a Hessian).
 """
 
 from __future__ import annotations
@@ -382,7 +385,12 @@ class OnnxFunction:
             return forward(params, inputs)
 
         def apply_fwd(params: tuple, inputs: tuple) -> tuple:
-            # `apply`, not `forward`: under a second grad, this call is differentiated too
+            # `apply`, not `forward`: under a second grad, this call is differentiated too. The
+            # copies make values vmapped over numpy constants jax arrays, which a custom_vjp
+            # call inside this rule needs (XLA drops them).
+            import jax.numpy as jnp
+
+            inputs = tuple(jnp.array(x, copy=True) for x in inputs)
             return apply(params, inputs), (params, inputs)
 
         def apply_bwd(residuals: tuple, cotangents: tuple) -> tuple:

@@ -29,7 +29,10 @@ class BuildVjpPass(ModulePass):
 
     ``@f(args...) -> results`` gains ``@f_vjp(args..., cotangents of the float results...) ->
     cotangents of wrt``, or with ``mode=value-and-grad`` ``@f_value_and_grad(args...) ->
-    (results..., gradients of wrt)``.
+    (results..., gradients of wrt)``. ``?`` dims stay ``?``: the backward code reads the sizes it
+    needs with ``stablehlo.get_dimension_size`` (``dynamic_broadcast_in_dim``,
+    ``dynamic_reshape``, ``real_dynamic_slice``, ``dynamic_pad`` where a dim is dynamic), so one
+    backward function serves every shape; ``specialize-shapes`` refines it like ``@main``.
     """
 
     name: ClassVar[str] = "build-vjp"
