@@ -167,7 +167,9 @@ class OnnxFunction:
         self.symbols = self._symbolic.where
         self.batch_dim = self._choose_batch_dim(batch_dim)
         self._params: dict[str, Any] | None = None
-        self._vjp_built: tuple[Any, list[int], list[int], list[int]] | None = None
+        self._vjp_built: tuple[Any, list[int], list[int], list[int], list[int]] | None = None
+        self._symbolic_vjp_error: Exception | None = None
+        self._vjp_cache: dict[tuple, Any] = {}
         self.exported = self._export_forward()
         self._apply = self._make_apply()
 
@@ -422,9 +424,10 @@ class OnnxFunction:
         return tuple(jnp.reshape(o, (size, o.shape[0] // size, *o.shape[1:])) for o in outputs)
 
     def _backward(self, params: tuple, inputs: tuple, cotangents: tuple) -> tuple:
-        backward, float_inputs, float_params, float_outputs = self._vjp()
+        shapes = tuple(tuple(np.shape(a)) for a in inputs)
+        backward, float_inputs, module_params, float_params, float_outputs = self._vjp(shapes)
         cts = [cotangents[i] for i in float_outputs]
-        results = list(backward((*inputs, *params, *cts)))
+        results = list(backward((*inputs, *[params[i] for i in module_params], *cts)))
         input_cts: list[Any] = [None] * len(inputs)
         param_cts: list[Any] = [None] * len(params)
         for index in float_inputs:
@@ -433,35 +436,77 @@ class OnnxFunction:
             param_cts[index] = results.pop(0)
         return tuple(param_cts), tuple(input_cts)
 
-    def _vjp(self) -> tuple[Any, list[int], list[int], list[int]]:
+    def _vjp(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int], list[int]]:
         """The backward call: ``build-vjp`` of the symbolic module, built once for every shape.
 
-        Returns ``(call, float inputs, float weights, float outputs)``; ``call`` takes
-        ``(*inputs, *params, *cotangents of the float outputs)`` and returns the cotangents of
-        the float inputs, then of the float weights. Its own VJP (second order) is ``build-vjp``
-        of the backward module (:class:`_DerivedCall`).
+        Returns ``(call, float inputs, weights the module takes, float weights, float outputs)``,
+        weights as indices into :attr:`parameter_names`; ``call`` takes ``(*inputs, *those
+        weights, *cotangents of the float outputs)`` and returns the cotangents of the float
+        inputs, then of the float weights. Its own VJP (second order) is ``build-vjp`` of the
+        backward module (:class:`_DerivedCall`).
+
+        Fallback: when a VJP rule cannot handle a ``?`` dim of the symbolic module (a
+        convolution over symbolic spatial dims, ...), the model is lowered with the concrete
+        ``shapes`` seen at trace time and differentiated per shape (cached), as before the
+        symbolic transform; traced with symbolic shapes, that raises UnsupportedTransformError.
         """
+        if self._vjp_built is None and self._symbolic_vjp_error is None:
+            from onnx_stablehlo.passes.autodiff import MissingVjpRuleError
+
+            try:
+                self._vjp_built = self._build_vjp(self.lowered.text, list(range(len(self.parameter_names))), None)
+            except MissingVjpRuleError as error:
+                self._symbolic_vjp_error = error
         if self._vjp_built is not None:
             return self._vjp_built
-        float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
-        float_params = [
-            i for i, n in enumerate(self.parameter_names) if np.issubdtype(self._jax_params[n], np.floating)
-        ]
-        float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
-        count = len(self.input_names)
-        wrt = float_inputs + [count + i for i in float_params]
-        if not wrt:
-            raise UnsupportedTransformError("the model has no float input or weight to differentiate")
+        found = self._vjp_cache.get(shapes)
+        if found is not None:
+            return found
+        if not all(isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
+            raise UnsupportedTransformError(
+                "the gradient of this ONNX model traced with symbolic shapes "
+                f"({', '.join(f'{n}: {s}' for n, s in zip(self.input_names, shapes))}) is not supported: "
+                f"build-vjp cannot differentiate its symbolic module ({self._symbolic_vjp_error}); trace "
+                "the gradient with concrete shapes (or pass input_shapes to to_jax)"
+            )
+        lowered = import_model(
+            self.model, dict(zip(self.input_names, shapes)), weights="args", dims=self.dims  # type: ignore[arg-type]
+        )
+        self._run_pipeline(lowered)
+        extra = sorted(set(lowered.parameter_names) - set(self.parameter_names))
+        if extra:
+            raise ShapeError(
+                f"internal: lowered with static shapes the model has weight arguments {extra[:5]} that the "
+                "symbolic module lacks"
+            )
+        module_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
+        found = self._build_vjp(lowered.text, module_params, [tuple(int(d) for d in s) for s in shapes])
+        self._vjp_cache[shapes] = found
+        return found
+
+    def _build_vjp(
+        self, text: str, module_params: list[int], shapes: list[tuple[int, ...]] | None
+    ) -> tuple[Any, list[int], list[int], list[int], list[int]]:
+        """The backward call of the module ``text`` (inputs, then the weights ``module_params``),
+        for ``shapes`` or, with ``None``, for the model's symbolic shapes."""
         import jax
 
-        primal_specs = self._in_specs()
-        out_specs = [
-            jax.ShapeDtypeStruct(s, d) for s, d in zip(self._symbolic.jax_output_shapes(), self._jax_out)
-        ]
-        forward = _DerivedCall.forward_of(self, self.lowered.text, primal_specs, out_specs)
+        float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
+        float_params = [i for i in module_params if np.issubdtype(self._jax_params[self.parameter_names[i]], np.floating)]
+        float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
+        if not float_inputs and not float_params:
+            raise UnsupportedTransformError("the model has no float input or weight to differentiate")
+        all_specs = self._in_specs(shapes)
+        count = len(self.input_names)
+        primal_specs = all_specs[:count] + [all_specs[count + i] for i in module_params]
+        if shapes is None:
+            out_shapes = self._symbolic.jax_output_shapes()
+        else:
+            out_shapes = [_static_output_shape(text, index) for index in range(len(self.output_names))]
+        out_specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(out_shapes, self._jax_out)]
+        forward = _DerivedCall.forward_of(self, text, primal_specs, out_specs)
         backward = forward.derivative()
-        self._vjp_built = (backward.call, float_inputs, float_params, float_outputs)
-        return self._vjp_built
+        return (backward.call, float_inputs, module_params, float_params, float_outputs)
 
     def _exported_vjp(self, exported: Any) -> Any:
         """``Exported.vjp()`` of :attr:`exported`: ``(*inputs, *params, *output cts) -> cts``.
@@ -624,6 +669,21 @@ class _DerivedCall:
 
         call.defvjp(call_fwd, call_bwd)
         return call
+
+
+def _static_output_shape(text: str, index: int) -> tuple[int, ...]:
+    """The static shape of result ``index`` of ``@main`` in the module ``text``."""
+    from jaxlib.mlir import ir
+
+    from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+
+    with make_mlir_context():
+        module = ir.Module.parse(text)
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                result = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results[index]
+                return tuple(int(d) for d in ir.RankedTensorType(result).shape)
+    raise ShapeError("internal: the module has no @main")
 
 
 def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequence[bool], params: tuple, inputs: tuple) -> tuple:

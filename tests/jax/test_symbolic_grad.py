@@ -11,6 +11,8 @@ import jax.numpy as jnp  # noqa: E402
 
 from onnx_stablehlo.errors import ForwardModeError, UnsupportedTransformError  # noqa: E402
 from onnx_stablehlo.jax import to_jax  # noqa: E402
+import onnx.parser  # noqa: E402
+
 from tests.jax.models import pooled_encoder  # noqa: E402
 from tests.jax.test_grad import twin  # noqa: E402
 
@@ -42,7 +44,7 @@ def test_one_backward_module_serves_every_batch_and_sequence_length(rng):
         for name in ("embedding", "proj"):
             np.testing.assert_allclose(np.asarray(ours[name]), np.asarray(expected[name]), rtol=RTOL, atol=1e-6)
         assert float(jnp.abs(ours["proj"]).max()) > 1e-2
-        backward = fn._vjp()[0]
+        backward = fn._vjp_built[0]
         assert built is None or backward is built, "the backward module is built once, for every shape"
         built = backward
 
@@ -109,3 +111,41 @@ def test_third_order_fails_clearly(mlp_fn):
 
     with pytest.raises(UnsupportedTransformError, match="derivatives of order 3"):
         jax.grad(second)(x)
+
+
+def _conv_over_symbolic_image():
+    """``x float[N, 1, H, W] -> Conv 3x3 (pads 1) -> tanh``: H, W symbolic spatial dims."""
+    weights = ", ".join(f"{v:.4f}" for v in np.linspace(-1, 1, 18))
+    return onnx.parser.parse_model(f"""
+    <ir_version: 9, opset_import: ["" : 18]>
+    conv (float[N, 1, H, W] x) => (float[N, 2, H, W] y)
+    <float[2, 1, 3, 3] w = {{{weights}}}>
+    {{
+      c = Conv<pads = [1, 1, 1, 1]>(x, w)
+      y = Tanh(c)
+    }}
+    """)
+
+
+def test_symbolic_spatial_conv_falls_back_to_a_backward_per_shape(rng):
+    """The convolution VJP needs static spatial dims: the bridge then lowers the model per
+    concrete shape for the backward (as before symbolic build-vjp), and says why when traced
+    with symbolic shapes."""
+    import jax.lax as lax
+
+    fn = to_jax(_conv_over_symbolic_image())
+    for shape in ((1, 1, 4, 5), (2, 1, 6, 3)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        ours = jax.grad(lambda p, x: jnp.sum(fn(p, x)[0] ** 2), argnums=(0, 1))(fn.params, x)
+
+        def twin_loss(p, x):
+            y = lax.conv_general_dilated(x, p["w"], (1, 1), ((1, 1), (1, 1)))
+            return jnp.sum(jnp.tanh(y) ** 2)
+
+        expected = jax.grad(twin_loss, argnums=(0, 1))(fn.params, x)
+        np.testing.assert_allclose(np.asarray(ours[0]["w"]), np.asarray(expected[0]["w"]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(ours[1]), np.asarray(expected[1]), rtol=1e-4, atol=1e-5)
+    assert fn._vjp_built is None and len(fn._vjp_cache) == 2
+    with pytest.raises(UnsupportedTransformError, match="convolution"):
+        weights = [fn.params[n] for n in fn.parameter_names]
+        jax.grad(lambda x: jnp.sum(fn.exported.call(x, *weights)[0]))(np.ones((1, 1, 4, 4), np.float32))
