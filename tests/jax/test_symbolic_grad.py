@@ -85,6 +85,7 @@ def test_forward_mode_raises_our_error(mlp_fn):
         assert isinstance(info.value, UnsupportedTransformError)
 
 
+@pytest.mark.slow
 def test_hessian_by_reverse_over_reverse_matches_jnp_twin(mlp_fn, rng):
     """``jax.hessian`` is forward mode; ``jacrev(jacrev)`` (what the error suggests) works."""
     x = rng.standard_normal((2, 4)).astype(np.float32)
@@ -99,6 +100,7 @@ def test_hessian_by_reverse_over_reverse_matches_jnp_twin(mlp_fn, rng):
     np.testing.assert_allclose(np.asarray(ours), np.asarray(expected), rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_third_order_fails_clearly(mlp_fn):
     x = np.ones((2, 4), np.float32)
     ids = np.arange(2)
