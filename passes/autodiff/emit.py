@@ -19,8 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
+
+from onnx_stablehlo.passes.autodiff.errors import AutodiffError
 
 __all__ = [
     "DYNAMIC",
@@ -103,8 +106,6 @@ def _i64() -> ir.Type:
 
 def dim_constant(values: int | Sequence[int]) -> ir.Value:
     """A ``tensor<nxi64>`` constant (``tensor<1xi64>`` for one int)."""
-    import numpy as np
-
     array = np.array([values] if isinstance(values, int) else list(values), dtype=np.int64)
     return stablehlo.ConstantOp(ir.DenseElementsAttr.get(array, type=tensor_type(array.shape, _i64()))).result
 
@@ -139,8 +140,6 @@ def _target_shape(like: Like) -> tuple[int, ...]:
 
 def _needs_like(like: Like, what: str) -> ir.Value:
     if not isinstance(like, ir.Value):
-        from onnx_stablehlo.passes.autodiff.errors import AutodiffError
-
         raise AutodiffError(f"internal: {what} to the dynamic shape {like} needs a value of that shape")
     return like
 
