@@ -76,6 +76,30 @@ def _conv_net(rng: np.random.Generator) -> onnx.ModelProto:
     return onnx.parser.parse_model(text)
 
 
+def _conv_spatial(rng: np.random.Generator) -> onnx.ModelProto:
+    """Convolutions over symbolic H, W (stride 1; asymmetric pads, kernel dilation, groups) and
+    a Gemm over the pooled channels."""
+    text = f"""
+    <ir_version: 9, opset_import: ["" : 18]>
+    convhw (double[N, 2, H, W] x) => (double[N, 3] y)
+    <double[4, 2, 3, 3] w = {{{_floats(rng, 4, 2, 3, 3, scale=0.4)}}}, double[4, 2, 2, 2] g = {{{_floats(rng, 4, 2, 2, 2, scale=0.4)}}},
+     double[4, 3] fc = {{{_floats(rng, 4, 3, scale=0.5)}}}>
+    {{
+      c = Conv<pads = [1, 0, 2, 1], dilations = [2, 1]>(x, w)
+      t = Tanh(c)
+      d = Conv<pads = [1, 1, 0, 0], group = 2>(t, g)
+      p = GlobalAveragePool(d)
+      f = Flatten<axis = 1>(p)
+      y = MatMul(f, fc)
+    }}
+    """
+    return onnx.parser.parse_model(text)
+
+
+def _inputs_conv_spatial(rng, h, w):
+    return [rng.standard_normal((2, 2, h, w))]
+
+
 def _topk_cumsum(rng: np.random.Generator) -> onnx.ModelProto:
     """TopK (a sort with a dynamic iota), CumSum, Expand and Where over symbolic dims."""
     text = f"""
@@ -113,6 +137,7 @@ def _inputs_topk(rng, b, _):
 CASES = {
     "encoder-block-B-S": (_encoder_block, _inputs_block, [(2, 3), (3, 5)]),
     "conv-pool-N": (_conv_net, _inputs_conv, [(1, 0), (3, 0)]),
+    "conv-spatial-H-W": (_conv_spatial, _inputs_conv_spatial, [(5, 6), (7, 4)]),
     "topk-cumsum-B": (_topk_cumsum, _inputs_topk, [(2, 0), (5, 0)]),
 }
 

@@ -115,39 +115,55 @@ def test_third_order_fails_clearly(mlp_fn):
         jax.grad(second)(x)
 
 
-def _conv_over_symbolic_image():
-    """``x float[N, 1, H, W] -> Conv 3x3 (pads 1) -> tanh``: H, W symbolic spatial dims."""
+def _conv_over_symbolic_image(stride: int):
+    """``x float[N, 1, H, W] -> Conv 3x3 (pads 1, strides) -> tanh``: H, W symbolic spatial dims."""
     weights = ", ".join(f"{v:.4f}" for v in np.linspace(-1, 1, 18))
     return onnx.parser.parse_model(f"""
     <ir_version: 9, opset_import: ["" : 18]>
-    conv (float[N, 1, H, W] x) => (float[N, 2, H, W] y)
+    conv (float[N, 1, H, W] x) => (float[N, 2, H2, W2] y)
     <float[2, 1, 3, 3] w = {{{weights}}}>
     {{
-      c = Conv<pads = [1, 1, 1, 1]>(x, w)
+      c = Conv<pads = [1, 1, 1, 1], strides = [{stride}, {stride}]>(x, w)
       y = Tanh(c)
     }}
     """)
 
 
-def test_symbolic_spatial_conv_falls_back_to_a_backward_per_shape(rng):
-    """The convolution VJP needs static spatial dims: the bridge then lowers the model per
-    concrete shape for the backward (as before symbolic build-vjp), and says why when traced
-    with symbolic shapes."""
+def _conv_twin_grads(params, x, stride):
     import jax.lax as lax
 
-    fn = to_jax(_conv_over_symbolic_image())
+    def twin_loss(p, x):
+        y = lax.conv_general_dilated(x, p["w"], (stride, stride), ((1, 1), (1, 1)))
+        return jnp.sum(jnp.tanh(y) ** 2)
+
+    return jax.grad(twin_loss, argnums=(0, 1))(params, x)
+
+
+def test_conv_over_symbolic_spatial_dims_has_one_symbolic_backward(rng):
+    """Stride 1: the transposed convolutions' padding does not depend on H, W."""
+    fn = to_jax(_conv_over_symbolic_image(1))
+    weights = [fn.params[n] for n in fn.parameter_names]
+    for shape in ((1, 1, 4, 5), (2, 1, 6, 3)):
+        x = rng.standard_normal(shape).astype(np.float32)
+        ours = jax.grad(lambda x, *w: jnp.sum(fn.exported.call(x, *w)[0] ** 2), argnums=(0, 1))(x, *weights)
+        expected = _conv_twin_grads(fn.params, x, 1)
+        np.testing.assert_allclose(np.asarray(ours[0]), np.asarray(expected[1]), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(ours[1]), np.asarray(expected[0]["w"]), rtol=1e-4, atol=1e-5)
+    assert fn._vjp_built is not None and not fn._vjp_cache
+
+
+def test_strided_conv_over_symbolic_spatial_dims_falls_back_to_a_backward_per_shape(rng):
+    """Stride 2 over a ? dim: the convolution VJP needs the size; the bridge then lowers the
+    model per concrete shape for the backward (as before symbolic build-vjp), and says why when
+    traced with symbolic shapes."""
+    fn = to_jax(_conv_over_symbolic_image(2))
     for shape in ((1, 1, 4, 5), (2, 1, 6, 3)):
         x = rng.standard_normal(shape).astype(np.float32)
         ours = jax.grad(lambda p, x: jnp.sum(fn(p, x)[0] ** 2), argnums=(0, 1))(fn.params, x)
-
-        def twin_loss(p, x):
-            y = lax.conv_general_dilated(x, p["w"], (1, 1), ((1, 1), (1, 1)))
-            return jnp.sum(jnp.tanh(y) ** 2)
-
-        expected = jax.grad(twin_loss, argnums=(0, 1))(fn.params, x)
+        expected = _conv_twin_grads(fn.params, x, 2)
         np.testing.assert_allclose(np.asarray(ours[0]["w"]), np.asarray(expected[0]["w"]), rtol=1e-4, atol=1e-5)
         np.testing.assert_allclose(np.asarray(ours[1]), np.asarray(expected[1]), rtol=1e-4, atol=1e-5)
     assert fn._vjp_built is None and len(fn._vjp_cache) == 2
-    with pytest.raises(UnsupportedTransformError, match="convolution"):
+    with pytest.raises(UnsupportedTransformError, match="convolution .*stride 2"):
         weights = [fn.params[n] for n in fn.parameter_names]
         jax.grad(lambda x: jnp.sum(fn.exported.call(x, *weights)[0]))(np.ones((1, 1, 4, 4), np.float32))
