@@ -8,7 +8,8 @@
   (usually the identity constant) gets none.
 * ``reduce_window`` with an ``add`` body (average and Lp pools): the transpose is a
   ``reduce_window`` sum over the cotangent padded and dilated by the strides
-  (JAX's ``_reduce_window_sum_transpose_rule``).
+  (JAX's ``_reduce_window_sum_transpose_rule``). Along a ``?`` axis it needs stride 1 and no
+  base dilation (the padding then does not depend on the size).
 * ``reduce_window`` with a ``maximum``/``minimum`` body (max pools): ``select_and_scatter``
   sends each window's cotangent to the first element equal to the window's result (XLA's and
   JAX's choice for pools; ties are not split). Window dilation is not supported, as in JAX.
@@ -148,16 +149,20 @@ def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     if kind == "add":
         # JAX's _reduce_window_sum_transpose_rule
         for axis, size in enumerate(shape):
-            trivial = (dims[axis], strides[axis], base[axis], window_dilation[axis], *padding[axis]) == (1, 1, 1, 1, 0, 0)
-            if emit.is_dynamic(size) and not trivial:
-                raise ctx.missing(f"reduce_window add with a window along the dynamic axis {axis}")
+            if emit.is_dynamic(size) and (strides[axis], base[axis]) != (1, 1):
+                raise ctx.missing(
+                    f"reduce_window add with stride {strides[axis]} / base dilation {base[axis]} along the "
+                    f"dynamic axis {axis}"
+                )
         lhs_dilated = _dilate(shape, base)
         rhs_dilated = _dilate(dims, window_dilation)
         out_dilated = _dilate(emit.shape(ct), strides)
         before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
+        # along a ? axis (stride 1, no base dilation) o = l + lo + hi - r + 1, so the high
+        # padding l + r - 1 - o - before is r - 1 - hi whatever l is
         after = [
-            0 if emit.is_dynamic(d) else l + r - 1 - o - b
-            for d, l, r, o, b in zip(shape, lhs_dilated, rhs_dilated, out_dilated, before)
+            r - 1 - hi if emit.is_dynamic(d) else l + r - 1 - o - b
+            for d, l, r, o, b, (_, hi) in zip(shape, lhs_dilated, rhs_dilated, out_dilated, before, padding)
         ]
         padded = emit.pad(ct, emit.scalar_like(ct, 0), before, after, [s - 1 for s in strides])
         op = stablehlo.ReduceWindowOp(

@@ -77,8 +77,8 @@ def _conv_net(rng: np.random.Generator) -> onnx.ModelProto:
 
 
 def _conv_spatial(rng: np.random.Generator) -> onnx.ModelProto:
-    """Convolutions over symbolic H, W (stride 1; asymmetric pads, kernel dilation, groups) and
-    a Gemm over the pooled channels."""
+    """Convolutions and an AveragePool over symbolic H, W (stride 1; asymmetric pads, kernel
+    dilation, groups) and a MatMul over the pooled channels."""
     text = f"""
     <ir_version: 9, opset_import: ["" : 18]>
     convhw (double[N, 2, H, W] x) => (double[N, 3] y)
@@ -88,7 +88,8 @@ def _conv_spatial(rng: np.random.Generator) -> onnx.ModelProto:
       c = Conv<pads = [1, 0, 2, 1], dilations = [2, 1]>(x, w)
       t = Tanh(c)
       d = Conv<pads = [1, 1, 0, 0], group = 2>(t, g)
-      p = GlobalAveragePool(d)
+      a = AveragePool<kernel_shape = [2, 3], pads = [1, 0, 0, 1]>(d)
+      p = GlobalAveragePool(a)
       f = Flatten<axis = 1>(p)
       y = MatMul(f, fc)
     }}
