@@ -3,7 +3,7 @@
 
 Usage::
 
-    python bench/jax.py [--quick] [--seed 0]      (or: python -m bench.jax ...)
+    python bench/jax.py [--quick] [--grad] [--seed 0]      (or: python -m bench.jax ...)
 
 Every script in bench/ runs with bench/ first on ``sys.path``, so ``import jax`` there finds
 this file. When it is imported under the name ``jax`` it loads the real jax package in its own
@@ -15,7 +15,10 @@ outputs are copied to the host with ``np.asarray``, as ``run`` does); the weight
 device beforehand on both sides. The two are timed in alternation (A, B, A, B, ...) so that
 load from other processes hits both alike; the table gives the medians, their ratio
 (bridge / run, below 1 is faster) and whether the outputs are bit-identical. ``--quick`` runs
-fewer repetitions and skips 8x128. This is a script, not a test.
+fewer repetitions and skips 8x128. ``--grad`` also times ``jax.jit(jax.grad(...))`` with respect
+to MiniLM's weights at two (three without ``--quick``) shapes in turn: the first call at each
+shape (trace and XLA compile; the one symbolic backward module is built at the first) and the
+median per call. This is a script, not a test.
 """
 
 from __future__ import annotations
@@ -94,6 +97,37 @@ def bench(name: str, path: str, feeds: dict[str, np.ndarray], reps: int) -> list
     return [name, _timing.format_ms(ours, 3), _timing.format_ms(theirs, 3), f"{ours / theirs:.2f}", "yes" if identical else "no"]
 
 
+def bench_grad(path: str, shapes: Sequence[tuple[int, int]], rng: np.random.Generator, reps: int) -> list[list[str]]:
+    """``jax.jit(jax.grad(sum(output ** 2)))`` w.r.t. the weights at each shape in turn: the
+    first call (trace, backward module, XLA compile) and the median per call after it. One
+    backward module serves every shape, so a new shape costs a trace and a compile only."""
+    import jax
+    import jax.numpy as jnp
+
+    from onnx_stablehlo.jax import to_jax
+
+    fn = to_jax(path)
+    params = jax.device_put(fn.params)
+
+    def loss(p: Any, feeds: dict[str, Any]) -> Any:
+        return jnp.sum(fn(p, **feeds)[0] ** 2)
+
+    grad = jax.jit(jax.grad(loss))
+    rows = []
+    for batch, sequence in shapes:
+        feeds = {k: v.astype(np.int32) for k, v in minilm_feeds(rng, batch, sequence).items()}
+        start = time.perf_counter()
+        jax.block_until_ready(grad(params, feeds))
+        first = time.perf_counter() - start
+        times = []
+        for _ in range(reps):
+            start = time.perf_counter()
+            jax.block_until_ready(grad(params, feeds))
+            times.append(time.perf_counter() - start)
+        rows.append([f"MiniLM {batch}x{sequence}", f"{first:.1f}", _timing.format_ms(statistics.median(times), 1)])
+    return rows
+
+
 def minilm_feeds(rng: np.random.Generator, batch: int, sequence: int) -> dict[str, np.ndarray]:
     ids = rng.integers(1000, 30522, size=(batch, sequence), dtype=np.int64)
     return {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
@@ -103,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="JAX bridge vs CompiledModel.run: per-call latency (CPU).")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions; skip MiniLM 8x128")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--grad", action="store_true", help="also time jax.grad w.r.t. the weights of MiniLM at two shapes in turn"
+    )
     args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     import jax
@@ -118,6 +155,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.quick:
         rows.append(bench("MiniLM 8x128", path, minilm_feeds(rng, 8, 128), 20))
     print(_timing.markdown_table(["model", "bridge (ms)", "CompiledModel.run (ms)", "ratio", "bit-identical"], rows))
+    if args.grad:
+        shapes = [(1, 16), (2, 24)] if args.quick else [(1, 16), (2, 24), (8, 128)]
+        grad_rows = bench_grad(path, shapes, rng, 5 if args.quick else 20)
+        print()
+        print(_timing.markdown_table(["jax.grad (weights)", "first call (s)", "per call (ms)"], grad_rows))
     return 0
 
 
