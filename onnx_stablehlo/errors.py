@@ -23,6 +23,7 @@ Hierarchy::
     │   └── LoweringError             the emitted StableHLO failed to build or verify
     ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
     ├── UnsupportedTransformError a JAX transformation the bridge does not support (jvp)
+    │   └── ForwardModeError    jax.jvp / jacfwd / hessian through an ONNX model (also TypeError)
     ├── ResourceLimitError        a model or feed that implies absurd work or memory (a window
     │                             of 2^62, a 4 TiB input): refused before any allocation
     ├── WriteError                an output file cannot be written (a folder, no permission)
@@ -58,6 +59,7 @@ __all__ = [
     "LoweringError",
     "InvalidOptionError",
     "UnsupportedTransformError",
+    "ForwardModeError",
     "ResourceLimitError",
     "WriteError",
     "RuntimeErrorBase",
@@ -214,6 +216,11 @@ class UnsupportedTransformError(OnnxStableHLOError):
     Forward mode (``jax.jvp``, ``jax.jacfwd``, Hessians), gradients of a function traced with
     symbolic shapes, and VJPs of VJPs; the message names the transformation and what to do.
     """
+
+
+class ForwardModeError(UnsupportedTransformError, TypeError):
+    """Forward-mode autodiff (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) through an ONNX model:
+    the JAX bridge differentiates in reverse mode only. A ``TypeError`` too, as JAX's own."""
 
 
 class ResourceLimitError(FrontendError):

@@ -22,13 +22,16 @@ Transformations (docs/jax.md has the table):
 * ``jax.jit``, ``jax.export``: the call is ``Exported.call``, which JAX inlines.
 * ``jax.grad``/``jax.vjp`` (reverse mode, with respect to float inputs and params): a
   ``jax.custom_vjp`` whose backward runs the module ``build-vjp`` adds (the reverse-mode
-  transform on StableHLO, ``passes/autodiff``). ``build-vjp`` needs static shapes, so the
-  backward module is lowered per input-shape signature seen at trace time (cached).
+  transform on StableHLO, ``passes/autodiff``) to the symbolic module: built once, it keeps the
+  ``?`` dims, so one backward module serves every shape and a symbolic ``fn.exported`` carries
+  its VJP. Its own VJP is ``build-vjp`` of the backward module: ``grad(grad(f))`` works (up to
+  :data:`MAX_VJP_ORDER`).
 * ``jax.vmap``: a ``jax.custom_batching.custom_vmap`` rule folds the mapped axis into the
   model's batch dim (``batch_dim``) when every batched input has it first, else loops with
   ``jax.lax.map``.
-* Forward mode (``jax.jvp``, ``jax.jacfwd``, Hessians) is not supported: JAX rejects it on the
-  ``custom_vjp`` ("can't apply forward-mode autodiff (jvp) to a custom_vjp function").
+* Forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) is not supported: JAX rejects it on
+  the ``custom_vjp``, and the call raises :class:`~onnx_stablehlo.errors.ForwardModeError`
+  saying so (``jax.jacrev(jax.jacrev(f))`` gives a Hessian).
 """
 
 from __future__ import annotations
@@ -40,7 +43,13 @@ from typing import Any
 import numpy as np
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, InvalidOptionError, ShapeError, UnsupportedTransformError
+from onnx_stablehlo.errors import (
+    FeedError,
+    ForwardModeError,
+    InvalidOptionError,
+    ShapeError,
+    UnsupportedTransformError,
+)
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
 from onnx_stablehlo.frontend.layout import onnx_kind
@@ -49,6 +58,10 @@ from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.shapes import SymbolicDim
 
 __all__ = ["OnnxFunction", "to_jax"]
+
+_FORWARD_MODE_MESSAGE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
+"""JAX's message when forward mode meets the bridge's ``custom_vjp`` (replaced by ours; a test
+fails if a jax upgrade changes it)."""
 
 
 def to_jax(
@@ -154,6 +167,8 @@ class OnnxFunction:
         self.symbols = self._symbolic.where
         self.batch_dim = self._choose_batch_dim(batch_dim)
         self._params: dict[str, Any] | None = None
+        self._vjp_built: tuple[Any, list[int], list[int], list[int], list[int]] | None = None
+        self._symbolic_vjp_error: Exception | None = None
         self._vjp_cache: dict[tuple, Any] = {}
         self.exported = self._export_forward()
         self._apply = self._make_apply()
@@ -161,12 +176,16 @@ class OnnxFunction:
     # Construction ----------------------------------------------------------------------------
 
     def _run_pipeline(self, lowered: LoweredModule) -> None:
+        with lowered.context:
+            self._run_pipeline_on(lowered.module)
+
+    def _run_pipeline_on(self, module: Any) -> None:
+        """Runs the bridge's pass pipeline on ``module`` (inside its context)."""
         if self.pipeline == "none":
             return
         from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
 
-        with lowered.context:
-            run_pipeline(lowered.module, DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline)
+        run_pipeline(module, DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline)
 
     def _choose_batch_dim(self, batch_dim: str | None) -> str | None:
         lowered = self.lowered
@@ -264,7 +283,17 @@ class OnnxFunction:
         arrays = self._bind_inputs(inputs, named)
         self._check_shapes(arrays)
         flat_params = self._bind_params(params)
-        return self._apply(tuple(flat_params), tuple(arrays))
+        try:
+            return self._apply(tuple(flat_params), tuple(arrays))
+        except TypeError as error:
+            if _FORWARD_MODE_MESSAGE not in str(error):
+                raise
+            raise ForwardModeError(
+                "forward-mode autodiff (jax.jvp, jax.jacfwd, jax.hessian) through an ONNX model "
+                "is not supported: the JAX bridge differentiates in reverse mode only (build-vjp). Use "
+                "jax.grad / jax.vjp / jax.jacrev; for second derivatives, jax.grad of jax.grad or "
+                "jax.jacrev(jax.jacrev(f))"
+            ) from None
 
     def _bind_inputs(self, inputs: Sequence[Any], named: Mapping[str, Any]) -> list[Any]:
         import jax.numpy as jnp
@@ -358,7 +387,13 @@ class OnnxFunction:
             return forward(params, inputs)
 
         def apply_fwd(params: tuple, inputs: tuple) -> tuple:
-            return forward(params, inputs), (params, inputs)
+            # `apply`, not `forward`: under a second grad, this call is differentiated too. The
+            # copies make values vmapped over numpy constants jax arrays, which a custom_vjp
+            # call inside this rule needs (XLA drops them).
+            import jax.numpy as jnp
+
+            inputs = tuple(jnp.array(x, copy=True) for x in inputs)
+            return apply(params, inputs), (params, inputs)
 
         def apply_bwd(residuals: tuple, cotangents: tuple) -> tuple:
             params, inputs = residuals
@@ -390,16 +425,9 @@ class OnnxFunction:
 
     def _backward(self, params: tuple, inputs: tuple, cotangents: tuple) -> tuple:
         shapes = tuple(tuple(np.shape(a)) for a in inputs)
-        if not all(isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
-            raise UnsupportedTransformError(
-                "the gradient of an ONNX model traced with symbolic shapes "
-                f"({', '.join(f'{n}: {s}' for n, s in zip(self.input_names, shapes))}) is not supported: "
-                "build-vjp needs static shapes; trace the gradient with concrete shapes "
-                "(or pass input_shapes to to_jax)"
-            )
-        backward, float_inputs, static_params, float_params, float_outputs = self._vjp_for(shapes)
+        backward, float_inputs, module_params, float_params, float_outputs = self._vjp(shapes)
         cts = [cotangents[i] for i in float_outputs]
-        results = list(backward((*inputs, *[params[i] for i in static_params], *cts)))
+        results = list(backward((*inputs, *[params[i] for i in module_params], *cts)))
         input_cts: list[Any] = [None] * len(inputs)
         param_cts: list[Any] = [None] * len(params)
         for index in float_inputs:
@@ -408,81 +436,89 @@ class OnnxFunction:
             param_cts[index] = results.pop(0)
         return tuple(param_cts), tuple(input_cts)
 
-    def _vjp_for(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int], list[int]]:
-        """The backward call for one input-shape signature (an ``Exported`` built by ``build-vjp``).
+    def _vjp(self, shapes: tuple) -> tuple[Any, list[int], list[int], list[int], list[int]]:
+        """The backward call: ``build-vjp`` of the symbolic module, built once for every shape.
 
-        Returns ``(call, float inputs, weight arguments of the static module, float weights,
-        float outputs)``, weights as indices into :attr:`parameter_names`. Lowered with static
-        shapes, a weight used only in shape computations may fold away: it gets no cotangent.
+        Returns ``(call, float inputs, weights the module takes, float weights, float outputs)``,
+        weights as indices into :attr:`parameter_names`; ``call`` takes ``(*inputs, *those
+        weights, *cotangents of the float outputs)`` and returns the cotangents of the float
+        inputs, then of the float weights. Its own VJP (second order) is ``build-vjp`` of the
+        backward module (:class:`_DerivedCall`).
+
+        Fallback: when a VJP rule cannot handle a ``?`` dim of the symbolic module (a
+        convolution over symbolic spatial dims, ...), the model is lowered with the concrete
+        ``shapes`` seen at trace time and differentiated per shape (cached), as before the
+        symbolic transform; traced with symbolic shapes, that raises UnsupportedTransformError.
         """
+        if self._vjp_built is None and self._symbolic_vjp_error is None:
+            from onnx_stablehlo.passes.autodiff import MissingVjpRuleError
+
+            try:
+                self._vjp_built = self._build_vjp(self.lowered.text, list(range(len(self.parameter_names))), None)
+            except MissingVjpRuleError as error:
+                self._symbolic_vjp_error = error
+        if self._vjp_built is not None:
+            return self._vjp_built
         found = self._vjp_cache.get(shapes)
         if found is not None:
             return found
-        import jax
-        from jaxlib.mlir import ir
-
-        from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
-        from onnx_stablehlo.runtime import jax_export
-        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
-
+        if not all(isinstance(d, (int, np.integer)) for shape in shapes for d in shape):
+            raise UnsupportedTransformError(
+                "the gradient of this ONNX model traced with symbolic shapes "
+                f"({', '.join(f'{n}: {s}' for n, s in zip(self.input_names, shapes))}) is not supported: "
+                f"build-vjp cannot differentiate its symbolic module ({self._symbolic_vjp_error}); trace "
+                "the gradient with concrete shapes (or pass input_shapes to to_jax)"
+            )
         lowered = import_model(
             self.model, dict(zip(self.input_names, shapes)), weights="args", dims=self.dims  # type: ignore[arg-type]
         )
+        self._run_pipeline(lowered)
         extra = sorted(set(lowered.parameter_names) - set(self.parameter_names))
         if extra:
             raise ShapeError(
                 f"internal: lowered with static shapes the model has weight arguments {extra[:5]} that the "
                 "symbolic module lacks"
             )
-        static_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
-        float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
-        float_params = [i for i in static_params if np.issubdtype(self._jax_params[self.parameter_names[i]], np.floating)]
-        float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
-        wrt = float_inputs + [len(self.input_names) + static_params.index(i) for i in float_params]
-        if not wrt:
-            raise UnsupportedTransformError("the model has no float input or weight to differentiate")
-        name = build_vjp(lowered.module, wrt=wrt)
-        self._run_pipeline(lowered)
-        context = make_mlir_context()
-        with context:
-            module = ir.Module.parse(entry_module_text(lowered.module, name))
-        all_specs = self._in_specs([tuple(s) for s in shapes])
-        count = len(self.input_names)
-        primal_specs = all_specs[:count] + [all_specs[count + i] for i in static_params]
-        out_shapes = [tuple(int(d) for d in shape) for _, shape in lowered.output_types]
-        ct_specs = [jax.ShapeDtypeStruct(out_shapes[i], self._jax_out[i]) for i in float_outputs]
-        in_specs = primal_specs + ct_specs
-        out_specs = [primal_specs[i] for i in wrt]
-        jax_export.wrap_main(
-            module,
-            [_mlir_type(s, context) for s in in_specs],
-            [_mlir_type(s, context) for s in out_specs],
-            platform_index=len(self.platforms) > 1,
-        )
-        exported = jax_export.exported_from_module(
-            jax_export.serialize_module(module), in_specs, out_specs, platforms=self.platforms, get_vjp=_no_second_vjp
-        )
-        found = (_looping(exported), float_inputs, static_params, float_params, float_outputs)
+        module_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
+        found = self._build_vjp(lowered.text, module_params, [tuple(int(d) for d in s) for s in shapes])
         self._vjp_cache[shapes] = found
         return found
+
+    def _build_vjp(
+        self, text: str, module_params: list[int], shapes: list[tuple[int, ...]] | None
+    ) -> tuple[Any, list[int], list[int], list[int], list[int]]:
+        """The backward call of the module ``text`` (inputs, then the weights ``module_params``),
+        for ``shapes`` or, with ``None``, for the model's symbolic shapes."""
+        import jax
+
+        float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
+        float_params = [i for i in module_params if np.issubdtype(self._jax_params[self.parameter_names[i]], np.floating)]
+        float_outputs = [i for i, d in enumerate(self._onnx_out) if dtypes.is_float(d)]
+        if not float_inputs and not float_params:
+            raise UnsupportedTransformError("the model has no float input or weight to differentiate")
+        all_specs = self._in_specs(shapes)
+        count = len(self.input_names)
+        primal_specs = all_specs[:count] + [all_specs[count + i] for i in module_params]
+        if shapes is None:
+            out_shapes = self._symbolic.jax_output_shapes()
+        else:
+            out_shapes = [_static_output_shape(text, index) for index in range(len(self.output_names))]
+        out_specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(out_shapes, self._jax_out)]
+        forward = _DerivedCall.forward_of(self, text, primal_specs, out_specs)
+        backward = forward.derivative()
+        return (backward.call, float_inputs, module_params, float_params, float_outputs)
 
     def _exported_vjp(self, exported: Any) -> Any:
         """``Exported.vjp()`` of :attr:`exported`: ``(*inputs, *params, *output cts) -> cts``.
 
         JAX's convention (``jax.export``): one cotangent per flat argument, ``float0`` for
         integer ones. Built from this function's own ``custom_vjp``, for the avals of
-        ``exported`` (static: a symbolic VJP needs ``build-vjp`` with symbolic shapes).
+        ``exported`` (symbolic dims included: the backward module is shape-polymorphic).
         """
         import jax
 
         in_avals = list(exported.in_avals)
         out_avals = list(exported.out_avals)
-        shapes = [a.shape for a in in_avals[: len(self.input_names)]]
-        if not all(isinstance(d, (int, np.integer)) for s in shapes for d in s):
-            raise UnsupportedTransformError(
-                "Exported.vjp() of an ONNX model with symbolic dims is not supported (build-vjp needs "
-                "static shapes): pass input_shapes to to_jax for an exported VJP"
-            )
         count = len(self.input_names)
 
         def flat(*args: Any) -> tuple:
@@ -499,6 +535,157 @@ class OnnxFunction:
         return jax.export.export(jax.jit(vjp), platforms=self.platforms)(*specs)
 
 
+MAX_VJP_ORDER = 2
+"""The highest derivative order the bridge builds (``grad(grad(f))``); one more raises
+``UnsupportedTransformError``. Each order is ``build-vjp`` of the previous backward module,
+whose size roughly doubles per order."""
+
+
+class _DerivedCall:
+    """A module of the bridge's derivative chain, callable from JAX with a VJP of its own.
+
+    ``text`` is a module whose ``@main`` has ONNX element types and ``?`` dims; ``in_specs`` and
+    ``out_specs`` are its JAX avals (symbolic dims of the model's one scope). :attr:`call`
+    takes a tuple of arguments and returns a tuple of results; under ``jax.vmap`` it loops, and
+    its VJP runs :meth:`derivative`'s module, built lazily by ``build-vjp`` with respect to
+    every float argument.
+    """
+
+    def __init__(self, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any], order: int):
+        self.owner = owner
+        self.text = text
+        self.in_specs = list(in_specs)
+        self.out_specs = list(out_specs)
+        self.order = order
+        self._derivative: _DerivedCall | None = None
+        self.call = self._make_call() if order > 0 else None
+
+    @classmethod
+    def forward_of(cls, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any]) -> _DerivedCall:
+        """Order 0: the forward module (the bridge calls it through its own vmap rule)."""
+        return cls(owner, text, in_specs, out_specs, 0)
+
+    @staticmethod
+    def _floating(spec: Any) -> bool:
+        return np.issubdtype(spec.dtype, np.floating)
+
+    def derivative(self) -> _DerivedCall:
+        """``(*args, *cts of the float results) -> cts of the float args``, built by build-vjp."""
+        if self._derivative is not None:
+            return self._derivative
+        if self.order >= MAX_VJP_ORDER:
+            raise UnsupportedTransformError(
+                f"derivatives of order {self.order + 1} of an ONNX model are not supported through the JAX "
+                f"bridge (up to {MAX_VJP_ORDER}: grad(grad(f)) works, each order is build-vjp of the one before)"
+            )
+        from jaxlib.mlir import ir
+
+        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+        from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
+
+        wrt = [i for i, spec in enumerate(self.in_specs) if self._floating(spec)]
+        float_outputs = [i for i, spec in enumerate(self.out_specs) if self._floating(spec)]
+        context = make_mlir_context()
+        with context:
+            module = ir.Module.parse(self.text)
+            name = build_vjp(module, wrt=wrt)
+            self.owner._run_pipeline_on(module)
+            text = entry_module_text(module, name)
+        in_specs = self.in_specs + [self.out_specs[i] for i in float_outputs]
+        out_specs = [self.in_specs[i] for i in wrt]
+        self._derivative = _DerivedCall(self.owner, text, in_specs, out_specs, self.order + 1)
+        return self._derivative
+
+    def _exported(self) -> Any:
+        from jaxlib.mlir import ir
+
+        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+        from onnx_stablehlo.runtime import jax_export
+
+        context = make_mlir_context()
+        with context:
+            module = ir.Module.parse(self.text)
+        jax_export.wrap_main(
+            module,
+            [_mlir_type(s, context) for s in self.in_specs],
+            [_mlir_type(s, context) for s in self.out_specs],
+            platform_index=len(self.owner.platforms) > 1,
+        )
+        return jax_export.exported_from_module(
+            jax_export.serialize_module(module),
+            self.in_specs,
+            self.out_specs,
+            platforms=self.owner.platforms,
+            get_vjp=self._no_exported_vjp,
+        )
+
+    def _no_exported_vjp(self, exported: Any) -> Any:
+        raise UnsupportedTransformError(
+            "Exported.vjp() of the bridge's backward module is not supported; differentiate the OnnxFunction "
+            "(or fn.exported) with jax.grad instead"
+        )
+
+    def _make_call(self) -> Any:
+        """``args -> exported.call(*args)`` that ``jax.vmap`` runs as a loop (``vmap(grad)``),
+        differentiable by :meth:`derivative`.
+
+        A backward module is not folded into a batch dim: its weight cotangents sum over the
+        batch, where ``vmap(grad)`` wants one per example.
+        """
+        import jax
+        from jax import custom_batching
+
+        exported = self._exported()
+
+        @custom_batching.custom_vmap
+        def looping(args: tuple) -> tuple:
+            return tuple(exported.call(*args))
+
+        @looping.def_vmap
+        def looping_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
+            (batched,) = in_batched
+            if not any(batched):
+                outputs = tuple(exported.call(*args))
+                return outputs, tuple(False for _ in outputs)
+            outputs = _looped(lambda _, x: looping(x), (), batched, (), args)
+            return outputs, tuple(True for _ in outputs)
+
+        @jax.custom_vjp
+        def call(args: tuple) -> tuple:
+            return looping(args)
+
+        def call_fwd(args: tuple) -> tuple:
+            return call(args), args
+
+        def call_bwd(args: tuple, cotangents: tuple) -> tuple:
+            derivative = self.derivative()
+            float_outputs = [i for i, spec in enumerate(self.out_specs) if self._floating(spec)]
+            wrt = [i for i, spec in enumerate(self.in_specs) if self._floating(spec)]
+            results = list(derivative.call((*args, *[cotangents[i] for i in float_outputs])))
+            cts: list[Any] = [None] * len(args)
+            for index, result in zip(wrt, results):
+                cts[index] = result
+            return (tuple(cts),)
+
+        call.defvjp(call_fwd, call_bwd)
+        return call
+
+
+def _static_output_shape(text: str, index: int) -> tuple[int, ...]:
+    """The static shape of result ``index`` of ``@main`` in the module ``text``."""
+    from jaxlib.mlir import ir
+
+    from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
+
+    with make_mlir_context():
+        module = ir.Module.parse(text)
+        for op in module.body.operations:
+            if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
+                result = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results[index]
+                return tuple(int(d) for d in ir.RankedTensorType(result).shape)
+    raise ShapeError("internal: the module has no @main")
+
+
 def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequence[bool], params: tuple, inputs: tuple) -> tuple:
     """The vmapped call as a loop (``jax.lax.map``) over the mapped axis."""
     import jax
@@ -512,49 +699,6 @@ def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequen
         return forward(p, x)
 
     return tuple(jax.lax.map(one, mapped))
-
-
-def _looping(exported: Any) -> Any:
-    """``args -> exported.call(*args)`` that ``jax.vmap`` runs as a loop (``vmap(grad)``).
-
-    A backward module is not folded into a batch dim: its weight cotangents sum over the
-    batch, where ``vmap(grad)`` wants one per example.
-    """
-    import jax
-    from jax import custom_batching
-
-    @custom_batching.custom_vmap
-    def call(args: tuple) -> tuple:
-        return tuple(exported.call(*args))
-
-    @call.def_vmap
-    def call_batched(axis_size: int, in_batched: Any, args: tuple) -> tuple:
-        (batched,) = in_batched
-        if not any(batched):
-            outputs = tuple(exported.call(*args))
-            return outputs, tuple(False for _ in outputs)
-        outputs = _looped(lambda _, x: call(x), (), batched, (), args)
-        return outputs, tuple(True for _ in outputs)
-
-    @jax.custom_vjp
-    def backward(args: tuple) -> tuple:
-        return call(args)
-
-    def backward_fwd(args: tuple) -> tuple:
-        return call(args), None
-
-    def backward_bwd(residuals: Any, cotangents: tuple) -> tuple:
-        _no_second_vjp(exported)
-
-    backward.defvjp(backward_fwd, backward_bwd)
-    return backward
-
-
-def _no_second_vjp(exported: Any) -> Any:
-    raise UnsupportedTransformError(
-        "the VJP of an ONNX model's VJP (second-order reverse mode) is not supported: build-vjp "
-        "differentiates the forward module only"
-    )
 
 
 # Symbols -------------------------------------------------------------------------------------

@@ -5,8 +5,8 @@ cotangents of arguments 0 and 2``; ``mode=value-and-grad`` adds ``@main_value_an
 -> (results..., gradients)`` for the scalar result ``loss-output`` instead. ``@main`` itself
 is unchanged. See :mod:`onnx_stablehlo.passes.autodiff.transform` for the conventions.
 
-Preconditions: static shapes (run ``specialize-shapes`` first) and a VJP rule for every op the
-cotangents flow through; otherwise the pass fails with ``MissingVjpRuleError`` naming the op,
+Preconditions: ranked tensors (``?`` dims are fine: one backward function serves every shape)
+and a VJP rule for every op the cotangents flow through; otherwise the pass fails with ``MissingVjpRuleError`` naming the op,
 its ONNX node and the rules module to extend.
 """
 
@@ -29,7 +29,10 @@ class BuildVjpPass(ModulePass):
 
     ``@f(args...) -> results`` gains ``@f_vjp(args..., cotangents of the float results...) ->
     cotangents of wrt``, or with ``mode=value-and-grad`` ``@f_value_and_grad(args...) ->
-    (results..., gradients of wrt)``.
+    (results..., gradients of wrt)``. ``?`` dims stay ``?``: the backward code reads the sizes it
+    needs with ``stablehlo.get_dimension_size`` (``dynamic_broadcast_in_dim``,
+    ``dynamic_reshape``, ``real_dynamic_slice``, ``dynamic_pad`` where a dim is dynamic), so one
+    backward function serves every shape; ``specialize-shapes`` refines it like ``@main``.
     """
 
     name: ClassVar[str] = "build-vjp"

@@ -220,9 +220,8 @@ def vjp_max_min(ctx: VjpContext, ct: ir.Value) -> list:
 @vjp_rule("stablehlo.select")
 def vjp_select(ctx: VjpContext, ct: ir.Value) -> list:
     pred, on_true, _ = ctx.operands
-    shape = emit.shape(ct)
-    if emit.shape(pred) != shape:  # a rank-0 predicate selects whole tensors
-        pred = emit.broadcast_to(pred, shape)
+    if emit.rank(pred) != emit.rank(ct):  # a rank-0 predicate selects whole tensors
+        pred = emit.broadcast_to(pred, ct)
     zeros = emit.zeros_like(ct)
     return [
         None,
@@ -236,12 +235,12 @@ def vjp_clamp(ctx: VjpContext, ct: ir.Value) -> list:
     """clamp(lo, x, hi): x's cotangent where lo < x < hi, lo's where lo > x (and lo < hi), hi's
     where x > hi; rank-0 bounds get the sum of theirs (JAX's rule)."""
     lo, x, hi = ctx.operands
-    shape = emit.shape(x)
-    lo_full, hi_full = emit.broadcast_to(lo, shape), emit.broadcast_to(hi, shape)
+    rank = emit.rank(x)
+    lo_full, hi_full = emit.broadcast_to(lo, x), emit.broadcast_to(hi, x)
     zeros = emit.zeros_like(ct)
 
     def unbroadcast(bound: ir.Value, value: ir.Value) -> ir.Value:
-        return emit.reduce_sum(value, range(len(shape))) if emit.shape(bound) != shape else value
+        return emit.reduce_sum(value, range(rank)) if emit.rank(bound) != rank else value
 
     ct_lo = ct_x = ct_hi = None
     if ctx.need(0):

@@ -1,20 +1,40 @@
 """Op builders the VJP rules use: typed constants, arithmetic, shape ops, reductions.
 
 Every builder emits at the current insertion point under the current location (the transform
-sets both) and returns an ``ir.Value``. Shapes are static: the gradient transform checks that
-before any rule runs.
+sets both) and returns an ``ir.Value``.
+
+Shapes may be dynamic (``?``): :func:`shape` gives :data:`DYNAMIC` for such a dim, and builders
+that need a target shape take a *like* value, whose shape is the target, instead of a tuple
+(:data:`Like`). Where a dim is dynamic they emit the shape-polymorphic forms the forward
+lowering uses: sizes read with ``stablehlo.get_dimension_size``, then
+``dynamic_broadcast_in_dim``, ``dynamic_reshape``, ``real_dynamic_slice``, ``dynamic_pad``,
+``dynamic_iota``; a static module gets exactly the static ops it got before. Sizes computed at
+run time are ``tensor<1xi64>`` values (:func:`dim_size`, :func:`dim_constant`), concatenated
+into shape operands by :func:`shape_tensor`. Two ``?`` dims in the same position of operands
+of one op are taken to be equal (what StableHLO's verifier and the forward lowering assume);
+a ``?`` dim is never broadcast from size 1.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import chlo, stablehlo
 
+from onnx_stablehlo.passes.autodiff.errors import AutodiffError
+
 __all__ = [
+    "DYNAMIC",
+    "Like",
     "tensor_type",
     "shape",
+    "is_static",
+    "is_dynamic",
+    "dim_size",
+    "dim_constant",
+    "shape_tensor",
     "rank",
     "element_type",
     "is_float_type",
@@ -52,15 +72,76 @@ __all__ = [
     "clone_ops",
 ]
 
+DYNAMIC: int = ir.ShapedType.get_dynamic_size()
+"""The size :func:`shape` gives for a dynamic (``?``) dim."""
+
+Like = ir.Value | Sequence[int]
+"""A target shape: a value whose shape it is (required where a dim is dynamic), or a static
+shape."""
+
 
 def tensor_type(shape_: Sequence[int], element: ir.Type) -> ir.RankedTensorType:
     return ir.RankedTensorType.get([int(d) for d in shape_], element)
 
 
 def shape(value: ir.Value | ir.Type) -> tuple[int, ...]:
-    """The static shape of a ranked tensor value or type."""
+    """The shape of a ranked tensor value or type (:data:`DYNAMIC` for a ``?`` dim)."""
     ty = ir.RankedTensorType(value.type if isinstance(value, ir.Value) else value)
     return tuple(ty.shape)
+
+
+def is_dynamic(dim: int) -> bool:
+    return dim == DYNAMIC
+
+
+def is_static(value: ir.Value | ir.Type) -> bool:
+    """Whether ``value`` (or a type) has a static shape."""
+    ty = value.type if isinstance(value, ir.Value) else value
+    return ir.RankedTensorType(ty).has_static_shape
+
+
+def _i64() -> ir.Type:
+    return ir.IntegerType.get_signless(64)
+
+
+def dim_constant(values: int | Sequence[int]) -> ir.Value:
+    """A ``tensor<nxi64>`` constant (``tensor<1xi64>`` for one int)."""
+    array = np.array([values] if isinstance(values, int) else list(values), dtype=np.int64)
+    return stablehlo.ConstantOp(ir.DenseElementsAttr.get(array, type=tensor_type(array.shape, _i64()))).result
+
+
+def dim_size(value: ir.Value, axis: int) -> ir.Value:
+    """The size of ``value``'s ``axis`` as a ``tensor<1xi64>`` (a constant when it is static)."""
+    size = shape(value)[axis]
+    if not is_dynamic(size):
+        return dim_constant(size)
+    read = stablehlo.GetDimensionSizeOp(value, axis).result
+    return stablehlo.ReshapeOp(tensor_type((1,), _i64()), convert(read, _i64())).result
+
+
+def shape_tensor(like: Like | Sequence[ir.Value | int]) -> ir.Value:
+    """A ``tensor<rank x i64>`` shape operand: of a value, or of per-axis ints and
+    ``tensor<1xi64>`` sizes."""
+    if isinstance(like, ir.Value):
+        parts: list[ir.Value | int] = [dim_size(like, axis) for axis in range(rank(like))]
+    else:
+        parts = list(like)
+    if all(isinstance(p, int) for p in parts):
+        return dim_constant([int(p) for p in parts])  # type: ignore[arg-type]
+    pieces = [dim_constant(p) if isinstance(p, int) else p for p in parts]
+    if len(pieces) == 1:
+        return pieces[0]
+    return stablehlo.ConcatenateOp(pieces, 0).result
+
+
+def _target_shape(like: Like) -> tuple[int, ...]:
+    return shape(like) if isinstance(like, ir.Value) else tuple(int(d) for d in like)
+
+
+def _needs_like(like: Like, what: str) -> ir.Value:
+    if not isinstance(like, ir.Value):
+        raise AutodiffError(f"internal: {what} to the dynamic shape {like} needs a value of that shape")
+    return like
 
 
 def rank(value: ir.Value) -> int:
@@ -83,23 +164,30 @@ def _scalar_attr(element: ir.Type, value: float | int | bool) -> ir.Attribute:
     return ir.IntegerAttr.get(element, int(value))
 
 
-def splat(value: float | int | bool, ty: ir.Type) -> ir.Value:
-    """A ``stablehlo.constant`` of type ``ty`` with every element ``value``."""
+def splat(value: float | int | bool, ty: ir.Type, like: ir.Value | None = None) -> ir.Value:
+    """A ``stablehlo.constant`` of type ``ty`` with every element ``value``.
+
+    A ``ty`` with dynamic dims takes its sizes from ``like`` (a value of that shape): a rank-0
+    constant broadcast with ``dynamic_broadcast_in_dim``.
+    """
     ranked = ir.RankedTensorType(ty)
+    if not ranked.has_static_shape:
+        scalar = splat(value, tensor_type((), ranked.element_type))
+        return broadcast_in_dim(scalar, _needs_like(like, "a splat"), [])
     attr = ir.DenseElementsAttr.get_splat(ranked, _scalar_attr(ranked.element_type, value))
     return stablehlo.ConstantOp(attr).result
 
 
 def full_like(value: ir.Value, scalar: float | int | bool) -> ir.Value:
-    return splat(scalar, value.type)
+    return splat(scalar, value.type, value)
 
 
 def zeros_like(value: ir.Value) -> ir.Value:
-    return splat(0, value.type)
+    return splat(0, value.type, value)
 
 
 def ones_like(value: ir.Value) -> ir.Value:
-    return splat(1, value.type)
+    return splat(1, value.type, value)
 
 
 def scalar_like(value: ir.Value, scalar: float | int | bool) -> ir.Value:
@@ -187,24 +275,40 @@ def convert(value: ir.Value, element: ir.Type) -> ir.Value:
     return stablehlo.ConvertOp(tensor_type(shape(value), element), value).result
 
 
-def broadcast_in_dim(value: ir.Value, shape_: Sequence[int], dims: Sequence[int]) -> ir.Value:
+def broadcast_in_dim(value: ir.Value, like: Like, dims: Sequence[int]) -> ir.Value:
+    """``value`` broadcast to ``like``'s shape, its dims going to ``dims``.
+
+    ``dynamic_broadcast_in_dim`` with ``like``'s sizes where the target has a ``?`` dim.
+    """
+    shape_ = _target_shape(like)
     ty = tensor_type(shape_, element_type(value))
     if ty == value.type and list(dims) == list(range(len(shape_))):
         return value
-    return stablehlo.BroadcastInDimOp(ty, value, i64_attr(dims)).result
+    if ty.has_static_shape:
+        return stablehlo.BroadcastInDimOp(ty, value, i64_attr(dims)).result
+    target = _needs_like(like, "a broadcast")
+    return stablehlo.DynamicBroadcastInDimOp(ty, value, shape_tensor(target), i64_attr(dims)).result
 
 
-def broadcast_to(value: ir.Value, shape_: Sequence[int]) -> ir.Value:
-    """A rank-0 value or one of ``shape_`` broadcast to ``shape_``."""
-    if shape(value) == tuple(shape_):
+def broadcast_to(value: ir.Value, like: Like) -> ir.Value:
+    """A rank-0 value or one of ``like``'s shape broadcast to ``like``'s shape."""
+    if shape(value) == _target_shape(like):
         return value
-    return broadcast_in_dim(value, shape_, [])
+    return broadcast_in_dim(value, like, [])
 
 
-def reshape(value: ir.Value, shape_: Sequence[int]) -> ir.Value:
-    if shape(value) == tuple(shape_):
+def reshape(value: ir.Value, like: Like) -> ir.Value:
+    """``value`` reshaped to ``like``'s shape (``dynamic_reshape`` where it has a ``?`` dim)."""
+    shape_ = _target_shape(like)
+    if shape(value) == shape_ and is_static(value):
         return value
-    return stablehlo.ReshapeOp(tensor_type(shape_, element_type(value)), value).result
+    ty = tensor_type(shape_, element_type(value))
+    if ty.has_static_shape:
+        return stablehlo.ReshapeOp(ty, value).result
+    target = _needs_like(like, "a reshape")
+    if value.type == ty and rank(value) <= 1:
+        return value
+    return stablehlo.DynamicReshapeOp(ty, value, shape_tensor(target)).result
 
 
 def transpose(value: ir.Value, permutation: Sequence[int]) -> ir.Value:
@@ -240,18 +344,49 @@ def pad(
     value: ir.Value,
     padding_value: ir.Value,
     low: Sequence[int],
-    high: Sequence[int],
+    high: Sequence[int | ir.Value],
     interior: Sequence[int],
 ) -> ir.Value:
-    if not any(low) and not any(high) and not any(interior):
-        return value
-    return stablehlo.PadOp(value, padding_value, i64_attr(low), i64_attr(high), i64_attr(interior)).result
+    """``stablehlo.pad``; ``dynamic_pad`` when some ``high`` entry is a ``tensor<1xi64>`` size
+    computed at run time."""
+    if all(isinstance(h, int) for h in high):
+        if not any(low) and not any(high) and not any(interior):
+            return value
+        return stablehlo.PadOp(value, padding_value, i64_attr(low), i64_attr(high), i64_attr(interior)).result
+    out = []
+    for d, lo, hi, mid in zip(shape(value), low, high, interior):
+        static = not is_dynamic(d) and isinstance(hi, int)
+        out.append(lo + hi + d + max(d - 1, 0) * mid if static else DYNAMIC)
+    return stablehlo.DynamicPadOp(
+        tensor_type(out, element_type(value)),
+        value,
+        padding_value,
+        dim_constant(list(low)),
+        shape_tensor(high),
+        dim_constant(list(interior)),
+    ).result
 
 
 def slice_(value: ir.Value, start: Sequence[int], limit: Sequence[int], strides: Sequence[int]) -> ir.Value:
-    if list(start) == [0] * len(start) and tuple(limit) == shape(value) and all(s == 1 for s in strides):
+    """``stablehlo.slice``; a ``limit`` entry :data:`DYNAMIC` on a ``?`` dim means its end
+    (``real_dynamic_slice`` then)."""
+    value_shape = shape(value)
+    if list(start) == [0] * len(start) and tuple(limit) == value_shape and all(s == 1 for s in strides):
         return value
-    return stablehlo.SliceOp(value, i64_attr(start), i64_attr(limit), i64_attr(strides)).result
+    if not any(is_dynamic(d) for d in limit):
+        return stablehlo.SliceOp(value, i64_attr(start), i64_attr(limit), i64_attr(strides)).result
+    limits: list[ir.Value | int] = []
+    out = []
+    for axis, (lo, hi, stride) in enumerate(zip(start, limit, strides)):
+        limits.append(dim_size(value, axis) if is_dynamic(hi) else int(hi))
+        out.append(DYNAMIC if is_dynamic(hi) else max(0, -(-(hi - lo) // stride)))
+    return stablehlo.RealDynamicSliceOp(
+        tensor_type(out, element_type(value)),
+        value,
+        dim_constant(list(start)),
+        shape_tensor(limits),
+        dim_constant(list(strides)),
+    ).result
 
 
 def dot_general(

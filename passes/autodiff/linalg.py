@@ -10,7 +10,9 @@ the input cotangent is a convolution of ``ct`` with the spatially reversed kerne
 and input dilation swapped, padding from ``_conv_general_vjp_lhs_padding``); the kernel
 cotangent is a convolution of the input with ``ct`` as the kernel (strides and kernel
 dilation swapped). Feature groups become batch groups on the kernel side and vice versa.
-``window_reversal`` is not supported.
+``window_reversal`` is not supported, nor a ``?`` kernel; a ``?`` spatial dim needs stride 1
+and no input dilation along it (then the transposed convolutions' padding does not depend on
+the size); a ``?`` batch dim is fine.
 
 When the result's element type differs from an operand's (a preferred accumulation type),
 the cotangent is converted to the operand's type first.
@@ -150,6 +152,11 @@ def _vjp_lhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation
     out_dilated = _dilate(out_shape, strides)
     before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
     after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+    for i, (size, out) in enumerate(zip(in_shape, out_shape)):
+        if emit.is_dynamic(size) or emit.is_dynamic(out):
+            # a ? spatial dim (stride 1, no input dilation): o = l + lo + hi - r + 1, so the high
+            # padding l + r - 1 - o - before is r - 1 - hi whatever l is
+            after[i] = rhs_dilated[i] - 1 - padding[i][1]
     return list(zip(before, after))
 
 
@@ -162,7 +169,11 @@ def _vjp_rhs_padding(in_shape, window, strides, out_shape, padding, lhs_dilation
     lows = [lo for lo, _ in padding]
     from_lhs = [o - l for o, l in zip(out_dilated, lhs_dilated)]
     from_rhs = [r - lo - 1 for r, lo in zip(rhs_dilated, lows)]
-    return [(lo, a + b) for lo, a, b in zip(lows, from_lhs, from_rhs)]
+    pads = [(lo, a + b) for lo, a, b in zip(lows, from_lhs, from_rhs)]
+    for i, (size, out) in enumerate(zip(in_shape, out_shape)):
+        if emit.is_dynamic(size) or emit.is_dynamic(out):
+            pads[i] = padding[i]  # stride 1, no input dilation: o - l + r - lo - 1 is hi
+    return pads
 
 
 def _conv(
@@ -177,17 +188,25 @@ def _conv(
     feature_group_count: int,
     batch_group_count: int,
     precision: ir.Attribute | None,
+    result_shape: Sequence[int] | None = None,
 ) -> ir.Value:
-    """``stablehlo.convolution`` with the result type worked out from the operands."""
+    """``stablehlo.convolution`` with the result type worked out from the operands (or
+    ``result_shape`` where ``?`` spatial dims leave it unknown here)."""
     lhs_spec, rhs_spec, out_spec = specs
     lhs_shape, rhs_shape = emit.shape(lhs), emit.shape(rhs)
     out_shape = [0] * len(lhs_shape)
-    out_shape[out_spec[0]] = lhs_shape[lhs_spec[0]] // batch_group_count
+    batch = lhs_shape[lhs_spec[0]]
+    out_shape[out_spec[0]] = emit.DYNAMIC if emit.is_dynamic(batch) else batch // batch_group_count
     out_shape[out_spec[1]] = rhs_shape[rhs_spec[0]]
     for i, (ld, rd, od) in enumerate(zip(lhs_spec[2:], rhs_spec[2:], out_spec[2:])):
+        if emit.is_dynamic(lhs_shape[ld]) or emit.is_dynamic(rhs_shape[rd]):
+            out_shape[od] = emit.DYNAMIC
+            continue
         size = _dilate([lhs_shape[ld]], [lhs_dilation[i]])[0] + padding[i][0] + padding[i][1]
         window = _dilate([rhs_shape[rd]], [rhs_dilation[i]])[0]
         out_shape[od] = max(0, (size - window) // strides[i] + 1) if size >= window else 0
+    if result_shape is not None:
+        out_shape = list(result_shape)
     n = len(strides)
     return stablehlo.ConvolutionOp(
         emit.tensor_type(out_shape, emit.element_type(lhs)),
@@ -236,6 +255,23 @@ def vjp_convolution(ctx: VjpContext, ct: ir.Value) -> list:
     batch_groups = ctx.int_attr("batch_group_count", 1)
     precision = _precision(ctx.op)
     lhs_shape, rhs_shape, ct_shape = emit.shape(lhs), emit.shape(rhs), emit.shape(ct)
+    # The padding of the transposed convolutions is worked out from the spatial sizes; a ? batch
+    # or feature dim is fine.
+    # A ? spatial dim needs stride 1 and no input dilation there: the transposed convolutions'
+    # padding is then static (see _vjp_lhs_padding).
+    dynamic_spatial = False
+    for i, (ld, od) in enumerate(zip(lhs_spec[2:], out_spec[2:])):
+        if emit.is_dynamic(lhs_shape[ld]) or emit.is_dynamic(ct_shape[od]):
+            dynamic_spatial = True
+            if strides[i] != 1 or lhs_dilation[i] != 1:
+                raise ctx.missing(
+                    f"a dynamic spatial dim with stride {strides[i]} / input dilation {lhs_dilation[i]} "
+                    f"({lhs.type} * {rhs.type} -> {ct.type})"
+                )
+    if batch_groups > 1 and not emit.is_static(lhs):
+        raise ctx.missing(f"batch_group_count {batch_groups} with the dynamic input {lhs.type}")
+    if not emit.is_static(rhs):
+        raise ctx.missing(f"the dynamic kernel {rhs.type}")
 
     ct_lhs = ct_rhs = None
     if ctx.need(0):
@@ -270,6 +306,7 @@ def vjp_convolution(ctx: VjpContext, ct: ir.Value) -> list:
             feature_group_count=groups,
             batch_group_count=1,
             precision=precision,
+            result_shape=lhs_shape if dynamic_spatial and batch_groups == 1 else None,
         )
         if batch_groups > 1:
             out = _reshape_axis_out_of(lhs_spec[1], batch_groups, out)
@@ -303,6 +340,7 @@ def vjp_convolution(ctx: VjpContext, ct: ir.Value) -> list:
             feature_group_count=feature,
             batch_group_count=batch,
             precision=precision,
+            result_shape=rhs_shape if dynamic_spatial else None,
         )
         ct_rhs = emit.convert(out, emit.element_type(rhs))
     return [ct_lhs, ct_rhs]

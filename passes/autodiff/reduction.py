@@ -8,10 +8,14 @@
   (usually the identity constant) gets none.
 * ``reduce_window`` with an ``add`` body (average and Lp pools): the transpose is a
   ``reduce_window`` sum over the cotangent padded and dilated by the strides
-  (JAX's ``_reduce_window_sum_transpose_rule``).
+  (JAX's ``_reduce_window_sum_transpose_rule``). Along a ``?`` axis it needs stride 1 and no
+  base dilation (the padding then does not depend on the size).
 * ``reduce_window`` with a ``maximum``/``minimum`` body (max pools): ``select_and_scatter``
   sends each window's cotangent to the first element equal to the window's result (XLA's and
   JAX's choice for pools; ties are not split). Window dilation is not supported, as in JAX.
+
+A NaN-ignoring ``max``/``min`` body (``select(a != a, b, select(b != b, a, maximum(a, b)))``, as
+the MaxPool lowering emits) counts as ``max``/``min``: the two agree wherever no input is NaN.
 
 Bodies are recognized when the region is one binary op on its two block arguments; other
 bodies (``multiply``, variadic arg-max reductions, ...) raise ``MissingVjpRuleError``.
@@ -53,6 +57,37 @@ def body_kind(op: ir.Operation) -> str | None:
     return _BODY_KINDS.get(body.name)
 
 
+def _nan_ignoring_kind(op: ir.Operation) -> str | None:
+    """``max``/``min`` for the NaN-ignoring chooser bodies MaxPool-style lowerings emit:
+
+    ``m = maximum(a, b); select(a != a, b, select(b != b, a, m))`` (or ``minimum``): equal to
+    ``maximum``/``minimum`` wherever no operand is NaN, so its cotangents are theirs.
+    """
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(block.arguments) != 2 or [o.name for o in ops] != [
+        ops[0].name, "stablehlo.compare", "stablehlo.compare", "stablehlo.select", "stablehlo.select", "stablehlo.return"
+    ]:
+        return None
+    chooser, *_ = ops
+    if chooser.name not in ("stablehlo.maximum", "stablehlo.minimum") or set(chooser.operands) != set(block.arguments):
+        return None
+    for compare in ops[1:3]:
+        direction = str(compare.attributes["comparison_direction"])
+        if "NE" not in direction or compare.operands[0] != compare.operands[1]:
+            return None
+        if compare.operands[0] not in set(block.arguments):
+            return None
+    return _BODY_KINDS[chooser.name]
+
+
+def chooser_kind(op: ir.Operation) -> str | None:
+    """:func:`body_kind`, also recognizing NaN-ignoring ``max``/``min`` bodies."""
+    return body_kind(op) or _nan_ignoring_kind(op)
+
+
 def _describe_body(op: ir.Operation) -> str:
     names = [o.operation.name for o in op.regions[0].blocks[0].operations] if op.regions else []
     return "body " + ", ".join(names)
@@ -62,7 +97,7 @@ def _describe_body(op: ir.Operation) -> str:
 def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
     if len(ctx.results) != 1:
         raise ctx.missing(f"variadic reduce with {len(ctx.results)} results")
-    kind = body_kind(ctx.op)
+    kind = chooser_kind(ctx.op)
     if kind not in ("add", "max", "min"):
         raise ctx.missing(f"reduce {_describe_body(ctx.op)}")
     (ct,) = cts
@@ -71,15 +106,15 @@ def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
     shape = emit.shape(x)
     kept = [d for d in range(len(shape)) if d not in dims]
     if kind == "add":
-        ct_x = emit.broadcast_in_dim(ct, shape, kept) if ctx.need(0) else None
+        ct_x = emit.broadcast_in_dim(ct, x, kept) if ctx.need(0) else None
         ct_init = emit.reduce_sum(ct, range(emit.rank(ct))) if ctx.need(1) else None
         return [ct_x, ct_init]
     if ctx.need(1):
         raise ctx.missing(f"reduce {kind} whose init value needs a cotangent")
-    result = emit.broadcast_in_dim(ctx.results[0], shape, kept)
+    result = emit.broadcast_in_dim(ctx.results[0], x, kept)
     hits = emit.convert(emit.compare(x, result, "EQ"), emit.element_type(x))
     counts = emit.reduce_sum(hits, dims)
-    share = emit.broadcast_in_dim(emit.div(ct, counts), shape, kept)
+    share = emit.broadcast_in_dim(emit.div(ct, counts), x, kept)
     return [emit.mul(share, hits), None]
 
 
@@ -101,7 +136,7 @@ def _dilate(shape, dilation):
 def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     if len(ctx.results) != 1:
         raise ctx.missing(f"variadic reduce_window with {len(ctx.results)} results")
-    kind = body_kind(ctx.op)
+    kind = chooser_kind(ctx.op)
     if kind not in ("add", "max", "min"):
         raise ctx.missing(f"reduce_window {_describe_body(ctx.op)}")
     (ct,) = cts
@@ -113,11 +148,22 @@ def vjp_reduce_window(ctx: VjpContext, *cts: ir.Value | None) -> list:
     dims, strides, padding, base, window_dilation = _window(ctx, rank)
     if kind == "add":
         # JAX's _reduce_window_sum_transpose_rule
+        for axis, size in enumerate(shape):
+            if emit.is_dynamic(size) and (strides[axis], base[axis]) != (1, 1):
+                raise ctx.missing(
+                    f"reduce_window add with stride {strides[axis]} / base dilation {base[axis]} along the "
+                    f"dynamic axis {axis}"
+                )
         lhs_dilated = _dilate(shape, base)
         rhs_dilated = _dilate(dims, window_dilation)
         out_dilated = _dilate(emit.shape(ct), strides)
         before = [r - lo - 1 for r, (lo, _) in zip(rhs_dilated, padding)]
-        after = [l + r - 1 - o - b for l, r, o, b in zip(lhs_dilated, rhs_dilated, out_dilated, before)]
+        # along a ? axis (stride 1, no base dilation) o = l + lo + hi - r + 1, so the high
+        # padding l + r - 1 - o - before is r - 1 - hi whatever l is
+        after = [
+            r - 1 - hi if emit.is_dynamic(d) else l + r - 1 - o - b
+            for d, l, r, o, b, (_, hi) in zip(shape, lhs_dilated, rhs_dilated, out_dilated, before, padding)
+        ]
         padded = emit.pad(ct, emit.scalar_like(ct, 0), before, after, [s - 1 for s in strides])
         op = stablehlo.ReduceWindowOp(
             [emit.tensor_type(shape, emit.element_type(ct))],

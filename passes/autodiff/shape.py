@@ -1,5 +1,5 @@
 """VJP rules of data-movement ops: broadcasts, reshapes, transposes, slices, pads, concatenation,
-gather/scatter, reverse, sort, and the dynamic forms of these with static result types.
+gather/scatter, reverse, sort, and the dynamic forms of these (with ``?`` dims: see below).
 
 All but ``sort`` are linear in their float operand and get transpose rules (JAX's
 ``jax/_src/lax/lax.py`` and ``slicing.py``):
@@ -25,9 +25,18 @@ All but ``sort`` are linear in their float operand and get transpose rules (JAX'
   redone with one).
 
 Start indices, shapes and other integer operands get no cotangent.
+
+Dynamic (``?``) dims: every rule reads the sizes it needs from a primal value of that shape
+(``stablehlo.get_dimension_size``), so one backward function serves every shape. Pad amounts
+and slice limits that depend on a ``?`` dim are computed at run time (``dynamic_pad``,
+``real_dynamic_slice``); a ``?`` dim of a broadcast operand is never expanded (the forward
+lowering records that as a dim equality). Not supported on a ``?`` dim (``MissingVjpRuleError``):
+the update of a ``dynamic_update_slice``.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -40,24 +49,30 @@ from onnx_stablehlo.passes.autodiff.registry import vjp_rule
 from onnx_stablehlo.passes.ir_utils import constant_array
 
 
-def _unbroadcast(ct: ir.Value, operand_shape: tuple[int, ...], dims: list[int]) -> ir.Value:
-    """Transpose of ``broadcast_in_dim(operand, ct.shape, dims)``."""
-    unit = [i for i, d in enumerate(operand_shape) if d == 1 and emit.shape(ct)[dims[i]] != 1]
+def _unbroadcast(ct: ir.Value, x: ir.Value, dims: list[int], expanding: Sequence[int] = ()) -> ir.Value:
+    """Transpose of ``broadcast_in_dim(x, ct.shape, dims)``: ``ct`` summed over the added dims
+    and the size-1 dims of ``x`` that were expanded (``expanding``: known expanding ones)."""
+    operand_shape, ct_shape = emit.shape(x), emit.shape(ct)
+    unit = [i for i, d in enumerate(operand_shape) if (d == 1 and ct_shape[dims[i]] != 1) or i in expanding]
     kept = [d for i, d in enumerate(dims) if i not in unit]
     summed = [a for a in range(emit.rank(ct)) if a not in kept]
-    return emit.reshape(emit.reduce_sum(ct, summed), operand_shape)
+    reduced = emit.reduce_sum(ct, summed)
+    if not unit and reduced.type == x.type and kept == sorted(kept):
+        return reduced
+    return emit.reshape(reduced, x)
 
 
 @vjp_rule("stablehlo.broadcast_in_dim")
 def vjp_broadcast_in_dim(ctx: VjpContext, ct: ir.Value) -> list:
     (x,) = ctx.operands
-    return [_unbroadcast(ct, emit.shape(x), ctx.i64s("broadcast_dimensions"))]
+    return [_unbroadcast(ct, x, ctx.i64s("broadcast_dimensions"))]
 
 
 @vjp_rule("stablehlo.dynamic_broadcast_in_dim")
 def vjp_dynamic_broadcast_in_dim(ctx: VjpContext, ct: ir.Value) -> list:
     x = ctx.operands[0]
-    return [_unbroadcast(ct, emit.shape(x), ctx.i64s("broadcast_dimensions")), None]
+    expanding = ctx.i64s("known_expanding_dimensions", [])
+    return [_unbroadcast(ct, x, ctx.i64s("broadcast_dimensions"), expanding), None]
 
 
 @vjp_rule("stablehlo.broadcast")
@@ -69,12 +84,12 @@ def vjp_broadcast(ctx: VjpContext, ct: ir.Value) -> list:
 
 @vjp_rule("stablehlo.reshape")
 def vjp_reshape(ctx: VjpContext, ct: ir.Value) -> list:
-    return [emit.reshape(ct, emit.shape(ctx.operands[0]))]
+    return [emit.reshape(ct, ctx.operands[0])]
 
 
 @vjp_rule("stablehlo.dynamic_reshape")
 def vjp_dynamic_reshape(ctx: VjpContext, ct: ir.Value) -> list:
-    return [emit.reshape(ct, emit.shape(ctx.operands[0])), None]
+    return [emit.reshape(ct, ctx.operands[0]), None]
 
 
 @vjp_rule("stablehlo.transpose")
@@ -96,24 +111,52 @@ def _constant_ints(ctx: VjpContext, index: int, what: str) -> list[int]:
     return [int(v) for v in array.reshape(-1)]
 
 
-def _transpose_slice(ct: ir.Value, operand_shape, start: list[int], strides: list[int]) -> ir.Value:
-    out_shape = emit.shape(ct)
-    real_limits = [s + (0 if n == 0 else 1 + (n - 1) * st) for s, n, st in zip(start, out_shape, strides)]
-    high = [d - limit for d, limit in zip(operand_shape, real_limits)]
+def _transpose_slice(ct: ir.Value, x: ir.Value, start: list[int], strides: list[int]) -> ir.Value:
+    """Transpose of slicing ``x`` from ``start`` with ``strides`` (to ``ct``'s shape): ``ct``
+    padded back with zeros. The high padding of a ``?`` dim is computed at run time."""
+    operand_shape, out_shape = emit.shape(x), emit.shape(ct)
+    high: list[int | ir.Value] = []
+    for axis, (s, n, st, d) in enumerate(zip(start, out_shape, strides, operand_shape)):
+        if not emit.is_dynamic(n) and not emit.is_dynamic(d):
+            high.append(d - (s + (0 if n == 0 else 1 + (n - 1) * st)))
+            continue
+        # d - s - max(0, (n - 1) * st + 1): the slice covers max(0, (n - 1) * st + 1) elements
+        if emit.is_dynamic(n):
+            covered = emit.sub(emit.mul(emit.dim_size(ct, axis), emit.dim_constant(st)), emit.dim_constant(st - 1))
+            covered = stablehlo.MaxOp(covered, emit.dim_constant(0)).result
+            high.append(emit.sub(emit.sub(emit.dim_size(x, axis), emit.dim_constant(s)), covered))
+        else:
+            used = s + (0 if n == 0 else 1 + (n - 1) * st)
+            high.append(emit.sub(emit.dim_size(x, axis), emit.dim_constant(used)))
     return emit.pad(ct, emit.scalar_like(ct, 0), start, high, [s - 1 for s in strides])
 
 
 @vjp_rule("stablehlo.slice")
 def vjp_slice(ctx: VjpContext, ct: ir.Value) -> list:
     start, strides = ctx.i64s("start_indices"), ctx.i64s("strides")
-    return [_transpose_slice(ct, emit.shape(ctx.operands[0]), start, strides)]
+    return [_transpose_slice(ct, ctx.operands[0], start, strides)]
 
 
 @vjp_rule("stablehlo.real_dynamic_slice")
 def vjp_real_dynamic_slice(ctx: VjpContext, ct: ir.Value) -> list:
-    start = _constant_ints(ctx, 1, "start_indices")
-    strides = _constant_ints(ctx, 3, "strides")
-    return [_transpose_slice(ct, emit.shape(ctx.operands[0]), start, strides), None, None, None]
+    x, start_value, _, strides_value = ctx.operands
+    if constant_array(start_value) is not None and constant_array(strides_value) is not None:
+        start = _constant_ints(ctx, 1, "start_indices")
+        strides = _constant_ints(ctx, 3, "strides")
+        return [_transpose_slice(ct, x, start, strides), None, None, None]
+    # start (or strides) computed at run time (a Slice whose bounds depend on a ? dim): pad
+    # with low = start, interior = stride - 1, high = size - start - max(0, (n - 1) * stride + 1)
+    i64 = ir.IntegerType.get_signless(64)
+    start = emit.convert(start_value, i64)
+    strides = emit.convert(strides_value, i64)
+    one = emit.dim_constant([1] * emit.rank(x))
+    covered = emit.sub(emit.mul(emit.shape_tensor(ct), strides), emit.sub(strides, one))
+    covered = stablehlo.MaxOp(covered, emit.dim_constant([0] * emit.rank(x))).result
+    high = emit.sub(emit.sub(emit.shape_tensor(x), start), covered)
+    ct_x = stablehlo.DynamicPadOp(
+        x.type, ct, emit.scalar_like(ct, 0), start, high, emit.sub(strides, one)
+    ).result
+    return [ct_x, None, None, None]
 
 
 @vjp_rule("stablehlo.pad")
@@ -145,18 +188,44 @@ def vjp_concatenate(ctx: VjpContext, ct: ir.Value) -> list:
     axis = ctx.int_attr("dimension")
     shape = emit.shape(ct)
     cts: list = []
-    offset = 0
+    offset: int | ir.Value = 0
     for index, operand in enumerate(ctx.operands):
         size = emit.shape(operand)[axis]
+        end: int | ir.Value
+        if isinstance(offset, int) and not emit.is_dynamic(size):
+            end = offset + size
+        else:  # an operand before or this one has a ? size along the axis: offsets at run time
+            size_value = emit.dim_size(operand, axis)
+            if isinstance(offset, int):
+                end = size_value if offset == 0 else emit.add(emit.dim_constant(offset), size_value)
+            else:
+                end = emit.add(offset, size_value)
         if ctx.need(index):
-            start = [0] * len(shape)
-            limit = list(shape)
-            start[axis], limit[axis] = offset, offset + size
-            cts.append(emit.slice_(ct, start, limit, [1] * len(shape)))
+            if isinstance(offset, int) and isinstance(end, int):
+                start = [0] * len(shape)
+                limit = list(shape)
+                start[axis], limit[axis] = offset, end
+                cts.append(emit.slice_(ct, start, limit, [1] * len(shape)))
+            else:
+                cts.append(_slice_along(ct, operand, axis, offset, end))
         else:
             cts.append(None)
-        offset += size
+        offset = end
     return cts
+
+
+def _slice_along(ct: ir.Value, like: ir.Value, axis: int, start: int | ir.Value, limit: ir.Value) -> ir.Value:
+    """``ct[..., start:limit, ...]`` along ``axis`` (bounds computed at run time), of ``like``'s type."""
+    starts: list[int | ir.Value] = [0] * emit.rank(ct)
+    limits: list[int | ir.Value] = [emit.dim_size(ct, a) for a in range(emit.rank(ct))]
+    starts[axis], limits[axis] = start, limit
+    return stablehlo.RealDynamicSliceOp(
+        ir.RankedTensorType.get(emit.shape(like), emit.element_type(ct)),
+        ct,
+        emit.shape_tensor(starts),
+        emit.shape_tensor(limits),
+        emit.dim_constant([1] * emit.rank(ct)),
+    ).result
 
 
 @vjp_rule("stablehlo.dynamic_slice")
@@ -173,6 +242,8 @@ def vjp_dynamic_update_slice(ctx: VjpContext, ct: ir.Value) -> list:
     if ctx.need(0):
         ct_x = stablehlo.DynamicUpdateSliceOp(ct, emit.zeros_like(update), starts).result
     if ctx.need(1):
+        if not emit.is_static(update):
+            raise ctx.missing(f"an update of the dynamic type {update.type}")
         ct_update = stablehlo.DynamicSliceOp(ct, starts, emit.i64_attr(emit.shape(update))).result
     return [ct_x, ct_update, *([None] * len(starts))]
 
@@ -181,20 +252,25 @@ def vjp_dynamic_update_slice(ctx: VjpContext, ct: ir.Value) -> list:
 
 
 def _clamped_gather_indices(
-    indices: ir.Value, operand_shape, slice_sizes, start_index_map: list[int], index_vector_dim: int
+    indices: ir.Value, x: ir.Value, slice_sizes, start_index_map: list[int], index_vector_dim: int
 ) -> ir.Value:
     """Start indices clamped into ``[0, operand_dim - slice_size]`` as gather does."""
-    bounds = [operand_shape[d] - slice_sizes[d] for d in start_index_map]
+    operand_shape = emit.shape(x)
     shape = emit.shape(indices)
     element = emit.element_type(indices)
-    vector_type = emit.tensor_type((len(bounds),), element)
-    bounds_value = stablehlo.ConstantOp(
-        ir.DenseElementsAttr.get(np.array(bounds, dtype=_int_dtype(element)), type=vector_type)
-    ).result
+    vector_type = emit.tensor_type((len(start_index_map),), element)
+    if all(not emit.is_dynamic(operand_shape[d]) for d in start_index_map):
+        bounds = [operand_shape[d] - slice_sizes[d] for d in start_index_map]
+        bounds_value = stablehlo.ConstantOp(
+            ir.DenseElementsAttr.get(np.array(bounds, dtype=_int_dtype(element)), type=vector_type)
+        ).result
+    else:  # operand dims read at run time
+        parts = [emit.sub(emit.dim_size(x, d), emit.dim_constant(slice_sizes[d])) for d in start_index_map]
+        bounds_value = emit.convert(emit.shape_tensor(parts), element)
     if index_vector_dim < len(shape):
-        upper = emit.broadcast_in_dim(bounds_value, shape, [index_vector_dim])
+        upper = emit.broadcast_in_dim(bounds_value, indices, [index_vector_dim])
     else:
-        upper = emit.broadcast_in_dim(emit.reshape(bounds_value, ()), shape, [])
+        upper = emit.broadcast_in_dim(emit.reshape(bounds_value, ()), indices, [])
     return stablehlo.ClampOp(emit.zeros_like(indices), indices, upper).result
 
 
@@ -230,9 +306,8 @@ def vjp_dynamic_gather(ctx: VjpContext, ct: ir.Value) -> list:
 def _transpose_gather(ctx: VjpContext, ct: ir.Value, slice_sizes: list[int]) -> ir.Value:
     x, indices = ctx.operands[:2]
     numbers = stablehlo.GatherDimensionNumbers(ctx.attr("dimension_numbers"))
-    operand_shape = emit.shape(x)
     clamped = _clamped_gather_indices(
-        indices, operand_shape, slice_sizes, list(numbers.start_index_map), numbers.index_vector_dim
+        indices, x, slice_sizes, list(numbers.start_index_map), numbers.index_vector_dim
     )
     scatter_numbers = stablehlo.ScatterDimensionNumbers.get(
         update_window_dims=list(numbers.offset_dims),
@@ -270,13 +345,14 @@ def vjp_scatter(ctx: VjpContext, *cts: ir.Value | None) -> list:
         inserted = set(numbers.inserted_window_dims) | set(numbers.input_batching_dims)
         window_dims = list(numbers.update_window_dims)
         updates_shape = emit.shape(updates)
-        slice_sizes = []
+        slice_sizes: list[int | ir.Value] = []
         position = 0
         for d in range(emit.rank(x)):
             if d in inserted:
                 slice_sizes.append(1)
             else:
-                slice_sizes.append(updates_shape[window_dims[position]])
+                size = updates_shape[window_dims[position]]
+                slice_sizes.append(emit.dim_size(updates, window_dims[position]) if emit.is_dynamic(size) else size)
                 position += 1
         gather_numbers = stablehlo.GatherDimensionNumbers.get(
             offset_dims=window_dims,
@@ -286,7 +362,12 @@ def vjp_scatter(ctx: VjpContext, *cts: ir.Value | None) -> list:
             start_index_map=list(numbers.scattered_dims_to_operand_dims),
             index_vector_dim=numbers.index_vector_dim,
         )
-        ct_updates = stablehlo.GatherOp(ct, indices, gather_numbers, emit.i64_attr(slice_sizes)).result
+        if all(isinstance(size, int) for size in slice_sizes):
+            ct_updates = stablehlo.GatherOp(ct, indices, gather_numbers, emit.i64_attr(slice_sizes)).result
+        else:  # a window dim of ? size: the slice sizes at run time
+            ct_updates = stablehlo.DynamicGatherOp(
+                ct, indices, emit.shape_tensor(slice_sizes), gather_numbers, results=[updates.type]
+            ).result
     return [ct_x, None, ct_updates]
 
 
@@ -311,7 +392,10 @@ def _sort_permutation(ctx: VjpContext, dimension: int) -> ir.Value:
     operands = ctx.operands
     shape = emit.shape(operands[0])
     iota_type = emit.tensor_type(shape, ir.IntegerType.get_signless(64))
-    iota = stablehlo.IotaOp(iota_type, dimension).result
+    if emit.is_static(operands[0]):
+        iota = stablehlo.IotaOp(iota_type, dimension).result
+    else:
+        iota = stablehlo.DynamicIotaOp(iota_type, emit.shape_tensor(operands[0]), dimension).result
     op = stablehlo.SortOp([*[v.type for v in operands], iota_type], [*operands, iota], dimension=dimension,
                           is_stable=ctx.attr("is_stable") if ctx.has_attr("is_stable") else None)
     old_block = ctx.op.regions[0].blocks[0]

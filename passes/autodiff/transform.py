@@ -19,7 +19,11 @@ integer/boolean results get none) and returns the cotangents of the ``wrt`` argu
 ``@f_value_and_grad(args...)`` returns ``@f``'s results followed by the gradients of the
 scalar result ``loss_output`` with respect to the ``wrt`` arguments.
 
-Shapes must be static (run ``specialize-shapes`` first). ``@f`` itself is left unchanged.
+Shapes may be dynamic (``?`` dims): the backward code reads the sizes it needs from the primal
+values (``stablehlo.get_dimension_size``), so one ``@f_vjp`` serves every shape, and
+``stablehlo-refine-shapes`` specializes it like the forward function (see
+:mod:`~onnx_stablehlo.passes.autodiff.emit`). Tensors must be ranked. ``@f`` itself is left
+unchanged.
 """
 
 from __future__ import annotations
@@ -78,8 +82,8 @@ def build_vjp(
         The new function's name.
 
     Raises:
-        AutodiffError: unknown function or argument, a non-float ``wrt`` argument, dynamic
-            shapes, a name that is taken.
+        AutodiffError: unknown function or argument, a non-float ``wrt`` argument, an
+            unranked tensor, a name that is taken.
         MissingVjpRuleError: an op on the differentiated path has no VJP rule.
     """
     with module.context:
@@ -141,7 +145,11 @@ def build_value_and_grad(
         if not 0 <= loss_output < len(results):
             raise AutodiffError(f"loss_output {loss_output} is out of range: @{func} has {len(results)} results")
         loss_type = results[loss_output]
-        if not emit.is_float_type(loss_type) or _num_elements(emit.shape(loss_type)) != 1:
+        if (
+            not emit.is_float_type(loss_type)
+            or not emit.is_static(loss_type)
+            or _num_elements(emit.shape(loss_type)) != 1
+        ):
             raise AutodiffError(
                 f"loss_output {loss_output} of @{func} must be a float tensor with one element; it is {loss_type}"
             )
@@ -299,7 +307,7 @@ def backprop_ops(
         rule = registry.get(op.name)
         if rule is None:
             raise MissingVjpRuleError(op.name, location, registry.module_of(op.name))
-        _check_static(op, location)
+        _check_ranked(op, location)
         needs = tuple(v in needed for v in operands)
         captured_needed = tuple(v for v in captured if v in needed)
         ctx = VjpContext(
@@ -391,14 +399,9 @@ def _captured_values(op: ir.Operation) -> list[ir.Value]:
     return captured
 
 
-def _check_static(op: ir.Operation, location: str) -> None:
+def _check_ranked(op: ir.Operation, location: str) -> None:
     for value in [*op.operands, *op.results]:
         ty = value.type
-        if isinstance(ty, ir.RankedTensorType) and not ty.has_static_shape:
-            raise AutodiffError(
-                f"{op.name} at {location} has the dynamic type {ty}; the gradient transform needs "
-                "static shapes (run specialize-shapes first)"
-            )
         if isinstance(ty, ir.ShapedType) and not isinstance(ty, ir.RankedTensorType):
             raise AutodiffError(f"{op.name} at {location} has the unranked type {ty}")
 
