@@ -1,7 +1,7 @@
 """Symbolic dims of MLIR values during one import: naming ``?`` dims, merging, emitting sizes.
 
-Builders (``frontend/emit.py``) ask the resolver for a value's dims and for a dim's size at run
-time; rules tell it the dims of values they build (``emit.record``). Graph-input dims carry the
+Builders (``frontend/builders.py``) ask the resolver for a value's dims and for a dim's size at run
+time; rules tell it the dims of values they build (``builders.record``). Graph-input dims carry the
 ONNX ``dim_param`` names; every other ``?`` dim gets a fresh symbol bound to the value that
 carries it, so its size is always one ``stablehlo.get_dimension_size`` away.
 """
@@ -16,7 +16,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import LoweringError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import DimEquality, SymbolicDim, sym_max
 from onnx_stablehlo.passes.op_catalog import SAME_SHAPE_OPS
@@ -25,7 +25,7 @@ __all__ = ["DimResolver"]
 
 
 class DimResolver:
-    """Symbolic dims of MLIR values during one import (the ``emit.DimResolver`` builders use).
+    """Symbolic dims of MLIR values during one import (the ``builders.DimResolver`` builders use).
 
     A symbol is bound to the first (value, axis) that carries it: graph input dims use the
     ONNX ``dim_param`` names; other ``?`` dims get fresh names bound to the value itself, so
@@ -129,7 +129,7 @@ class DimResolver:
         known = self.shapes.get(value)
         if known is not None:
             return tuple(self.canonical(d) for d in known) if self.merged else known
-        static = emit.shape_of(value)
+        static = builders.shape_of(value)
         dims: list[Any] = list(static)
         owner = value.owner
         name = owner.name if isinstance(owner, ir.Operation) else getattr(getattr(owner, "operation", None), "name", None)
@@ -160,16 +160,16 @@ class DimResolver:
 
     def _emit_dim(self, dim: Any) -> ir.Value:
         if isinstance(dim, int):
-            return emit.constant(np.array(dim, np.int64))
+            return builders.constant(np.array(dim, np.int64))
         total: ir.Value | None = None
         for coefficient, factors in dim.terms():
-            term = emit.constant(np.array(coefficient, np.int64))
+            term = builders.constant(np.array(coefficient, np.int64))
             for atom, power in factors:
                 factor = self._emit_atom(atom)
                 for _ in range(power):
                     term = stablehlo.MulOp(term, factor).result
             total = term if total is None else stablehlo.AddOp(total, term).result
-        return total if total is not None else emit.constant(np.array(0, np.int64))
+        return total if total is not None else builders.constant(np.array(0, np.int64))
 
     def _emit_atom(self, atom: Any) -> ir.Value:
         if isinstance(atom, str):
@@ -177,12 +177,12 @@ class DimResolver:
                 raise LoweringError(f"symbolic dim '{atom}' has no binding")
             value, axis = self.bindings[atom]
             size = stablehlo.GetDimensionSizeOp(value, axis).result
-            return emit.convert(size, DataType.INT64)
+            return builders.convert(size, DataType.INT64)
         kind, expr, other = atom
         left = self.dim_value(expr)
         if kind == "max":
             return stablehlo.MaxOp(left, self.dim_value(other)).result
-        divisor = emit.constant(np.array(other, np.int64))
+        divisor = builders.constant(np.array(other, np.int64))
         if kind == "floordiv":  # dims are non-negative, so truncation is floor
             return stablehlo.DivOp(left, divisor).result
         return stablehlo.RemOp(left, divisor).result

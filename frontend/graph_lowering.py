@@ -21,7 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import LoweringError, OnnxStableHLOError, ResourceLimitError
-from onnx_stablehlo.frontend import dtypes, emit, limits
+from onnx_stablehlo.frontend import builders, dtypes, limits
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dim_resolver import DimResolver
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -168,9 +168,9 @@ class GraphLowering:
         ``@main``'s results), otherwise."""
         if not self.runtime_checks or self.values.depth != 0:
             return False
-        if emit.rank_of(ok):
-            ok = emit.reduce(ok, list(range(emit.rank_of(ok))), stablehlo.AndOp, True)
-        self.checks.append((emit.reshape(ok, [1]), message))
+        if builders.rank_of(ok):
+            ok = builders.reduce(ok, list(range(builders.rank_of(ok))), stablehlo.AndOp, True)
+        self.checks.append((builders.reshape(ok, [1]), message))
         return True
 
     # Values --------------------------------------------------------------------------------
@@ -189,8 +189,8 @@ class GraphLowering:
             local = self.values.get(value.name)
             if local is not None and local is not value and local.value is not None:
                 return local.value
-            tensor = emit.shape_tensor(list(value.sym.reshape(-1)))
-            tensor = emit.convert(emit.reshape(tensor, value.shape), value.dtype)
+            tensor = builders.shape_tensor(list(value.sym.reshape(-1)))
+            tensor = builders.convert(builders.reshape(tensor, value.shape), value.dtype)
             if self.values.depth == 0:
                 value.value = tensor
             else:
@@ -212,12 +212,12 @@ class GraphLowering:
             assert self.entry_block is not None
             shape = tuple(int(d) for d in value.shape)  # type: ignore[arg-type]
             arg = self.entry_block.add_argument(
-                emit.tensor_type(shape, value.dtype), ir.Location.name(value.name)
+                builders.tensor_type(shape, value.dtype), ir.Location.name(value.name)
             )
             self.parameter_names.append(value.name)
             self.parameters[value.name] = value.const
             return arg
-        return emit.constant(value.const(), value.dtype)
+        return builders.constant(value.const(), value.dtype)
 
     def add_initializers(self, graph: onnx_ir.Graph) -> None:
         """Binds ``graph``'s initializers: weights (floats, large tensors) or compile-time constants."""
@@ -308,7 +308,7 @@ class GraphLowering:
                     self.values[formal.name] = dataclasses.replace(actual, name=formal.name)
                     continue
                 shape = self.resolver.dims_of(actual)
-                self.values[formal.name] = LoweredValue(formal.name, emit.dtype_of(actual), shape, value=actual)
+                self.values[formal.name] = LoweredValue(formal.name, builders.dtype_of(actual), shape, value=actual)
             self.add_initializers(graph)
             self.lower_graph(graph)
             outputs = []
@@ -335,7 +335,7 @@ class GraphLowering:
             elements = [self._lowered_result(f"{name}[{i}]", e) for i, e in enumerate(result.elements)]
             return LoweredValue(name, result.dtype, (), kind=result.kind, elements=elements)
         if isinstance(result, ir.Value):
-            return LoweredValue(name, emit.dtype_of(result), self.resolver.dims_of(result), value=result)
+            return LoweredValue(name, builders.dtype_of(result), self.resolver.dims_of(result), value=result)
         array = np.asarray(result)
         return LoweredValue(name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape), const=constant_getter(array))
 
@@ -361,7 +361,7 @@ class GraphLowering:
             elif isinstance(result, ir.Value):
                 shape = self.resolver.dims_of(result)
                 _check_size(onnx_node, out.name, shape)
-                self.values[out.name] = LoweredValue(out.name, emit.dtype_of(result), shape, value=result)
+                self.values[out.name] = LoweredValue(out.name, builders.dtype_of(result), shape, value=result)
             else:
                 array = np.asarray(result)
                 self.values[out.name] = LoweredValue(

@@ -33,7 +33,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 
 from onnx_stablehlo.errors import LoweringError
-from onnx_stablehlo.frontend import emit, jaxlib_mlir
+from onnx_stablehlo.frontend import builders, jaxlib_mlir
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.graph_lowering import GraphLowering, WeightsMode
 from onnx_stablehlo.frontend.layout import Layout
@@ -143,7 +143,7 @@ def import_model(
             instead of arguments, so rules can specialize on them (``Pow(x, 3)`` is two
             multiplies, a generic ``power`` is exp and log) and XLA can fold them.
             ``CompiledModel`` sets it; the trainer does not, so such a scalar stays trainable.
-        float64_math: whether rules may compute in float64 for accuracy (``emit.erf``);
+        float64_math: whether rules may compute in float64 for accuracy (``builders.erf``);
             ``CompiledModel`` turns it off for TPU, which emulates float64.
         runtime_checks: rules may add checks of run-time values (Gather-family indices in
             range, Resize's run-time sizes against the declared shape); they become one extra
@@ -185,7 +185,7 @@ def import_model(
     with context, ir.Location.unknown():
         module, func_op, entry = _create_main(inputs, layouts, flat_types)
         lowering.bind_arguments(entry, inputs, layouts, [shape for _, shape in flat_types])
-        with ir.InsertionPoint(entry), emit.dim_resolver(lowering.resolver), emit.float64_math(float64_math):
+        with ir.InsertionPoint(entry), builders.dim_resolver(lowering.resolver), builders.float64_math(float64_math):
             lowering.lower_graph(graph)
             output_values, output_types, output_layouts = lowering.emit_outputs(graph)
             func.ReturnOp(output_values)
@@ -223,7 +223,7 @@ def _create_main(
     """A module with ``func.func public @main`` taking the graph inputs' arguments (results are
     set once the body is lowered); returns the module, the func and its entry block."""
     module = ir.Module.create()
-    arg_types = [emit.tensor_type(shape, dtype) for dtype, shape in flat_types]
+    arg_types = [builders.tensor_type(shape, dtype) for dtype, shape in flat_types]
     arg_locations = [ir.Location.name(name) for name, layout in zip(names, layouts) for _ in range(layout.arg_count)]
     with ir.InsertionPoint(module.body):
         func_op = func.FuncOp("main", ir.FunctionType.get(arg_types, []))

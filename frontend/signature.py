@@ -17,7 +17,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 
 from onnx_stablehlo.errors import InvalidOptionError, ShapeError, UnsupportedDtypeError
-from onnx_stablehlo.frontend import emit
+from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweredValue
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.layout import TENSOR, Layout, onnx_kind
@@ -176,7 +176,7 @@ def bind_argument(name: str, layout: Layout, arguments: Iterator[ir.Value]) -> L
     """The lowered value of graph input ``name``, taking its arguments from ``arguments``."""
     if layout.kind == "tensor":
         arg = next(arguments)
-        return LoweredValue(name, emit.dtype_of(arg), tuple(emit.shape_of(arg)), value=arg)  # type: ignore[arg-type]
+        return LoweredValue(name, builders.dtype_of(arg), tuple(builders.shape_of(arg)), value=arg)  # type: ignore[arg-type]
     elements = [bind_argument(f"{name}[{i}]", e, arguments) for i, e in enumerate(layout.elements)]
     dtype = elements[0].dtype if elements else DataType.UNDEFINED
     return LoweredValue(name, dtype, (), kind=layout.kind, elements=elements)
