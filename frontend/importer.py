@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class LoweredModule:
     """The result of lowering one ONNX graph: a StableHLO module and its calling convention.
 

@@ -17,7 +17,18 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.layout import onnx_kind
 
-__all__ = ["FeedChecker", "declared_dims", "format_dims", "dtype_name"]
+__all__ = ["FeedChecker", "declared_dims", "format_dims", "dtype_name", "reject_unknown_feeds"]
+
+
+def reject_unknown_feeds(feeds: Mapping[str, Any], input_names: Sequence[str]) -> None:
+    """Raises ``FeedError`` naming the first feed that is not one of ``input_names``."""
+    unknown = sorted(set(feeds) - set(input_names))
+    if unknown:
+        raise FeedError(
+            f"unknown feed {', '.join(repr(n) for n in unknown)}; the model's inputs are "
+            f"{', '.join(repr(n) for n in input_names)}",
+            unknown[0],
+        )
 
 
 class FeedChecker:
@@ -55,13 +66,7 @@ class FeedChecker:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
         """
         if names is None:
-            unknown = sorted(set(feeds) - set(self.input_names))
-            if unknown:
-                raise FeedError(
-                    f"unknown feed {', '.join(repr(n) for n in unknown)}; the model's inputs are "
-                    f"{', '.join(repr(n) for n in self.input_names)}",
-                    unknown[0],
-                )
+            reject_unknown_feeds(feeds, self.input_names)
         arrays: dict[str, Any] = {}
         for name in self.input_names if names is None else names:
             if name not in feeds:

@@ -80,6 +80,7 @@ from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.node_names import describe_node
 from onnx_stablehlo.runtime.executables import VALUE_SPECIALIZATION_ELEMENTS
+from onnx_stablehlo.runtime.feeds import reject_unknown_feeds
 
 __all__ = ["DATA_DEPENDENT_OPS", "SplitModel", "find_split_node", "split_for"]
 
@@ -448,13 +449,7 @@ class SplitModel:
 
         Feeds are checked by the parts (dtype, rank, static dims), as by ``CompiledModel.run``.
         """
-        unknown = sorted(set(feeds) - set(self.input_names))
-        if unknown:
-            raise FeedError(
-                f"unknown feed {', '.join(repr(n) for n in unknown)}; the model's inputs are "
-                f"{', '.join(repr(n) for n in self.input_names)}",
-                unknown[0],
-            )
+        reject_unknown_feeds(feeds, self.input_names)
         for name in self.input_names:
             if name not in feeds:
                 raise FeedError(f"missing feed for input '{name}'", name)

@@ -21,7 +21,12 @@ loop's trip count ``get_dimension_size`` of X at run time; a symbolic B keeps th
 R's last dim); weights, biases and states given with symbolic dims are cast by a
 ``dynamic_reshape`` to the shape the attributes and X fix (the refinement removes it).
 
-Spec: onnx.ai/onnx/operators/onnx__RNN.html, onnx__GRU.html, onnx__LSTM.html.
+com.microsoft DynamicQuantizeLSTM (``quantize_dynamic`` of an LSTM) is the same LSTM with its two
+products replaced by ORT's quantized GEMMs (``builders.dynamic_quantize_uint8`` and
+``builders.integer_matmul``).
+
+Spec: onnx.ai/onnx/operators/onnx__RNN.html, onnx__GRU.html, onnx__LSTM.html; onnxruntime
+docs/ContribOperators.md (DynamicQuantizeLSTM).
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import onnx
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import builders, dtypes
-from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
+from onnx_stablehlo.frontend.builders import dynamic_quantize_uint8, integer_matmul
+from onnx_stablehlo.frontend.builders.contrib import MS
+from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import Dim
@@ -511,3 +519,78 @@ def lower_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
         ShapeError for weights that do not fit hidden_size and direction.
     """
     return _lower_recurrent(ctx, node, "LSTM")
+
+
+# com.microsoft DynamicQuantizeLSTM: the LSTM above with ORT's quantized products ----------------
+
+
+def _quantized_product(ctx: LoweringContext, weight_index: int, scale_index: int, zero_index: int):
+    """``(a, d) -> a @ W[d]`` as ORT's quantized LSTM GEMM computes it: ``a`` quantized to uint8
+    per tensor (DynamicQuantizeLinear's rule), an exact int32 product with the int8/uint8
+    ``W[d]`` [K, 4H] and its zero point, then ``* (a_scale * w_scale)`` in float.
+    Scale and zero point are per direction [D] or per column [D, 4H]."""
+    weight = ctx.input(weight_index)
+    scales, zeros = ctx.input(scale_index), ctx.input(zero_index)
+    directions = builders.dims_of(weight)[0]
+    for index in (scale_index, zero_index):
+        dims = builders.dims_of(ctx.input(index))
+        if len(dims) not in (1, 2) or dims[0] != directions:
+            raise ctx.error(f"{ctx.node.input_names[index]} must be [D] or [D, 4H], got {list(dims)}", ShapeError)
+
+    def row(value: ir.Value, d: int) -> ir.Value:
+        dims = builders.dims_of(value)
+        return builders.reshape(builders.slice_axis(value, 0, d, d + 1), dims[1:])
+
+    def product(a: ir.Value, d: int) -> ir.Value:
+        a_q, a_scale, a_zero = dynamic_quantize_uint8(a)
+        w_zero = row(zeros, d)
+        lead = builders.dims_of(a)[:-1]
+        flat = builders.reshape(a_q, (_product(lead), builders.dims_of(a)[-1]))
+        result = integer_matmul(flat, row(weight, d), a_zero, w_zero)
+        shape = builders.dims_of(result)
+        w_scale = row(scales, d)
+        multiplier = stablehlo.multiply(*builders.broadcast_values(builders.convert(a_scale, builders.dtype_of(w_scale)), w_scale))
+        scaled = stablehlo.multiply(builders.convert(result, builders.dtype_of(w_scale)), builders.broadcast_to(multiplier, shape))
+        return builders.reshape(scaled, (*lead, shape[-1]))
+
+    return product
+
+
+def _product(dims):
+    total = 1
+    for d in dims:
+        total = total * d
+    return total
+
+
+@lowering("DynamicQuantizeLSTM", since=1, domain=MS)
+def lower_dynamic_quantize_lstm(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | None]:
+    """Lowers DynamicQuantizeLSTM (``quantize_dynamic`` of an LSTM) with ORT's quantized GEMMs.
+
+    The ai.onnx LSTM lowering above (LSTM-7's attribute defaults) runs with its two
+    products replaced: ``X W^T`` quantizes all of X to uint8 per tensor, ``H R^T`` quantizes each
+    step's H the same way (DynamicQuantizeLinear's rule, as ORT's ``GetQuantizationParameter``),
+    each an exact int32 product with the int8/uint8 weights and their zero points, then scaled
+    by ``a_scale * w_scale`` in float.
+
+    Spec: com.microsoft DynamicQuantizeLSTM-1.
+    Shapes: X [S, B, I] (symbolic allowed); W [D, I, 4H] and R [D, H, 4H] int8/uint8; W_scale,
+        W_zero_point, R_scale, R_zero_point [D] or [D, 4H]; the rest as LSTM.
+    Dtypes: X f32; W, R int8 or uint8.
+    Follows ORT: activations quantized per tensor at each GEMM (all of X at once, H per step).
+    Raises: as LSTM; ShapeError for scales or zero points of another shape.
+    """
+    directions, size, gates = builders.dims_of(ctx.input(1))
+    hidden = builders.dims_of(ctx.input(2))[1]
+    inputs = [ctx.lowered(i) if ctx.has_input(i) else None for i in range(min(ctx.num_inputs, 8))]
+    # Shape-only stand-ins for W and R in LSTM's layout (the products above read the real ones).
+    for index, dims in ((1, (directions, gates, size)), (2, (directions, gates, hidden))):
+        placeholder = builders.splat(0.0, DataType.FLOAT, dims)
+        inputs[index] = LoweredValue(node.input_names[index], DataType.FLOAT, dims, value=placeholder)
+    view = OnnxNode(node.ir_node, 0, 7, 7)
+    view.name, view.location_name = node.name, node.location_name
+    view._schema = onnx.defs.get_schema("LSTM", 7)  # LSTM-7's attribute defaults (direction, ...)
+    inner = LoweringContext(view, inputs, ctx.materialize)
+    return _lower_recurrent(
+        inner, view, "LSTM", _quantized_product(ctx, 1, 8, 9), _quantized_product(ctx, 2, 10, 11)
+    )
