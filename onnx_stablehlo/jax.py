@@ -160,12 +160,15 @@ class OnnxFunction:
         platforms: Sequence[str] | None,
         batch_dim: str | None,
     ) -> None:
-        """``options`` (from :func:`bridge_options`), or ``input_shapes``, ``dims`` and
-        ``pipeline`` to make them."""
+        """``options`` (from :func:`bridge_options`, or the Trainer's ``training_options``), or
+        ``input_shapes``, ``dims`` and ``pipeline`` to make them. The forward module is always
+        symbolic (``options.dynamic`` is not read); ``options.weights`` must be ``"args"``."""
         import jax
 
         self.model = model
         self.options = options if options is not None else bridge_options(input_shapes, dims, pipeline)
+        if self.options.weights != "args":
+            raise InvalidOptionError("the JAX bridge takes the weights as params: options.weights must be 'args'")
         self.dims = dict(self.options.dims)
         self.pipeline = self.options.pipeline
         self.platforms = tuple(platforms or (jax.default_backend(),))
