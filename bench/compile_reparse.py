@@ -4,8 +4,8 @@ several times per compile").
 Counts calls of ``ir.Module.parse`` (parses), ``Operation.get_asm`` and ``Module.__str__``
 (prints to text), ``Operation.write_bytecode`` (bytecode writes) and PJRT compiles of text
 (each one a parse inside XLA) while compiling: the bundled tiny model (static), a small MLP
-with a symbolic batch through its artifact (two shapes) and lowered per shape, and one Trainer
-step per engine.
+with a symbolic batch through its artifact (two shapes) and lowered per shape, the JAX bridge
+(``to_jax``, first call, first grad), and one Trainer step per engine.
 
     python bench/compile_reparse.py [--quick]
 """
@@ -87,6 +87,30 @@ def _symbolic_model():
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)], ir_version=9)
 
 
+def _bridge(model, feeds) -> None:
+    """The JAX bridge: ``to_jax`` (symbolic artifact), the first call, the first grad (build-vjp)."""
+    import jax
+    import jax.numpy as jnp
+
+    from onnx_stablehlo.jax import to_jax
+
+    holder = []
+    total: collections.Counter[str] = collections.Counter()
+
+    def step(label, action):
+        measure(label, action)
+        total.update(COUNTS)
+
+    step("bridge: to_jax", lambda: holder.append(to_jax(model)))
+    fn = holder[0]
+    x = jnp.asarray(feeds["x"])
+    step("bridge: first call", lambda: jax.block_until_ready(fn(fn.params, x)))
+    grad = jax.grad(lambda p: jnp.sum(fn(p, x)[0]))
+    step("bridge: first grad", lambda: jax.block_until_ready(grad(fn.params)))
+    shown = ", ".join(f"{k} {v}" for k, v in sorted(total.items()))
+    print(f"{'bridge: to_jax + first call + first grad':<46} {shown}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the Trainer step")
@@ -117,6 +141,7 @@ def main() -> None:
     measure("symbolic: run second shape", lambda: holder[0].run({"x": rng.standard_normal((5, 8)).astype(np.float32)}))
     measure("symbolic, dynamic=False: run first shape",
             lambda: onnx_stablehlo.compile(symbolic, dynamic=False).run(x))
+    _bridge(symbolic, x)
     if not args.quick:
         from onnx_stablehlo.runtime.training import Trainer
 

@@ -7,7 +7,8 @@
 >>> grads = jax.grad(lambda p: jnp.sum(fn(p, x)[0]))(fn.params)             # doctest: +SKIP
 
 The model is lowered once by our frontend (with its symbolic dims kept as ``?``), the default
-pass pipeline runs on it, and the module becomes a ``jax.export.Exported`` (``fn.exported``)
+pass pipeline runs on it (the runtime's own step, ``runtime.executables.lower_artifact``, with a
+:class:`~onnx_stablehlo.runtime.options.CompileOptions`), and the frozen artifact becomes a ``jax.export.Exported`` (``fn.exported``)
 whose symbolic dims are JAX symbolic dims: JAX's own shape refinement specializes it at each
 call, so one module serves every shape. Nothing is re-implemented in jax.numpy.
 
@@ -38,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx_ir
@@ -51,11 +52,15 @@ from onnx_stablehlo.errors import (
     UnsupportedTransformError,
 )
 from onnx_stablehlo.frontend import dtypes
-from onnx_stablehlo.frontend.importer import LoweredModule, graph_input_values, import_model
+from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import ModelSource
 from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.shapes import SymbolicDim
+from onnx_stablehlo.runtime.options import CompileOptions
+
+if TYPE_CHECKING:
+    from onnx_stablehlo.runtime.artifact import Artifact
 
 __all__ = ["OnnxFunction", "to_jax"]
 
@@ -98,11 +103,33 @@ def to_jax(
         UnsupportedDtypeError: a sequence or optional input.
         ShapeError: an output whose size depends on run-time values, or a model that lowers
             only with static shapes (pass ``input_shapes``).
-        InvalidOptionError: an unknown ``batch_dim``.
+        InvalidOptionError: an unknown ``batch_dim``, bad ``dims`` or ``pipeline`` (validated
+            once, as a :class:`~onnx_stablehlo.runtime.options.CompileOptions`).
+        PipelineParseError: ``pipeline`` does not parse.
     """
+    options = bridge_options(input_shapes, dims, pipeline)
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
-    return OnnxFunction(
-        ir_model, input_shapes=input_shapes, dims=dims, pipeline=pipeline, platforms=platforms, batch_dim=batch_dim
+    return OnnxFunction(ir_model, options=options, platforms=platforms, batch_dim=batch_dim)
+
+
+def bridge_options(
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    dims: Mapping[str, int] | None = None,
+    pipeline: str = "default",
+) -> CompileOptions:
+    """The :class:`CompileOptions` of the bridge: weights as arguments (``params``), every float
+    weight trainable (no scalar inlining), no run-time check result (``@main`` returns the
+    graph outputs only), float64 math by platform; nothing compiled by the runtime itself."""
+    shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+    return CompileOptions(
+        weights="args",
+        input_shapes=shapes,
+        dims=dict(dims or {}),
+        pipeline=pipeline,
+        device_passes=False,
+        hoist_weights=False,
+        runtime_checks=False,
+        inline_scalar_weights=False,
     )
 
 
@@ -117,26 +144,36 @@ class OnnxFunction:
             lowered once with symbolic dims.
         symbols: ``{symbol: [(input name, axis), ...]}``: where each symbolic dim is read.
         batch_dim: the symbol ``jax.vmap`` folds into, or ``None``.
-        lowered: the :class:`LoweredModule` the exported module was made from (before the
-            entry wrapper).
+        options: the :class:`CompileOptions` the module was lowered with.
+        lowered: the frozen :class:`~onnx_stablehlo.runtime.artifact.Artifact` (after the
+            pipeline) the exported module was made from (before the entry wrapper).
     """
 
     def __init__(
         self,
         model: onnx_ir.Model,
         *,
-        input_shapes: Mapping[str, Sequence[int]] | None,
-        dims: Mapping[str, int] | None,
-        pipeline: str,
+        options: CompileOptions | None = None,
+        input_shapes: Mapping[str, Sequence[int]] | None = None,
+        dims: Mapping[str, int] | None = None,
+        pipeline: str = "default",
         platforms: Sequence[str] | None,
         batch_dim: str | None,
     ) -> None:
+        """``options`` (from :func:`bridge_options`, or the Trainer's ``training_options``), or
+        ``input_shapes``, ``dims`` and ``pipeline`` to make them. The forward module is always
+        symbolic (``options.dynamic`` is not read); ``options.weights`` must be ``"args"``."""
         import jax
 
         self.model = model
-        self.dims = dict(dims or {})
-        self.pipeline = pipeline
+        self.options = options if options is not None else bridge_options(input_shapes, dims, pipeline)
+        if self.options.weights != "args":
+            raise InvalidOptionError("the JAX bridge takes the weights as params: options.weights must be 'args'")
+        self.dims = dict(self.options.dims)
+        self.pipeline = self.options.pipeline
         self.platforms = tuple(platforms or (jax.default_backend(),))
+        # float64 math off when any platform is a TPU (CompileOptions' policy)
+        self._platform = "tpu" if "tpu" in self.platforms else self.platforms[0]
         inputs = graph_input_values(model.graph)
         for value in inputs:
             if onnx_kind(value.type) != "tensor":
@@ -145,11 +182,8 @@ class OnnxFunction:
                 raise UnsupportedDtypeError(
                     f"input '{value.name}' has type {value.type}; the JAX bridge takes tensor inputs only"
                 )
-        self._input_shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
-        lowered = import_model(
-            model, self._input_shapes, weights="args", dynamic=True, dims=self.dims  # type: ignore[arg-type]
-        )
-        self._run_pipeline(lowered)
+        self._input_shapes = dict(self.options.input_shapes)
+        lowered = self._lower(dynamic=True)
         self.lowered = lowered
         self.input_names = list(lowered.input_names)
         self.output_names = list(lowered.output_names)
@@ -175,17 +209,17 @@ class OnnxFunction:
 
     # Construction ----------------------------------------------------------------------------
 
-    def _run_pipeline(self, lowered: LoweredModule) -> None:
-        with lowered.context:
-            self._run_pipeline_on(lowered.module)
+    def _lower(self, *, dynamic: bool, input_shapes: Mapping[str, Any] | None = None) -> Artifact:
+        """The model through the runtime's lowering and pipeline step (``lower_artifact``)."""
+        from onnx_stablehlo.runtime.executables import lower_artifact
+
+        return lower_artifact(self.model, self.options, self._platform, input_shapes=input_shapes, dynamic=dynamic)
 
     def _run_pipeline_on(self, module: Any) -> None:
-        """Runs the bridge's pass pipeline on ``module`` (inside its context)."""
-        if self.pipeline == "none":
-            return
-        from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
+        """Runs the bridge's pass pipeline on ``module`` (the runtime's ``run_passes``)."""
+        from onnx_stablehlo.runtime.executables import run_passes
 
-        run_pipeline(module, DEFAULT_PIPELINE if self.pipeline == "default" else self.pipeline)
+        run_passes(module, self.options)
 
     def _choose_batch_dim(self, batch_dim: str | None) -> str | None:
         lowered = self.lowered
@@ -228,11 +262,10 @@ class OnnxFunction:
         in_specs = self._in_specs()
         out_shapes = self._symbolic.jax_output_shapes()
         out_specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(out_shapes, self._jax_out)]
-        context = self.lowered.context
-        from jaxlib.mlir import ir
+        from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
 
-        with context:
-            module = ir.Module.parse(self.lowered.text)
+        context = make_mlir_context()
+        module = self.lowered.parse(context)
         arg_types = [_mlir_type(spec, context) for spec in in_specs]
         result_types = [_mlir_type(spec, context) for spec in out_specs]
         _check_result_types(module, result_types, self.output_names, context)
@@ -454,7 +487,7 @@ class OnnxFunction:
             from onnx_stablehlo.passes.autodiff import MissingVjpRuleError
 
             try:
-                self._vjp_built = self._build_vjp(self.lowered.text, list(range(len(self.parameter_names))), None)
+                self._vjp_built = self._build_vjp(self.lowered, list(range(len(self.parameter_names))), None)
             except MissingVjpRuleError as error:
                 self._symbolic_vjp_error = error
         if self._vjp_built is not None:
@@ -469,10 +502,7 @@ class OnnxFunction:
                 f"build-vjp cannot differentiate its symbolic module ({self._symbolic_vjp_error}); trace "
                 "the gradient with concrete shapes (or pass input_shapes to to_jax)"
             )
-        lowered = import_model(
-            self.model, dict(zip(self.input_names, shapes)), weights="args", dims=self.dims  # type: ignore[arg-type]
-        )
-        self._run_pipeline(lowered)
+        lowered = self._lower(dynamic=False, input_shapes=dict(zip(self.input_names, shapes)))
         extra = sorted(set(lowered.parameter_names) - set(self.parameter_names))
         if extra:
             raise ShapeError(
@@ -480,15 +510,15 @@ class OnnxFunction:
                 "symbolic module lacks"
             )
         module_params = [self.parameter_names.index(n) for n in lowered.parameter_names]
-        found = self._build_vjp(lowered.text, module_params, [tuple(int(d) for d in s) for s in shapes])
+        found = self._build_vjp(lowered, module_params, [tuple(int(d) for d in s) for s in shapes])
         self._vjp_cache[shapes] = found
         return found
 
     def _build_vjp(
-        self, text: str, module_params: list[int], shapes: list[tuple[int, ...]] | None
+        self, artifact: Artifact, module_params: list[int], shapes: list[tuple[int, ...]] | None
     ) -> tuple[Any, list[int], list[int], list[int], list[int]]:
-        """The backward call of the module ``text`` (inputs, then the weights ``module_params``),
-        for ``shapes`` or, with ``None``, for the model's symbolic shapes."""
+        """The backward call of the module of ``artifact`` (inputs, then the weights
+        ``module_params``), for ``shapes`` or, with ``None``, for the model's symbolic shapes."""
         import jax
 
         float_inputs = [i for i, d in enumerate(self._onnx_in) if dtypes.is_float(d)]
@@ -502,9 +532,14 @@ class OnnxFunction:
         if shapes is None:
             out_shapes = self._symbolic.jax_output_shapes()
         else:
-            out_shapes = [_static_output_shape(text, index) for index in range(len(self.output_names))]
+            out_shapes = [
+                tuple(int(d) for d in shape)
+                if all(isinstance(d, (int, np.integer)) for d in shape)
+                else _static_output_shape(artifact.bytecode, index)
+                for index, (_, shape) in enumerate(artifact.output_types)
+            ]
         out_specs = [jax.ShapeDtypeStruct(s, d) for s, d in zip(out_shapes, self._jax_out)]
-        forward = _DerivedCall.forward_of(self, text, primal_specs, out_specs)
+        forward = _DerivedCall.forward_of(self, artifact.bytecode, primal_specs, out_specs)
         backward = forward.derivative()
         return (backward.call, float_inputs, module_params, float_params, float_outputs)
 
@@ -544,16 +579,16 @@ whose size roughly doubles per order."""
 class _DerivedCall:
     """A module of the bridge's derivative chain, callable from JAX with a VJP of its own.
 
-    ``text`` is a module whose ``@main`` has ONNX element types and ``?`` dims; ``in_specs`` and
+    ``module`` is a module (MLIR bytecode) whose ``@main`` has ONNX element types and ``?`` dims; ``in_specs`` and
     ``out_specs`` are its JAX avals (symbolic dims of the model's one scope). :attr:`call`
     takes a tuple of arguments and returns a tuple of results; under ``jax.vmap`` it loops, and
     its VJP runs :meth:`derivative`'s module, built lazily by ``build-vjp`` with respect to
     every float argument.
     """
 
-    def __init__(self, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any], order: int):
+    def __init__(self, owner: OnnxFunction, module: bytes, in_specs: Sequence[Any], out_specs: Sequence[Any], order: int):
         self.owner = owner
-        self.text = text
+        self.module = module
         self.in_specs = list(in_specs)
         self.out_specs = list(out_specs)
         self.order = order
@@ -561,9 +596,9 @@ class _DerivedCall:
         self.call = self._make_call() if order > 0 else None
 
     @classmethod
-    def forward_of(cls, owner: OnnxFunction, text: str, in_specs: Sequence[Any], out_specs: Sequence[Any]) -> _DerivedCall:
+    def forward_of(cls, owner: OnnxFunction, module: bytes, in_specs: Sequence[Any], out_specs: Sequence[Any]) -> _DerivedCall:
         """Order 0: the forward module (the bridge calls it through its own vmap rule)."""
-        return cls(owner, text, in_specs, out_specs, 0)
+        return cls(owner, module, in_specs, out_specs, 0)
 
     @staticmethod
     def _floating(spec: Any) -> bool:
@@ -581,19 +616,20 @@ class _DerivedCall:
         from jaxlib.mlir import ir
 
         from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
-        from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
+        from onnx_stablehlo.passes.autodiff import build_vjp
+        from onnx_stablehlo.runtime.artifact import entry_bytecode
 
         wrt = [i for i, spec in enumerate(self.in_specs) if self._floating(spec)]
         float_outputs = [i for i, spec in enumerate(self.out_specs) if self._floating(spec)]
         context = make_mlir_context()
         with context:
-            module = ir.Module.parse(self.text)
+            module = ir.Module.parse(self.module, context)
             name = build_vjp(module, wrt=wrt)
             self.owner._run_pipeline_on(module)
-            text = entry_module_text(module, name)
+            derived = entry_bytecode(module, name)
         in_specs = self.in_specs + [self.out_specs[i] for i in float_outputs]
         out_specs = [self.in_specs[i] for i in wrt]
-        self._derivative = _DerivedCall(self.owner, text, in_specs, out_specs, self.order + 1)
+        self._derivative = _DerivedCall(self.owner, derived, in_specs, out_specs, self.order + 1)
         return self._derivative
 
     def _exported(self) -> Any:
@@ -604,7 +640,7 @@ class _DerivedCall:
 
         context = make_mlir_context()
         with context:
-            module = ir.Module.parse(self.text)
+            module = ir.Module.parse(self.module, context)
         jax_export.wrap_main(
             module,
             [_mlir_type(s, context) for s in self.in_specs],
@@ -671,14 +707,15 @@ class _DerivedCall:
         return call
 
 
-def _static_output_shape(text: str, index: int) -> tuple[int, ...]:
-    """The static shape of result ``index`` of ``@main`` in the module ``text``."""
+def _static_output_shape(source: bytes, index: int) -> tuple[int, ...]:
+    """The static shape of result ``index`` of ``@main`` in the module ``source`` (bytecode)."""
     from jaxlib.mlir import ir
 
     from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
 
-    with make_mlir_context():
-        module = ir.Module.parse(text)
+    context = make_mlir_context()
+    with context:
+        module = ir.Module.parse(source, context)
         for op in module.body.operations:
             if op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == "main":
                 result = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value).results[index]
@@ -707,7 +744,7 @@ def _looped(forward: Any, params_batched: Sequence[bool], inputs_batched: Sequen
 class _SymbolTable:
     """The model's symbolic dims as JAX symbolic dims, and the checks of sizes against them."""
 
-    def __init__(self, lowered: LoweredModule) -> None:
+    def __init__(self, lowered: Artifact) -> None:
         self.lowered = lowered
         parent: dict[str, str] = {}
 

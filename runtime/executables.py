@@ -43,13 +43,71 @@ from onnx_stablehlo.runtime import pjrt
 from onnx_stablehlo.runtime.artifact import Artifact, entry_bytecode
 from onnx_stablehlo.runtime.options import CompileOptions
 
-__all__ = ["Executables", "Specialization", "AssumptionFailed", "VALUE_SPECIALIZATION_ELEMENTS"]
+__all__ = [
+    "Executables",
+    "Specialization",
+    "AssumptionFailed",
+    "VALUE_SPECIALIZATION_ELEMENTS",
+    "lower_artifact",
+    "run_passes",
+]
 
 VALUE_SPECIALIZATION_ELEMENTS = 64
 """Integer inputs up to this many elements may be specialized on their values."""
 
 Transform = Callable[[LoweredModule], str]
 """Applied to each fresh lowering before the passes; returns the function PJRT runs."""
+
+
+def lower_artifact(
+    model: onnx_ir.Model,
+    options: CompileOptions,
+    platform: str,
+    *,
+    input_shapes: Mapping[str, Any] | None = None,
+    dynamic: bool = True,
+    passes: bool = True,
+) -> Artifact:
+    """The model lowered with ``options`` for ``platform``, through the pipeline, frozen.
+
+    The one lowering step of every path: ``Executables`` makes its symbolic artifact here
+    (``passes=False``: it runs the pipeline per shape, after refinement and its transform) and
+    the JAX bridge its symbolic forward module and its per-shape static fallback. What
+    ``options`` decides (weights, registry, inline scalar weights, run-time checks, float64
+    math on ``platform``, ``dims``, the pipeline) is read here and nowhere else.
+
+    Args:
+        model: the ONNX model.
+        options: the validated options.
+        platform: the PJRT platform the module is for (``"cpu"``, ``"tpu"``: float64 math).
+        input_shapes: static shapes for some inputs (default ``options.input_shapes``).
+        dynamic: keep the other symbolic dims as ``?`` (``False``: every input must be static).
+        passes: run ``options.pipeline`` on the module before freezing it.
+
+    Raises:
+        FrontendError (and subclasses): the model does not lower.
+        ValueError: a rule needs static shapes under ``dynamic``.
+    """
+    shapes = dict(options.input_shapes if input_shapes is None else input_shapes)
+    lowered = import_model(
+        model, shapes, dynamic=dynamic, dims=dict(options.dims), **options.import_options(platform)
+    )
+    if passes:
+        run_passes(lowered.module, options)
+    return Artifact.freeze(lowered)
+
+
+def run_passes(module: Any, options: CompileOptions) -> float:
+    """Runs ``options.pipeline`` on the live ``module`` (in its context); returns the seconds taken."""
+    if options.pipeline == "none":
+        return 0.0
+    from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
+
+    pipeline = DEFAULT_PIPELINE if options.pipeline == "default" else options.pipeline
+    start = time.perf_counter()
+    with module.context:
+        run_pipeline(module, pipeline)
+    return time.perf_counter() - start
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -189,15 +247,14 @@ class Executables:
             return
         fixed = {n: s for n, s in self._fixed_shapes.items() if s is not None}
         try:
-            lowered = import_model(
-                self.model, fixed, dynamic=True, dims=dict(self.options.dims),
-                **self.options.import_options(self.device.platform),
+            # The pipeline runs per shape, after refinement and the caller's transform.
+            self.artifact = lower_artifact(
+                self.model, self.options, self.device.platform, input_shapes=fixed, passes=False
             )
         except (FrontendError, ValueError) as exc:
             # A rule that needs static shapes: every new shape is lowered on its own instead.
             self.dynamic_error = f"{type(exc).__name__}: {exc}"
             return
-        self.artifact = Artifact.freeze(lowered)
 
     def _lower(self, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray]) -> LoweredModule:
         """A fresh lowering for ``shapes`` (refined from the artifact when there is one)."""
@@ -318,15 +375,7 @@ class Executables:
             self.value_specialized |= candidates
             return self.get(shapes, feeds)
         entry = self.transform(lowered) if self.transform is not None else "main"
-        pass_seconds = 0.0
-        if self.options.pipeline != "none":
-            from onnx_stablehlo.passes import DEFAULT_PIPELINE, run_pipeline
-
-            pipeline = DEFAULT_PIPELINE if self.options.pipeline == "default" else self.options.pipeline
-            start = time.perf_counter()
-            with lowered.context:
-                run_pipeline(lowered.module, pipeline)
-            pass_seconds = time.perf_counter() - start
+        pass_seconds = run_passes(lowered.module, self.options)
         start = time.perf_counter()
         hoisted_count = self._device_passes(lowered, entry)
         artifact = Artifact.freeze(lowered, entry=entry, hoisted_count=hoisted_count)

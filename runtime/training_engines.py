@@ -11,7 +11,8 @@ three operations: ``train_step`` (forward, backward, optax update; returns the l
   training's options (no weight hoisting: weights change every step; no run-time check
   results; single-element weights stay trainable).
 - :class:`BridgeEngine`: one ``jax.jit`` step (forward, ``build-vjp`` backward, optax update)
-  through :mod:`onnx_stablehlo.jax`; it can run data-parallel over local devices.
+  through :mod:`onnx_stablehlo.jax`, which lowers with the same training options through the
+  runtime's ``lower_artifact``; it can run data-parallel over local devices.
 """
 
 from __future__ import annotations
@@ -193,8 +194,7 @@ class BridgeEngine:
 
         state = self.state()
         if "predict" not in state:
-            fn = OnnxFunction(model, input_shapes=None, dims=None, pipeline="default" if self._trainer.optimize else "none",
-                              platforms=None, batch_dim=None)
+            fn = OnnxFunction(model, options=training_options(self._trainer.optimize), platforms=None, batch_dim=None)
             state["predict"] = (fn, jax.jit(fn))
         fn, run = state["predict"]
         for name in fn.input_names:
@@ -221,8 +221,7 @@ class BridgeEngine:
         trainer = self._trainer
         start = time.perf_counter()
         fn = OnnxFunction(
-            trainer._training_model, input_shapes=None, dims=None, pipeline="default" if trainer.optimize else "none",
-            platforms=None, batch_dim=None,
+            trainer._training_model, options=training_options(trainer.optimize), platforms=None, batch_dim=None
         )
         trainer.timings["lower_seconds"] = time.perf_counter() - start
         missing = [n for n in trainer.trainable if n not in fn.parameter_names]
