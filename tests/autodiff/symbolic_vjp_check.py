@@ -17,7 +17,7 @@ from onnx_stablehlo.frontend import jaxlib_mlir
 from onnx_stablehlo.passes.autodiff import build_vjp, entry_module_text
 from onnx_stablehlo.passes.specialize_shapes import SpecializeShapesPass
 from onnx_stablehlo.runtime import pjrt
-from tests.autodiff.vjp_check import EPS, VjpCheck, run
+from tests.autodiff.vjp_check import EPS, VjpCheck, inner_product_identity, run
 
 
 def build_symbolic_vjp(text: str, wrt: Sequence[int] | None = None) -> tuple[str, str]:
@@ -59,27 +59,16 @@ def check_symbolic_vjp(
     """The inner-product identity at ``inputs``' shapes for a prebuilt dynamic ``@main_vjp``."""
     device = pjrt.get_device("cpu")
     inputs = [np.asarray(a) for a in inputs]
-    if wrt is None:
-        wrt = [i for i, a in enumerate(inputs) if np.issubdtype(a.dtype, np.floating)]
     forward = pjrt.compile_module(specialize(forward_text, inputs), device)
-    outputs = run(forward, inputs, device)
-    float_outputs = [i for i, o in enumerate(outputs) if np.issubdtype(o.dtype, np.floating)]
-    tangents = {i: rng.standard_normal(inputs[i].shape).astype(inputs[i].dtype) for i in wrt}
-    cotangents = [rng.standard_normal(outputs[i].shape).astype(outputs[i].dtype) for i in float_outputs]
+    specialized: list[str] = []
 
-    def shifted(sign: float) -> list[np.ndarray]:
-        return [a + sign * eps * tangents[i] if i in tangents else a for i, a in enumerate(inputs)]
+    def backward(arrays: list[np.ndarray]) -> list[np.ndarray]:
+        text = specialize(vjp_text, arrays)
+        specialized.append(text)
+        return run(pjrt.compile_module(text, device), arrays, device)
 
-    plus, minus = run(forward, shifted(1.0), device), run(forward, shifted(-1.0), device)
-    jt_dot_c = sum(float(np.vdot((plus[i] - minus[i]) / (2 * eps), c)) for i, c in zip(float_outputs, cotangents))
-    specialized = specialize(vjp_text, [*inputs, *cotangents])
-    backward = pjrt.compile_module(specialized, device)
-    results = run(backward, [*inputs, *cotangents], device)
-    assert len(results) == len(wrt)
-    for index, result in zip(wrt, results):
-        assert result.shape == inputs[index].shape and result.dtype == inputs[index].dtype, (
-            f"cotangent of argument {index}: {result.dtype}{result.shape}, "
-            f"expected {inputs[index].dtype}{inputs[index].shape}"
-        )
-    t_dot_jtc = sum(float(np.vdot(tangents[i], r)) for i, r in zip(wrt, results))
-    return VjpCheck(jt_dot_c, t_dot_jtc, results, specialized)
+    check = inner_product_identity(
+        lambda arrays: run(forward, arrays, device), backward, inputs, rng, "", wrt=wrt, eps=eps
+    )
+    check.vjp_text = specialized[-1]
+    return check

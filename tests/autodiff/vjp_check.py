@@ -7,7 +7,7 @@ compiles both on the PJRT CPU client and compares the two inner products in floa
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -86,10 +86,30 @@ def check_vjp(
         eps: the central-difference step.
     """
     forward, backward, device, vjp_text = compile_vjp(text, wrt)
+    return inner_product_identity(
+        lambda arrays: _run(forward, arrays, device),
+        lambda arrays: _run(backward, arrays, device),
+        inputs, rng, vjp_text, wrt=wrt, eps=eps,
+    )
+
+
+def inner_product_identity(
+    forward: Callable[[list[np.ndarray]], list[np.ndarray]],
+    backward: Callable[[list[np.ndarray]], list[np.ndarray]],
+    inputs: Sequence[np.ndarray],
+    rng: np.random.Generator,
+    vjp_text: str,
+    *,
+    wrt: Sequence[int] | None = None,
+    eps: float = EPS,
+) -> VjpCheck:
+    """Both sides of <J t, c> = <t, J^T c> for ``forward`` (inputs -> outputs) and ``backward``
+    (inputs + one cotangent per float output -> one cotangent per ``wrt`` input), with seeded
+    directions ``t`` and ``c`` and central differences of step ``eps``."""
     inputs = [np.asarray(a) for a in inputs]
     if wrt is None:
         wrt = [i for i, a in enumerate(inputs) if np.issubdtype(a.dtype, np.floating)]
-    outputs = _run(forward, inputs, device)
+    outputs = forward(inputs)
     float_outputs = [i for i, o in enumerate(outputs) if np.issubdtype(o.dtype, np.floating)]
     tangents = {i: rng.standard_normal(inputs[i].shape).astype(inputs[i].dtype) for i in wrt}
     cotangents = [rng.standard_normal(outputs[i].shape).astype(outputs[i].dtype) for i in float_outputs]
@@ -97,11 +117,11 @@ def check_vjp(
     def shifted(sign: float) -> list[np.ndarray]:
         return [a + sign * eps * tangents[i] if i in tangents else a for i, a in enumerate(inputs)]
 
-    plus, minus = _run(forward, shifted(1.0), device), _run(forward, shifted(-1.0), device)
+    plus, minus = forward(shifted(1.0)), forward(shifted(-1.0))
     jt_dot_c = sum(
         float(np.vdot((plus[i] - minus[i]) / (2 * eps), c)) for i, c in zip(float_outputs, cotangents)
     )
-    results = _run(backward, [*inputs, *cotangents], device)
+    results = backward([*inputs, *cotangents])
     assert len(results) == len(wrt)
     for index, result in zip(wrt, results):
         assert result.shape == inputs[index].shape and result.dtype == inputs[index].dtype, (
