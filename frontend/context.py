@@ -181,13 +181,11 @@ class OnnxNode:
         return value.decode() if isinstance(value, bytes) else str(value)
 
     def _missing(self, name: str) -> FrontendError:
-        return UnsupportedAttributeError(
-            f"required attribute '{name}' is missing",
-            op_type=self.op_type,
-            domain=self.domain,
-            opset=self.opset,
-            node_name=self.name,
-        )
+        return self.error(f"required attribute '{name}' is missing", UnsupportedAttributeError)
+
+    def error(self, message: str, kind: type[FrontendError] = FrontendError) -> FrontendError:
+        """An error of ``kind`` naming this node's op, domain, opset and name."""
+        return kind(message, op_type=self.op_type, domain=self.domain, opset=self.opset, node_name=self.name)
 
 
 def _attr_value(attribute: onnx_ir.Attr) -> Any:
@@ -412,8 +410,7 @@ class LoweringContext:
 
     def error(self, message: str, kind: type[FrontendError] = FrontendError) -> FrontendError:
         """An error of ``kind`` naming this node's op, domain, opset and name."""
-        node = self.node
-        return kind(message, op_type=node.op_type, domain=node.domain, opset=node.opset, node_name=node.name)
+        return self.node.error(message, kind)
 
     def unsupported_attribute(self, name: str, value: Any, accepted: str) -> FrontendError:
         """An :class:`UnsupportedAttributeError` naming the attribute, its value and what works."""

@@ -259,8 +259,7 @@ class GraphLowering:
         inputs = [self.values.get(v.name) if v is not None and v.name else None for v in node.inputs]
         for value, ir_value in zip(inputs, node.inputs):
             if ir_value is not None and ir_value.name and value is None:
-                raise LoweringError(f"input '{ir_value.name}' is not defined before use", op_type=node.op_type,
-                                    domain=domain, opset=opset, node_name=onnx_node.name)
+                raise onnx_node.error(f"input '{ir_value.name}' is not defined before use", LoweringError)
         self.resolver.node_name = onnx_node.name
         try:
             results = fold_node(
@@ -277,13 +276,7 @@ class GraphLowering:
         except OnnxStableHLOError:
             raise
         except Exception as exc:  # a rule's bug or an MLIR builder's type error
-            raise LoweringError(
-                f"lowering failed ({type(exc).__name__}: {first_line(exc)})",
-                op_type=node.op_type,
-                domain=domain,
-                opset=opset,
-                node_name=onnx_node.name,
-            ) from exc
+            raise onnx_node.error(f"lowering failed ({type(exc).__name__}: {first_line(exc)})", LoweringError) from exc
 
     def lower_subgraph(
         self, graph: onnx_ir.Graph, inputs: Sequence[ir.Value | LoweredValue], raw: bool = False
@@ -349,13 +342,7 @@ class GraphLowering:
                 continue
             result = results[position] if position < len(results) else None
             if result is None:
-                raise LoweringError(
-                    f"output {position} ('{out.name}') was not produced",
-                    op_type=onnx_node.op_type,
-                    domain=onnx_node.domain,
-                    opset=onnx_node.opset,
-                    node_name=onnx_node.name,
-                )
+                raise onnx_node.error(f"output {position} ('{out.name}') was not produced", LoweringError)
             if isinstance(result, (LoweredValue, SequenceResult, SymbolicResult)):
                 self.values[out.name] = self._lowered_result(out.name, result)
             elif isinstance(result, ir.Value):
@@ -378,8 +365,8 @@ def _check_size(onnx_node: OnnxNode, name: str, shape: Sequence[Any]) -> None:
         if isinstance(dim, (int, np.integer)):
             count *= max(int(dim), 0)
     if count > limits.MAX_ELEMENTS:
-        raise ResourceLimitError(
+        raise onnx_node.error(
             f"output '{name}' of shape {[str(d) for d in shape]} would have {count} elements, over the limit "
             f"of {limits.MAX_ELEMENTS} (onnx_stablehlo.frontend.limits.MAX_ELEMENTS)",
-            op_type=onnx_node.op_type, domain=onnx_node.domain, opset=onnx_node.opset, node_name=onnx_node.name,
+            ResourceLimitError,
         )
