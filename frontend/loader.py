@@ -4,13 +4,14 @@
 inlines model-local functions; and returns an ``onnx_ir.Model`` whose external data (if any)
 is mapped lazily from the model's folder.
 
-Map-typed values. onnx-ir has no map type, and StableHLO has no map either. A classifier
-converted by skl2onnx or onnxmltools with default options ends in an ``ai.onnx.ml`` ZipMap
-node whose output, a graph output, is ``seq(map(int64|string, tensor(float)))``. Before onnx-ir
-reads the model, such a graph output is retyped as the ``float[N, C]`` tensor ZipMap receives
-(its lowering is the identity); ``CompiledModel.run`` turns it back into what onnxruntime
-returns, a list of one ``{label: probability}`` dict per row (:func:`zipmap_outputs`). Any
-other map-typed value is an :class:`UnsupportedValueTypeError` naming it and its type.
+Maps and strings. onnx-ir has no map type, and StableHLO has neither maps nor strings. Before
+onnx-ir reads the model, :func:`~onnx_stablehlo.frontend.host_values.retype_host_values`
+rewrites them at the graph boundary into tensors: a ZipMap graph output
+(``seq(map(int64|string, tensor(float)))``) becomes the ``float[N, C]`` tensor ZipMap receives,
+a ``map(K, V)`` input feeding a DictVectorizer becomes its dense row, and strings become int64
+ids. What the runtime converts on the host is recorded in the model's ``metadata_props``
+(``frontend/host_values.py``); any other map-typed value is an
+:class:`UnsupportedValueTypeError` naming it and its type.
 """
 
 from __future__ import annotations
@@ -23,13 +24,12 @@ import onnx
 import onnx_ir
 from onnx_ir.passes.common import InlinePass
 
-from onnx_stablehlo.errors import ModelCheckError, ModelLoadError, OnnxStableHLOError, UnsupportedValueTypeError
+from onnx_stablehlo.errors import ModelCheckError, ModelLoadError, OnnxStableHLOError
 from onnx_stablehlo.frontend.external_data import check_external_data
+from onnx_stablehlo.frontend.host_values import HOST_BOUNDARY_KEY, retype_host_values, zipmap_outputs
 from onnx_stablehlo.frontend.qdq import fuse_qdq
 
 __all__ = ["ModelSource", "load", "opset_imports", "zipmap_outputs"]
-
-_ML_DOMAIN = "ai.onnx.ml"
 
 ModelSource = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
 
@@ -74,7 +74,10 @@ def load(
                 f"cannot load a model from {type(model).__name__}: expected a path, bytes, "
                 "onnx.ModelProto or onnx_ir.Model"
             )
-        ir_model = _deserialize(_retype_zipmap_outputs(proto))
+        device_proto, boundary = retype_host_values(proto)
+        ir_model = _deserialize(device_proto)
+        if boundary:
+            ir_model.metadata_props[HOST_BOUNDARY_KEY] = boundary.to_json()
         # Before the checker: it would open (and block on) a FIFO named as a location.
         check_external_data(ir_model, base_dir)
         if check:
@@ -225,109 +228,4 @@ def opset_imports(model: onnx_ir.Model) -> dict[str, int]:
     result: dict[str, int] = {}
     for domain, version in model.opset_imports.items():
         result["" if domain in ("", "ai.onnx") else domain] = int(version)
-    return result
-
-
-def _elem_name(elem_type: int) -> str:
-    return onnx.TensorProto.DataType.Name(elem_type).lower()
-
-
-def _type_text(value_type: onnx.TypeProto) -> str:
-    """A type in ONNX text syntax: ``seq(map(int64,tensor(float)))``."""
-    kind = value_type.WhichOneof("value")
-    if kind == "tensor_type":
-        return f"tensor({_elem_name(value_type.tensor_type.elem_type)})"
-    if kind == "sequence_type":
-        return f"seq({_type_text(value_type.sequence_type.elem_type)})"
-    if kind == "optional_type":
-        return f"optional({_type_text(value_type.optional_type.elem_type)})"
-    if kind == "map_type":
-        return f"map({_elem_name(value_type.map_type.key_type)},{_type_text(value_type.map_type.value_type)})"
-    return kind or "undefined"
-
-
-def _has_map(value_type: onnx.TypeProto) -> bool:
-    kind = value_type.WhichOneof("value")
-    if kind == "map_type":
-        return True
-    if kind == "sequence_type":
-        return _has_map(value_type.sequence_type.elem_type)
-    if kind == "optional_type":
-        return _has_map(value_type.optional_type.elem_type)
-    return False
-
-
-def _map_typed_values(graph: onnx.GraphProto, where: str) -> list[tuple[str, onnx.ValueInfoProto]]:
-    """Every (where, value) of a map-containing type in ``graph`` and its subgraphs."""
-    found = [
-        (where, v)
-        for v in (*graph.input, *graph.output, *graph.value_info)
-        if _has_map(v.type)
-    ]
-    for node in graph.node:
-        for attribute in node.attribute:
-            for subgraph in (*([attribute.g] if attribute.HasField("g") else []), *attribute.graphs):
-                found += _map_typed_values(subgraph, f"a subgraph of node '{node.name or node.op_type}'")
-    return found
-
-
-def _retype_zipmap_outputs(proto: onnx.ModelProto) -> onnx.ModelProto:
-    """Retypes ZipMap graph outputs as ``float[N, C]``; see the module docstring.
-
-    Returns ``proto`` itself when it has no map-typed value, else a modified copy.
-
-    Raises:
-        UnsupportedValueTypeError: a map-typed value that is not a ZipMap graph output.
-    """
-    found = _map_typed_values(proto.graph, "the main graph")
-    if not found:
-        return proto
-    zipmaps = {
-        node.output[0]: node
-        for node in proto.graph.node
-        if node.op_type == "ZipMap" and node.domain == _ML_DOMAIN and node.output
-    }
-    outputs = {v.name for v in proto.graph.output}
-    for where, value in found:
-        if where != "the main graph" or value.name not in zipmaps or value.name not in outputs:
-            role = "input" if any(v.name == value.name for v in proto.graph.input) else "value"
-            raise UnsupportedValueTypeError(
-                f"{role} '{value.name}' in {where} has type {_type_text(value.type)}: map-typed values "
-                "are not supported, except the output of an ai.onnx.ml ZipMap node that is a graph output",
-                value.name,
-                _type_text(value.type),
-            )
-    proto = onnx.ModelProto.FromString(proto.SerializeToString())
-    for value in proto.graph.output:
-        node = zipmaps.get(value.name)
-        if node is None:
-            continue
-        labels = next(
-            (len(a.ints) or len(a.strings) for a in node.attribute if a.name in ("classlabels_int64s", "classlabels_strings")),
-            None,
-        )
-        value.type.CopyFrom(onnx.helper.make_tensor_type_proto(onnx.TensorProto.FLOAT, [None, labels]))
-    kept = [v for v in proto.graph.value_info if not _has_map(v.type)]
-    del proto.graph.value_info[:]
-    proto.graph.value_info.extend(kept)
-    return proto
-
-
-def zipmap_outputs(model: onnx_ir.Model) -> dict[str, list[int] | list[str]]:
-    """The graph outputs produced by an ai.onnx.ml ZipMap node, with the node's class labels.
-
-    ``CompiledModel.run`` returns each as a list of ``{label: probability}`` dicts, one per
-    row, as onnxruntime does.
-    """
-    result: dict[str, list[int] | list[str]] = {}
-    for value in model.graph.outputs:
-        node = value.producer()
-        if node is None or node.op_type != "ZipMap" or node.domain != _ML_DOMAIN:
-            continue
-        ints = node.attributes.get("classlabels_int64s")
-        strings = node.attributes.get("classlabels_strings")
-        if ints is not None:
-            result[value.name] = [int(v) for v in ints.as_ints()]
-        elif strings is not None:
-            result[value.name] = [str(v) for v in strings.as_strings()]
     return result

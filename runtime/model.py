@@ -34,12 +34,12 @@ from onnx_stablehlo.errors import (
 )
 from onnx_stablehlo.frontend.importer import check_supported, graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
-from onnx_stablehlo.frontend.loader import zipmap_outputs
 from onnx_stablehlo.runtime import pjrt, split
 from onnx_stablehlo.runtime.artifact import Artifact
 from onnx_stablehlo.runtime.call_plan import CallPlan, raise_failed_checks
 from onnx_stablehlo.runtime.executables import AssumptionFailed, Executables, Specialization
 from onnx_stablehlo.runtime.feeds import FeedChecker
+from onnx_stablehlo.runtime.host_stages import HostStages
 from onnx_stablehlo.runtime.options import CompileOptions
 
 __all__ = ["CompiledModel", "Specialization"]
@@ -96,7 +96,7 @@ class CompiledModel:
                 )
         self.input_names = [v.name for v in inputs]
         self.output_names = [v.name for v in model.graph.outputs]
-        self._zipmaps = zipmap_outputs(model)
+        self._host = HostStages(model, self.output_names)  # maps, strings, ZipMap outputs
         input_types = {v.name: v.type for v in inputs}
         fixed_shapes = {
             k: tuple(int(d) for d in v) if onnx_kind(input_types.get(k)) == "tensor" and v is not None else v
@@ -235,6 +235,9 @@ class CompiledModel:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
             CompileError, ExecutionError: PJRT failed.
         """
+        extra: list[str] = []
+        if self._host.encodes:  # map and string inputs: their tensors (runtime/host_stages.py)
+            feeds, extra = self._host.encode(feeds)
         plan = self._plan
         if plan is not None:
             arguments = plan.arguments(feeds, self.device)
@@ -242,9 +245,9 @@ class CompiledModel:
                 results = pjrt.to_host(pjrt.execute(plan.executable, arguments))
                 if plan.check_messages:
                     raise_failed_checks(plan.check_messages, results.pop())
-                return self._host_values(results)
+                return self._host_values(results, extra)
         arrays = self._feeds.check(feeds)
-        return self._host_values(self._run_arrays(arrays))
+        return self._host_values(self._run_arrays(arrays), extra)
 
     def _run_arrays(self, arrays: dict[str, Any]) -> list[Any]:
         if self._split is None:
@@ -256,17 +259,9 @@ class CompiledModel:
                 self._split = split.split_for(self, exc)
         return self._split.run(arrays)
 
-    def _host_values(self, outputs: list[Any]) -> list[Any]:
-        """Turns ZipMap outputs (``float[N, C]`` on the device) into onnxruntime's list of dicts."""
-        if not self._zipmaps:
-            return outputs
-        result = list(outputs)
-        for index, name in enumerate(self.output_names):
-            labels = self._zipmaps.get(name)
-            if labels is not None:
-                rows = np.asarray(result[index]).reshape(-1, len(labels))
-                result[index] = [dict(zip(labels, (float(p) for p in row))) for row in rows]
-        return result
+    def _host_values(self, outputs: list[Any], extra: list[str]) -> list[Any]:
+        """String outputs as strings, ZipMap outputs as onnxruntime's list of dicts."""
+        return self._host.decode(outputs, extra) if self._host.decodes else outputs
 
     def _run_bucketed(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
         artifact, bucketing = self.artifact, self.bucketing

@@ -8,15 +8,18 @@
     ArrayFeatureExtractor(x, idx) -> stablehlo.gather along the last axis
     FeatureVectorizer(x...)  -> concatenate of the inputs (each cut or zero-padded to its width)
     LabelEncoder(x)          -> a chain of select(x == key, value, .) over numeric keys
-    ZipMap(x)                -> x itself; the runtime returns a list of dicts (loader.py)
+    ZipMap(x)                -> x itself; the runtime returns a list of dicts (host_values.py)
+    DictVectorizer(x)        -> x itself: the runtime feeds the map as its dense row (host_values.py)
 
 Spec: the ai.onnx.ml operators (onnx.ai/onnx/operators/onnx_aionnxml_*.html). Where the spec
 leaves a result open, these rules follow onnxruntime's CPU kernels (the oracle of the tests),
 and say so under Deviations; docs/coverage.md lists the ops.
 
-Strings: ONNX string tensors have no StableHLO type, so rules whose inputs or outputs would be
-strings (string keys, CategoryMapper) raise :class:`UnsupportedDtypeError` naming the
-attribute; convert such models with integer labels.
+Strings: ONNX string tensors have no StableHLO type. The loader interns them
+(``frontend/host_values.py``): string tensors become int64 ids and the string attributes of
+LabelEncoder, CategoryMapper, OneHotEncoder and the classifiers their int64 forms, so these
+rules see integer keys. A string attribute that still reaches a rule (a model built as
+onnx-ir directly, not through the loader) is an :class:`UnsupportedDtypeError`.
 """
 
 from __future__ import annotations
@@ -292,6 +295,32 @@ def lower_zip_map(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     return [x]
 
 
+@lowering("DictVectorizer", since=1, domain=ml.ML)
+def lower_dict_vectorizer(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers DictVectorizer to its input: the loader retyped its map input as the dense row.
+
+    The runtime turns the fed map into ``[1, V]`` (the value of key ``vocabulary[j]`` in column
+    ``j``, zero for a missing key, unknown keys ignored, as onnxruntime does); see
+    ``frontend/host_values.py`` and ``runtime/host_stages.py``.
+
+    Spec: ai.onnx.ml DictVectorizer-1.
+    Shapes: X [1, V] (the retyped map); Y [1, V].
+    Dtypes: float32, float64, int64 (the map's values).
+    Raises:
+        UnsupportedDtypeError: the input is still a map (not a graph input the loader retyped).
+    """
+    x = ctx.input(0)
+    vocabulary = node.attr("string_vocabulary") or node.attr("int64_vocabulary") or []
+    shape = builders.dims_of(x)
+    if len(shape) != 2 or (isinstance(shape[-1], int) and shape[-1] != len(vocabulary)):
+        raise ctx.error(
+            "DictVectorizer runs on a map graph input only (the loader feeds it as a dense "
+            f"[1, {len(vocabulary)}] row); got a tensor of shape {list(shape)}",
+            UnsupportedDtypeError,
+        )
+    return [x]
+
+
 def _key_value_pairs(ctx: LoweringContext, node: OnnxNode) -> tuple[np.ndarray, np.ndarray, object]:
     """LabelEncoder-2/4's numeric keys, values and default."""
     for kind in ("keys_strings", "values_strings"):
@@ -367,7 +396,11 @@ def _product(dims: Sequence) -> object:
 @lowering("LabelEncoder", since=1, domain=ml.ML)
 @lowering("CategoryMapper", since=1, domain=ml.ML)
 def lower_string_mapping(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Rejects LabelEncoder-1 and CategoryMapper: one side of their mapping is always a string.
+    """Rejects LabelEncoder-1 and CategoryMapper that the loader did not rewrite.
+
+    One side of their mapping is always a string; the loader rewrites both into LabelEncoder-2
+    over interned ids (``frontend/host_values.py``), so only a model built as onnx-ir directly
+    reaches this rule.
 
     Spec: ai.onnx.ml LabelEncoder-1, CategoryMapper-1.
     Raises:
