@@ -789,7 +789,7 @@ def _minilm_variant_build(variant: str) -> Callable[[Path], Path]:
     return build
 
 
-# classic ML: scikit-learn (skl2onnx) and LightGBM (onnxmltools) ----------------------------------
+# classic ML: scikit-learn (skl2onnx), LightGBM and XGBoost (onnxmltools) ------------------------
 
 
 def _sklearn_build(name: str) -> Callable[[Path], Path]:
@@ -810,6 +810,17 @@ def _sklearn_inputs(dataset: str) -> Callable[[np.random.Generator], Feeds]:
     return inputs
 
 
+def _sklearn_map_sequence(dataset: str) -> Callable[[Runner, np.random.Generator], list[list[np.ndarray]]]:
+    """A map input takes one dict per run (as onnxruntime's Python API does): 12 runs."""
+
+    def run_sequence(run: Runner, rng: np.random.Generator) -> list[list[np.ndarray]]:
+        import build_sklearn
+
+        return [run({"X": row}) for row in build_sklearn.sample_rows(dataset, rng, 12)]
+
+    return run_sequence
+
+
 _SKLEARN_TOLERANCES = {
     # onnxruntime's float32 one-vs-one decision values are 1.4e-4 from the exact (float64)
     # ones on these inputs (ours: 5e-7); Platt scaling and pairwise coupling carry that into
@@ -824,11 +835,13 @@ def _sklearn_models() -> list[ZooModel]:
     return [
         ZooModel(
             name=f"sklearn-{spec.name}",
-            source="lightgbm" if "lightgbm" in spec.converter else "scikit-learn",
+            source={"onnxmltools-lightgbm": "lightgbm", "onnxmltools-xgboost": "xgboost-cpu"}.get(spec.converter, "scikit-learn"),
             description=f"{spec.description}; {spec.converter}, "
-            + ("ZipMap output (list of dicts)" if spec.zipmap else "zipmap=False"),
+            + ("no ZipMap (probability tensor)" if spec.converter == "onnxmltools-xgboost"
+               else "ZipMap output (list of dicts)" if spec.zipmap else "zipmap=False"),
             build=_sklearn_build(spec.name),
             inputs=_sklearn_inputs(spec.dataset),
+            run_sequence=_sklearn_map_sequence(spec.dataset) if build_sklearn.is_map_dataset(spec.dataset) else None,
             tolerance=_SKLEARN_TOLERANCES.get(spec.name, SKLEARN),
             requires=spec.requires,
             approx_mb=0.1,
