@@ -159,10 +159,14 @@ def test_zipmap_output_is_a_list_of_dicts_like_onnxruntime(rows, rng):
 
 
 def test_map_typed_input_is_a_typed_error():
-    """DictVectorizer reads a map: the loader names the value and its type."""
+    """A map input that is also a graph output (not one DictVectorizer's input, which the
+    runtime feeds as a dense row: test_ml_strings.py): the loader names the value and its type."""
     map_type = helper.make_map_type_proto(TensorProto.INT64, helper.make_tensor_type_proto(TensorProto.FLOAT, None))
     node = helper.make_node("DictVectorizer", ["features"], ["Y"], domain=ML, int64_vocabulary=[1, 2])
-    graph = helper.make_graph([node], "g", [helper.make_value_info("features", map_type)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2])])
+    graph = helper.make_graph(
+        [node], "g", [helper.make_value_info("features", map_type)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 2]), helper.make_value_info("features", map_type)],
+    )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)], ir_version=9)
     with pytest.raises(UnsupportedValueTypeError, match=r"input 'features'.*map\(int64,tensor\(float\)\)") as info:
         onnx_stablehlo.compile(model)
