@@ -187,6 +187,85 @@ def _decision_values(x: ir.Value, vectors: np.ndarray, kernel: _Kernel, mix: np.
     return builders.convert(scores, DataType.FLOAT) if wide else scores
 
 
+_FMA_FEATURES = 64
+"""Up to this many features the classifier's GEMM kernels follow onnxruntime's float32 order
+(:func:`_gemm_kernel_fma`); beyond it (MLAS then splits the feature axis into blocks) they are
+computed in float64 and rounded once."""
+
+
+def _gemm_kernel_fma(x: ir.Value, vectors: np.ndarray, alpha: float, offset: float) -> ir.Value:
+    """``f32(alpha * x @ vectors.T + offset)`` rounded as onnxruntime's SGEMM (MLAS) rounds it.
+
+    MLAS accumulates each dot product in float32 with one fused multiply-add per feature, in
+    feature order, then writes ``alpha * acc + offset`` with one more. Each fused step is
+    emulated exactly: the product of two float32 values is exact in float64, the sum is
+    rounded to float64 and then to float32 (a double rounding that differs from one float32
+    rounding only on exact float32 ties). Needs float64 (``builders.float64_allowed()``).
+    """
+    n_rows, features = builders.dims_of(x)
+    wide = (n_rows, vectors.shape[0])
+    x64 = builders.convert(x, DataType.DOUBLE)
+    acc = builders.splat(0.0, DataType.FLOAT, wide)
+    for k in range(features):
+        column = builders.broadcast_to(builders.reshape(builders.slice_axis(x64, 1, k, k + 1), (n_rows,)), wide, dims=[0])
+        support = builders.broadcast_to(builders.constant(vectors[:, k].astype(np.float64)), wide, dims=[1])
+        acc = builders.convert(stablehlo.add(builders.convert(acc, DataType.DOUBLE), stablehlo.multiply(column, support)), DataType.FLOAT)
+    if alpha != 1.0 or offset != 0.0:
+        scaled = stablehlo.multiply(builders.convert(acc, DataType.DOUBLE), builders.splat(float(np.float32(alpha)), DataType.DOUBLE, wide))
+        acc = builders.convert(stablehlo.add(scaled, builders.splat(float(np.float32(offset)), DataType.DOUBLE, wide)), DataType.FLOAT)
+    return acc
+
+
+def _kernel_matrix_ort_order(x: ir.Value, vectors: np.ndarray, kernel: _Kernel) -> ir.Value:
+    """The classifier's ``[N, V]`` float32 kernel matrix rounded as onnxruntime computes it.
+
+    LINEAR, POLY and SIGMOID go through its SGEMM (:func:`_gemm_kernel_fma`, gamma as the GEMM's
+    alpha, coef0 as its C); POLY then squares (degree 2) or cubes (degree 3) in float32 as
+    Eigen does (``(v * v) * v``), other degrees use float32 pow; SIGMOID takes tanh. RBF keeps
+    :func:`_kernel_matrix` (float64, rounded once).
+    """
+    if kernel.kind == "RBF":
+        return builders.convert(_kernel_matrix(builders.convert(x, DataType.DOUBLE), vectors, kernel), DataType.FLOAT)
+    if kernel.kind == "LINEAR":
+        return _gemm_kernel_fma(x, vectors, 1.0, 0.0)
+    affine = _gemm_kernel_fma(x, vectors, kernel.gamma, kernel.coef0)
+    if kernel.kind == "SIGMOID":
+        return ml.rounded_once(lambda v: stablehlo.tanh(v), affine)
+    if kernel.degree == 2:
+        return stablehlo.multiply(affine, affine)
+    if kernel.degree == 3:
+        return stablehlo.multiply(stablehlo.multiply(affine, affine), affine)
+    return ml.rounded_once(lambda v: stablehlo.power(v, builders.full_like(v, kernel.degree)), affine)
+
+
+def _pair_decision_values(
+    x: ir.Value, vectors: np.ndarray, kernel: _Kernel, coefs: np.ndarray, spans: list[tuple[slice, slice]], rho: np.ndarray
+) -> ir.Value:
+    """One-versus-one decision values ``[N, pairs]`` computed in onnxruntime's arithmetic.
+
+    Per pair ``(i, j)``: the float32 products of class i's kernel values with row ``j - 1`` of
+    the coefficients and of class j's with row ``i``, summed in float64, plus ``rho[p]``,
+    rounded to float32 (onnxruntime's SVMClassifier loop); the kernel matrix as
+    :func:`_kernel_matrix_ort_order` computes it. Matching its float32 kernel rounding keeps the
+    Platt-scaled probabilities within 1e-5 of onnxruntime's, though both are then up to ~1e-4
+    from the exact values (see docs/models.md).
+    """
+    kernel_values = _kernel_matrix_ort_order(x, vectors, kernel)
+    n_rows = builders.dims_of(x)[0]
+    columns = []
+    for p, (span_i, span_j, row_i, row_j) in enumerate(spans):
+        index = np.concatenate([np.arange(span_i.start, span_i.stop), np.arange(span_j.start, span_j.stop)])
+        weights = np.concatenate([coefs[row_i, span_i], coefs[row_j, span_j]]).astype(np.float32)
+        block = builders.take(kernel_values, index, 1)
+        products = stablehlo.multiply(block, builders.broadcast_to(builders.constant(weights), (n_rows, len(index)), dims=[1]))
+        total = builders.reduce(builders.convert(products, DataType.DOUBLE), [1], stablehlo.AddOp, 0.0)
+        total = stablehlo.add(total, builders.splat(float(rho[p]), DataType.DOUBLE, (n_rows,)))
+        columns.append(builders.reshape(builders.convert(total, DataType.FLOAT), (n_rows, 1)))
+    if len(columns) == 1:
+        return columns[0]
+    return stablehlo.concatenate(columns, ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1))
+
+
 @lowering("SVMRegressor", since=1, domain=ml.ML)
 def lower_svm_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers SVMRegressor to ``K(x, support_vectors) @ coefficients + rho``.
@@ -274,7 +353,15 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             span_j = slice(starts[j], starts[j] + per_class[j])
             mix[p, span_i] = coefs[j - 1, span_i]
             mix[p, span_j] = coefs[i, span_j]
-        scores = _decision_values(x, vectors, kernel, mix, rho[: len(pairs)])
+        features = builders.dims_of(x)[1]
+        if builders.float64_allowed() and builders.dtype_of(x) == DataType.FLOAT and isinstance(features, int) and features <= _FMA_FEATURES:
+            spans = [
+                (slice(starts[i], starts[i] + per_class[i]), slice(starts[j], starts[j] + per_class[j]), j - 1, i)
+                for i, j in pairs
+            ]
+            scores = _pair_decision_values(x, vectors, kernel, coefs, spans, rho[: len(pairs)])
+        else:
+            scores = _decision_values(x, vectors, kernel, mix, rho[: len(pairs)])
         wins = builders.convert(builders.compare(scores, builders.full_like(scores, 0.0), "GT"), DataType.FLOAT)
         losses = stablehlo.subtract(builders.full_like(wins, 1.0), wins)
         to_i = np.zeros((n_classes, len(pairs)), np.float32)
