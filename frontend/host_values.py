@@ -42,6 +42,7 @@ import onnx_ir
 from onnx import TensorProto
 
 from onnx_stablehlo.errors import UnsupportedDtypeError, UnsupportedValueTypeError
+from onnx_stablehlo.frontend.node_names import describe_node
 
 __all__ = ["HOST_BOUNDARY_KEY", "HostBoundary", "MapInput", "retype_host_values", "zipmap_outputs"]
 
@@ -317,12 +318,6 @@ def _schema_default(op_type: str, opset: int, name: str):
     return onnx.helper.get_attribute_value(schema.attributes[name].default_value)
 
 
-def _node_label(node: onnx.NodeProto, index: int) -> str:
-    if node.name:
-        return f"'{node.name}'"
-    return f"#{index} producing '{node.output[0]}'" if node.output else f"#{index}"
-
-
 class _StringInterner:
     """Rewrites the main graph's strings into int64 ids (see the module docstring)."""
 
@@ -381,13 +376,14 @@ class _StringInterner:
         tensor.CopyFrom(onnx.helper.make_tensor(name, TensorProto.INT64, dims, ids))
 
     def _error(self, node: onnx.NodeProto, index: int, value: str, why: str) -> UnsupportedDtypeError:
-        opset = self.ml_opset if node.domain == _ML else None
+        opset = next(
+            (o.version for o in self.proto.opset_import if (o.domain or "ai.onnx") == (node.domain or "ai.onnx")), None
+        )
         return UnsupportedDtypeError(
-            f"node {_node_label(node, index)} ({node.domain or 'ai.onnx'}::{node.op_type}) {why} the string "
-            f"value '{value}': strings are interned as int64 ids on the host, which only data-movement "
-            f"ops ({', '.join(sorted(_STRING_CARRIERS))}), Equal and the ai.onnx.ml encoders and "
-            "classifiers can take",
-            op_type=node.op_type, domain=node.domain, opset=opset, node_name=node.name or None,
+            f"it {why} the string value '{value}': strings are interned as int64 ids on the host, which "
+            f"only data-movement ops ({', '.join(sorted(_STRING_CARRIERS))}), Equal and the ai.onnx.ml "
+            "encoders and classifiers can take",
+            op_type=node.op_type, domain=node.domain, opset=opset, node_name=describe_node(node, index),
         )
 
     def _rewrite(self, node: onnx.NodeProto, index: int) -> None:

@@ -802,9 +802,13 @@ def _sklearn_build(name: str) -> Callable[[Path], Path]:
 
 
 def _sklearn_inputs(dataset: str) -> Callable[[np.random.Generator], Feeds]:
+    """64 rows, or one dict for a map input (``map(K, V)`` takes one per run)."""
+
     def inputs(rng: np.random.Generator) -> Feeds:
         import build_sklearn
 
+        if build_sklearn.is_map_dataset(dataset):
+            return {"X": build_sklearn.sample_rows(dataset, rng, 1)[0]}
         return {"X": build_sklearn.sample_rows(dataset, rng)}
 
     return inputs
@@ -834,7 +838,7 @@ def _sklearn_models() -> list[ZooModel]:
             name=f"sklearn-{spec.name}",
             source={"onnxmltools-lightgbm": "lightgbm", "onnxmltools-xgboost": "xgboost-cpu"}.get(spec.converter, "scikit-learn"),
             description=f"{spec.description}; {spec.converter}, "
-            + ("no ZipMap (probability tensor)" if spec.converter == "onnxmltools-xgboost"
+            + ("no ZipMap" if spec.converter == "onnxmltools-xgboost"
                else "ZipMap output (list of dicts)" if spec.zipmap else "zipmap=False"),
             build=_sklearn_build(spec.name),
             inputs=_sklearn_inputs(spec.dataset),

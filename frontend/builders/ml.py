@@ -51,8 +51,9 @@ def labels(ctx: LoweringContext, node: OnnxNode, ints: str, strings: str) -> np.
     """
     if node.attr(strings):
         raise ctx.error(
-            f"string class labels ('{strings}') are not supported: StableHLO has no string type; "
-            f"convert the model with integer labels ('{ints}')",
+            f"string class labels ('{strings}') reached the lowering: StableHLO has no string type; "
+            "load the model with onnx_stablehlo.load, which interns them as int64 ids "
+            f"(or convert it with integer labels, '{ints}')",
             UnsupportedDtypeError,
         )
     values = node.attr(ints)

@@ -8,8 +8,11 @@
 
 Spec: the ai.onnx.ml operators (onnx.ai/onnx/operators/onnx_aionnxml_*.html). Where the spec
 leaves a result open, these rules follow onnxruntime's CPU kernels (the oracle of the tests),
-and say so under Deviations; docs/coverage.md lists the ops. String class labels raise
-:class:`UnsupportedDtypeError` naming the attribute (``builders/ml.py``).
+and say so under Deviations; docs/coverage.md lists the ops. String class labels are interned
+by the loader (``frontend/host_values.py``): a rule sees ``classlabels_ints``/``_int64s`` of
+ids and the runtime returns the labels as strings. An onnx-ir model that reaches a rule with
+``classlabels_strings`` (built without the loader) raises :class:`UnsupportedDtypeError`
+naming the attribute (``builders/ml.py``).
 """
 
 from __future__ import annotations
@@ -51,7 +54,7 @@ def lower_linear_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Val
         (float64 for float64 X).
     Deviations: ``multi_class`` is ignored, as in onnxruntime.
     Raises:
-        UnsupportedDtypeError: string class labels.
+        UnsupportedDtypeError: string class labels the loader did not intern.
         UnsupportedAttributeError: PROBIT with one coefficient row and two labels.
     """
     x = ml.as_matrix(ctx, ml.float_input(ctx))
@@ -314,12 +317,17 @@ def lower_svm_classifier(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     coupling (see :func:`_pairwise_coupling`). Without support vectors (liblinear) the
     scores are ``x @ coefficients.T + rho[0]`` and the label their argmax.
 
+    The decision values follow onnxruntime's float32 arithmetic (:func:`_pair_decision_values`:
+    its SGEMM's fused multiply-adds in feature order for the LINEAR, POLY and SIGMOID kernels,
+    products summed in float64) when float64 is available and there are at most 64 features;
+    otherwise they are computed in float64 and rounded once (:func:`_decision_values`).
+
     Spec: ai.onnx.ml SVMClassifier-1.
     Shapes: X [N, F] or [F]; Y [N] int64; Z [N, pairs], [N, C] with probabilities or in
         linear mode, [N, 2] for two classes with one decision value.
     Dtypes: X float32, float64, int64, int32 (computed in float32).
     Raises:
-        UnsupportedDtypeError: string class labels.
+        UnsupportedDtypeError: string class labels the loader did not intern.
         UnsupportedAttributeError: an unknown kernel_type or post_transform.
     """
     x = ml.as_matrix(ctx, ml.float_input(ctx, keep_double=False))

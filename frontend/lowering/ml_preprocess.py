@@ -81,7 +81,7 @@ def lower_array_feature_extractor(ctx: LoweringContext, node: OnnxNode) -> list[
     Spec: ai.onnx.ml ArrayFeatureExtractor-1.
     Shapes: X static ``[..., n]``; Y int64 indices of any shape (flattened to ``k``); result
         ``[..., k]``, or ``[1, k]`` for a 1-D X (as onnxruntime does).
-    Dtypes: float32, float64, int32, int64 (no strings).
+    Dtypes: float32, float64, int32, int64; strings as the int64 ids the loader interns them to.
     Deviations: out-of-range indices (an error in onnxruntime) are clamped.
     """
     x = ctx.input(0)
@@ -219,7 +219,8 @@ def lower_one_hot_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     Spec: ai.onnx.ml OneHotEncoder-1.
     Shapes: X [...]; Y [..., categories] float32.
     Dtypes: X int64, int32, float32, float64 (numbers are compared as int64 after truncation,
-        as onnxruntime casts them).
+        as onnxruntime casts them); string X with ``cats_strings`` as interned int64 ids
+        (``frontend/host_values.py``).
     Deviations: a value outside the categories with ``zeros=0`` is an error in onnxruntime; here
         it gives a row of zeros.
     Raises:
@@ -363,7 +364,8 @@ def lower_label_encoder(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
 
     Spec: ai.onnx.ml LabelEncoder-2, 4.
     Shapes: X any (symbolic dims allowed); Y X's shape.
-    Dtypes: keys/values int64, float32 (and any numeric *_tensor type).
+    Dtypes: keys/values int64, float32 (and any numeric *_tensor type); string keys, values
+        and defaults as the int64 ids the loader interns them to (``frontend/host_values.py``).
     Raises:
         UnsupportedDtypeError: string keys or values.
     """
@@ -396,7 +398,7 @@ def _product(dims: Sequence) -> object:
 @lowering("LabelEncoder", since=1, domain=ml.ML)
 @lowering("CategoryMapper", since=1, domain=ml.ML)
 def lower_string_mapping(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Rejects LabelEncoder-1 and CategoryMapper that the loader did not rewrite.
+    """Runs as LabelEncoder-2 over the ids the loader interns strings to; rejected if not rewritten.
 
     One side of their mapping is always a string; the loader rewrites both into LabelEncoder-2
     over interned ids (``frontend/host_values.py``), so only a model built as onnx-ir directly

@@ -6,8 +6,11 @@
 
 Spec: the ai.onnx.ml operators (onnx.ai/onnx/operators/onnx_aionnxml_*.html). Where the spec
 leaves a result open, these rules follow onnxruntime's CPU kernels (the oracle of the tests),
-and say so under Deviations; docs/coverage.md lists the ops. String class labels raise
-:class:`UnsupportedDtypeError` naming the attribute (``builders/ml.py``).
+and say so under Deviations; docs/coverage.md lists the ops. String class labels are interned
+by the loader (``frontend/host_values.py``): a rule sees ``classlabels_ints``/``_int64s`` of
+ids and the runtime returns the labels as strings. An onnx-ir model that reaches a rule with
+``classlabels_strings`` (built without the loader) raises :class:`UnsupportedDtypeError`
+naming the attribute (``builders/ml.py``).
 """
 
 from __future__ import annotations
@@ -421,7 +424,7 @@ def lower_tree_ensemble_classifier(ctx: LoweringContext, node: OnnxNode) -> list
         1 where class 1's score is > 0, else 0 (the labels and class 0's score do not count);
         ours is the label of the larger score, as the spec says (and onnx.reference does).
     Raises:
-        UnsupportedDtypeError: string class labels.
+        UnsupportedDtypeError: string class labels the loader did not intern.
         UnsupportedAttributeError: an unknown mode or post_transform.
     """
     labels = ml.labels(ctx, node, "classlabels_int64s", "classlabels_strings")
