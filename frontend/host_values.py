@@ -286,15 +286,23 @@ def _is_ml(node: onnx.NodeProto, op_type: str) -> bool:
 # Strings --------------------------------------------------------------------------------------
 
 
+_STRING_ATTRIBUTES = frozenset(
+    {"classlabels_strings", "keys_strings", "values_strings", "cats_strings", "classes_strings"}
+)
+"""ai.onnx.ml attributes that hold strings the interner rewrites (ZipMap's labels and
+DictVectorizer's vocabulary stay: the host stages use them)."""
+
+
 def _has_strings(graph: onnx.GraphProto) -> bool:
+    """Whether ``graph`` (or a subgraph) has a string value, initializer, constant or one of
+    :data:`_STRING_ATTRIBUTES` on a node other than ZipMap."""
     values = (*graph.input, *graph.output, *graph.value_info)
     if any(_string_type(v.type) for v in values) or any(t.data_type == TensorProto.STRING for t in graph.initializer):
         return True
     for node in graph.node:
         for attribute in node.attribute:
-            if attribute.type in (onnx.AttributeProto.STRINGS,) and node.domain == _ML and node.op_type != "ZipMap":
-                if node.op_type != "DictVectorizer" and attribute.strings:
-                    return True
+            if attribute.name in _STRING_ATTRIBUTES and node.domain == _ML and node.op_type != "ZipMap" and attribute.strings:
+                return True
             if attribute.HasField("t") and attribute.t.data_type == TensorProto.STRING:
                 return True
         if any(_has_strings(g) for g in _subgraphs(node)):

@@ -40,7 +40,8 @@ class HostStages:
         self.string_inputs = frozenset(boundary.string_inputs)
         self.vocabulary = boundary.vocabulary
         self._ids = {text: index for index, text in enumerate(boundary.vocabulary)}
-        self._string_outputs = [i for i, n in enumerate(output_names) if n in set(boundary.string_outputs)]
+        self.string_outputs = frozenset(boundary.string_outputs)
+        self._string_outputs = [i for i, n in enumerate(output_names) if n in self.string_outputs]
         self._zipmap_outputs = [(i, self.zipmaps[n]) for i, n in enumerate(output_names) if n in self.zipmaps]
         self.encodes = bool(self.maps or self.string_inputs)
         self.decodes = bool(self._string_outputs or self._zipmap_outputs)

@@ -314,7 +314,14 @@ class CompiledModel:
 
         Raises:
             FeedError: as ``run``.
+            UnsupportedDtypeError: the model has map or string inputs or string outputs, which
+                are converted on the host (``runtime/host_stages.py``): use ``run``.
         """
+        if self._host.encodes or self._host.string_outputs:
+            raise UnsupportedDtypeError(
+                "run_device: this model's map or string inputs or string outputs are converted on "
+                "the host (no device array holds them); use run()"
+            )
         plan = self._plan
         if plan is not None:
             arguments = plan.arguments(feeds, self.device, device_arrays=True)

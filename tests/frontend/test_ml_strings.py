@@ -266,3 +266,13 @@ def test_sequence_of_maps_input_is_a_typed_error():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid(ML, 1)], ir_version=9)
     with pytest.raises(UnsupportedValueTypeError, match=r"input 'rows'.*seq\(map\(string,tensor\(float\)\)\)"):
         onnx_stablehlo.compile(model)
+
+
+def test_run_device_refuses_host_converted_values():
+    """String outputs and map inputs exist only on the host: run_device says to use run."""
+    node = helper.make_node("LabelEncoder", ["X"], ["Y"], domain=ML, keys_int64s=[1, 2], values_strings=["a", "b"])
+    model = ml_model(node, [helper.make_tensor_value_info("X", TensorProto.INT64, ["N"])], [_string_io("Y", ["N"])], ml_opset=2)
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.run({"X": np.array([2, 1, 5], np.int64)})[0].tolist() == ["b", "a", "_Unused"]
+    with pytest.raises(UnsupportedDtypeError, match="use run"):
+        compiled.run_device({"X": np.array([2, 1], np.int64)})
