@@ -229,6 +229,8 @@ def _retype_maps(proto: onnx.ModelProto, found: list[tuple[str, onnx.ValueInfoPr
         if where == "the main graph" and value.name in outputs and node is not None and _is_ml(node, "ZipMap"):
             continue
         users = consumers.get(value.name, [])
+        if any(m.name == value.name for m in map_inputs):
+            continue  # the input listed again in value_info
         if where == "the main graph" and value.name in inputs and value.name not in outputs:
             map_input = _dict_vectorizer_input(value, users)
             if map_input is not None:

@@ -225,6 +225,8 @@ def _models() -> list[SklearnModel]:
         m("logreg-iris-string-labels-nozipmap", "iris-names", _est(_LINEAR, "LogisticRegression", max_iter=500), "LogisticRegression on string labels (string label output)", zipmap=False),
         m("random-forest-iris-string-labels", "iris-names", _est(_ENSEMBLE, "RandomForestClassifier", n_estimators=30, random_state=SEED), "RandomForestClassifier, 30 trees, string labels"),
         m("random-forest-iris-string-labels-nozipmap", "iris-names", _est(_ENSEMBLE, "RandomForestClassifier", n_estimators=30, random_state=SEED), "RandomForestClassifier, 30 trees, string labels", zipmap=False),
+        m("mlp-iris-string-labels", "iris-names", _scaled("sklearn.neural_network", "MLPClassifier", hidden_layer_sizes=(16,), max_iter=500, random_state=SEED), "StandardScaler + MLPClassifier, string labels (ArrayFeatureExtractor over a string initializer)"),
+        m("svc-rbf-iris-string-labels-nozipmap", "iris-names", _est(_SVM, "SVC"), "SVC rbf, string labels, decision values", zipmap=False),
         m("onehot-strings-logreg-iris", "iris-strings", _strings_onehot_logreg, "OneHotEncoder on 3 string columns (cats_strings) + LogisticRegression, string labels; input string [N, 3]"),
         # HistGradientBoosting through skl2onnx's own converter (see _hgb_converters)
         m("hist-gradient-boosting-iris", "iris", _est(_ENSEMBLE, "HistGradientBoostingClassifier", max_iter=30, random_state=SEED), "HistGradientBoostingClassifier, 30 rounds x 3 classes"),
