@@ -52,6 +52,7 @@ from onnx_stablehlo.errors import (
     UnsupportedTransformError,
 )
 from onnx_stablehlo.frontend import dtypes
+from onnx_stablehlo.frontend.host_values import HostBoundary
 from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import ModelSource
@@ -182,6 +183,14 @@ class OnnxFunction:
                 raise UnsupportedDtypeError(
                     f"input '{value.name}' has type {value.type}; the JAX bridge takes tensor inputs only"
                 )
+        if HostBoundary.of(model):
+            from onnx_stablehlo.errors import UnsupportedDtypeError
+
+            raise UnsupportedDtypeError(
+                "the model has map or string inputs or string outputs, which onnx_stablehlo converts "
+                "on the host (frontend/host_values.py); the JAX bridge takes tensors only: use "
+                "onnx_stablehlo.compile"
+            )
         self._input_shapes = dict(self.options.input_shapes)
         lowered = self._lower(dynamic=True)
         self.lowered = lowered

@@ -276,3 +276,13 @@ def test_run_device_refuses_host_converted_values():
     assert compiled.run({"X": np.array([2, 1, 5], np.int64)})[0].tolist() == ["b", "a", "_Unused"]
     with pytest.raises(UnsupportedDtypeError, match="use run"):
         compiled.run_device({"X": np.array([2, 1], np.int64)})
+
+
+def test_jax_bridge_refuses_host_converted_values():
+    pytest.importorskip("jax")
+    from onnx_stablehlo.jax import to_jax
+
+    node = helper.make_node("OneHotEncoder", ["X"], ["Y"], domain=ML, cats_strings=["cat", "dog"], zeros=1)
+    model = ml_model(node, [_string_io("X", ["N"])], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 2])])
+    with pytest.raises(UnsupportedDtypeError, match="JAX bridge takes tensors only"):
+        to_jax(model)
