@@ -271,7 +271,7 @@ def lower_nchwc_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: float32.
     Follows ORT: the activation (Relu, LeakyRelu, Tanh, Sigmoid, Clip, HardSigmoid with
         ``activation_params``) applies after Sum is added; when both block sizes fit the shapes,
-        MLAS's block size on this CPU (see :func:`host_block_size`).
+        MLAS's block size on this CPU (see ``host_block_size``).
     Raises: ShapeError when no block size fits the shapes; UnsupportedAttributeError for other
         activations; as Conv otherwise.
     """
@@ -311,7 +311,8 @@ def lower_nchwc_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     """Lowers the NCHWc MaxPool as ai.onnx MaxPool-12 on the NCHWc value (channel order is kept).
 
     Spec: com.microsoft.nchwc MaxPool-1 (onnxruntime's ``NchwcMaxPool``).
-    Shapes: X [N, Cp, H, W] (N, H, W symbolic allowed). Dtypes: float32.
+    Shapes: X [N, Cp, H, W] (N, H, W symbolic allowed).
+    Dtypes: float32.
     Raises: as MaxPool; ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
     return _pool(pool.lower_max_pool, 12)(ctx, node)
@@ -322,7 +323,8 @@ def lower_nchwc_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Va
     """Lowers the NCHWc AveragePool as ai.onnx AveragePool-19 on the NCHWc value.
 
     Spec: com.microsoft.nchwc AveragePool-1 (onnxruntime's ``NchwcAveragePool``).
-    Shapes: X [N, Cp, H, W] (N, H, W symbolic allowed). Dtypes: float32.
+    Shapes: X [N, Cp, H, W] (N, H, W symbolic allowed).
+    Dtypes: float32.
     Raises: as AveragePool; ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
     return _pool(pool.lower_average_pool, 19)(ctx, node)
@@ -333,7 +335,8 @@ def lower_nchwc_global_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir
     """Lowers the NCHWc GlobalMaxPool as ai.onnx GlobalMaxPool-1 on the NCHWc value.
 
     Spec: com.microsoft.nchwc GlobalMaxPool-1.
-    Shapes: X [N, Cp, H, W] static -> [N, Cp, 1, 1]. Dtypes: float32.
+    Shapes: X [N, Cp, H, W] static -> [N, Cp, 1, 1].
+    Dtypes: float32.
     Raises: ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
     return _pool(pool.lower_global_max_pool, 1)(ctx, node)
@@ -344,7 +347,8 @@ def lower_nchwc_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> lis
     """Lowers the NCHWc GlobalAveragePool as ai.onnx GlobalAveragePool-1 on the NCHWc value.
 
     Spec: com.microsoft.nchwc GlobalAveragePool-1.
-    Shapes: X [N, Cp, H, W] static -> [N, Cp, 1, 1]. Dtypes: float32.
+    Shapes: X [N, Cp, H, W] static -> [N, Cp, 1, 1].
+    Dtypes: float32.
     Raises: ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
     return _pool(pool.lower_global_average_pool, 1)(ctx, node)
