@@ -64,22 +64,24 @@ def _repeat_kv(x: ir.Value, groups: int) -> ir.Value:
     return builders.reshape(wide, (batch, kv * groups, total, size))
 
 
-def scaled_dot_product_attention(
+def attention_probabilities(
     q: ir.Value,
     k: ir.Value,
-    v: ir.Value,
     scale: float,
     additive: ir.Value | None = None,
     keep: ir.Value | None = None,
     softcap: float = 0.0,
-) -> ir.Value:
-    """``softmax(scale * q k^T + additive, where keep) v`` for [B, N, S, h] q and [B, N, T, h] k, v.
+    sink: ir.Value | None = None,
+) -> tuple[ir.Value, ir.Value]:
+    """``(scores, softmax(scores))`` for [B, N, S, h] q and [B, N, T, h] k: both [B, N, S, T].
 
-    ``additive`` broadcasts to [B, N, S, T] (masks with a finite filter value, attention
-    biases); ``keep`` (bool, broadcastable to [B, N, S, T]) sets the dropped scores to the
-    lowest float before the softmax, as ORT does for causal masks; ``softcap > 0`` caps the
-    scaled scores to ``softcap * tanh(s / softcap)`` first (Gemma 2). Computed in q's dtype
-    (callers widen f16 first); softmax is max-shifted.
+    ``scores = scale * q k^T``, capped to ``softcap * tanh(s / softcap)`` when ``softcap > 0``
+    (Gemma 2), plus ``additive`` (broadcast to [B, N, S, T]: masks with a finite filter value,
+    attention biases); ``keep`` (bool, broadcastable to [B, N, S, T]) drops keys: their scores
+    are the lowest float before the softmax (probabilities exactly 0), as ORT does for causal
+    masks. ``sink`` (broadcastable to [B, N, S, 1]) is one extra logit per row that takes part
+    in the softmax's denominator only (ORT's smooth softmax: 0; GQA's head_sink). Computed in
+    q's dtype (callers widen f16 first); the softmax is max-shifted.
     """
     scores = builders.dot_general(q, k, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[3])
     shape = builders.dims_of(scores)
@@ -89,13 +91,34 @@ def scaled_dot_product_attention(
         scores = stablehlo.multiply(capped, builders.full_like(scores, softcap))
     if additive is not None:
         scores = stablehlo.add(scores, builders.broadcast_to(builders.convert(additive, builders.dtype_of(scores)), shape))
+    masked = scores
     if keep is not None:
         lowest = float(np.finfo(np.float32).min) if builders.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
-        scores = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
-    top = builders.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
-    exp = stablehlo.exponential(stablehlo.subtract(scores, builders.broadcast_to(top, shape)))
+        masked = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
+    top = builders.reduce(masked, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
+    row_shape = builders.dims_of(top)
+    if sink is not None:
+        sink = builders.broadcast_to(builders.convert(sink, builders.dtype_of(scores)), row_shape)
+        top = stablehlo.maximum(top, sink)
+    exp = stablehlo.exponential(stablehlo.subtract(masked, builders.broadcast_to(top, shape)))
     total = builders.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
-    probs = stablehlo.divide(exp, builders.broadcast_to(total, shape))
+    if sink is not None:
+        total = stablehlo.add(total, stablehlo.exponential(stablehlo.subtract(sink, top)))
+    return scores, stablehlo.divide(exp, builders.broadcast_to(total, shape))
+
+
+def scaled_dot_product_attention(
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    scale: float,
+    additive: ir.Value | None = None,
+    keep: ir.Value | None = None,
+    softcap: float = 0.0,
+) -> ir.Value:
+    """``softmax(scale * q k^T + additive, where keep) v`` for [B, N, S, h] q and [B, N, T, h] k, v
+    (see :func:`attention_probabilities`)."""
+    _, probs = attention_probabilities(q, k, scale, additive, keep, softcap)
     return builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
 
 
@@ -465,19 +488,24 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     Shapes: query [B, S, N*h] (or packed [B, S, (N + 2 KV) h] without key/value); key, value
         [B, S, KV*h]; past_key/past_value [B, KV, P, h]; seqlens_k [B] int32;
         total_sequence_length scalar int32; cos/sin caches [max_pos, rotary_dim / 2];
-        position_ids [B, S] int64. Outputs: output [B, S, N*h]; present_key/value
-        [B, KV, P + S, h].
+        position_ids [B, S] int64; attention_bias [B|1, N|1, S, P + S]; head_sink [N].
+        Outputs: output [B, S, N*h]; present_key/value [B, KV, P + S, h]; output_qk
+        [B, N, S, P + S].
     Dtypes: f16 (computed in f32), f32.
     Deviations: present has P + S positions. ORT allocates max(P, total_sequence_length); the
         two agree when the caller grows the cache (total_sequence_length = P + S: ORT GenAI on
         CPU, Optimum); with a preallocated max-length buffer our present has S extra trailing
         positions, zeros. Positions after a row's ``past_b + S`` are zeros (ORT leaves them
         unset).
-    Raises: UnsupportedAttributeError for quantized KV caches, smooth_softmax/head_sink,
-        attention_bias, q/k norms, query_seqlens and the qk output.
+    Raises: UnsupportedAttributeError for quantized KV caches (k/v_quant_type, k_scale,
+        v_scale), q/k norm weights and query_seqlens (ORT's CPU kernel has no such inputs
+        either), and for output_qk without qk_output.
     Follows ORT: first prompt when S == total_sequence_length (past_b = 0), else past_b =
         seqlens_k[b] + 1 - S; local window = the last local_window_size keys; softmax only over
-        visible keys (masked ones are exactly 0).
+        visible keys (masked ones are exactly 0); attention_bias [B|1, N|1, S, T] is added after
+        softcap; smooth_softmax adds a logit 0 to each row's softmax denominator, head_sink[n]
+        replaces that 0 per head (and implies it); output_qk is [B, N, S, T]: with qk_output=1
+        the scaled (capped, biased) scores with masked keys 0, with 2 the probabilities.
     """
     num_heads, kv_heads = node.attr_int("num_heads"), node.attr_int("kv_num_heads")
     if num_heads % kv_heads:
@@ -485,14 +513,15 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     for name in ("k_quant_type", "v_quant_type"):
         if str(contrib.attr(node, name)) != "NONE":
             raise ctx.unsupported_attribute(name, node.attr(name), "NONE")
-    if int(contrib.attr(node, "smooth_softmax")) > 0 or ctx.has_input(11):
-        raise ctx.error("smooth_softmax / head_sink is not supported", UnsupportedAttributeError)
-    for index, what in ((10, "attention_bias"), (12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"),
-                        (15, "k_norm_weight"), (16, "query_seqlens")):
+    for index, what in ((12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"), (15, "k_norm_weight"),
+                        (16, "query_seqlens")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} is not supported", UnsupportedAttributeError)
-    if int(contrib.attr(node, "qk_output")) or node.has_output(3):
-        raise ctx.error("output output_qk is not supported", UnsupportedAttributeError)
+    qk_output = int(contrib.attr(node, "qk_output"))
+    if qk_output not in (0, 1, 2):
+        raise ctx.unsupported_attribute("qk_output", qk_output, "0 (none), 1 (before softmax), 2 (after softmax)")
+    if node.has_output(3) and not qk_output:
+        raise ctx.error("output output_qk needs qk_output 1 (before softmax) or 2 (after softmax)", UnsupportedAttributeError)
     query = ctx.input(0)
     dtype = builders.dtype_of(query)
     query = contrib.wide(query)
@@ -553,13 +582,28 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
         keep = stablehlo.and_(keep, builders.compare(t, lower, "GT"))
     keep = builders.reshape(keep, (batch, 1, seq, total))
     scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
-    out = scaled_dot_product_attention(
-        q, _repeat_kv(present_k, groups), _repeat_kv(present_v, groups), scale, None, keep,
-        softcap=float(contrib.attr(node, "softcap")),
+    bias = contrib.wide(ctx.input(10)) if ctx.has_input(10) else None
+    sink = None
+    if ctx.has_input(11):
+        sink = builders.reshape(contrib.wide(ctx.input(11)), (1, num_heads, 1, 1))
+    elif int(contrib.attr(node, "smooth_softmax")) > 0:
+        sink = builders.splat(0.0, builders.dtype_of(q), (1, 1, 1, 1))
+    scores, probs = attention_probabilities(
+        q, _repeat_kv(present_k, groups), scale, bias, keep, float(contrib.attr(node, "softcap")), sink
+    )
+    out = builders.dot_general(
+        probs, _repeat_kv(present_v, groups), lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2]
     )
     outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
     if node.has_output(1):
         outputs[1] = builders.convert(present_k, dtype)
     if node.has_output(2):
         outputs[2] = builders.convert(present_v, dtype)
+    if node.has_output(3):
+        if qk_output == 1:
+            shape = builders.dims_of(scores)
+            visible = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, 0.0))
+            outputs[3] = builders.convert(visible, dtype)
+        else:
+            outputs[3] = builders.convert(probs, dtype)
     return outputs

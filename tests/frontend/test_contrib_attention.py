@@ -254,3 +254,61 @@ def test_group_query_attention_variants(attributes, packed, dtype, rng):
     prompt_lengths = [5, 3]  # a padded prompt batch, then a 3-token continuation (ORT: batch 1 only)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 2, 5, 0, prompt_lengths, rotary, packed), prompt_lengths, 5, dtype)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 1, 3, 5, [8], rotary, packed), [8], 3, dtype)
+
+
+def _gqa_extended_model(dtype, *, bias: bool, sink: bool, qk_output: int, **attributes):
+    """GQA with attention_bias [1, N, S, T], head_sink [N] and output_qk where asked (no rotary)."""
+    model = _gqa_model(dtype, past=True, rotary=False, qk_output=qk_output, **attributes)
+    graph, node = model.graph, model.graph.node[0]
+    hidden = GQA_HEADS * GQA_HEAD
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    names = list(node.input) + [""] * (12 - len(node.input))
+    names[10], names[11] = "bias" if bias else "", "sink" if sink else ""
+    while names and not names[-1]:
+        names.pop()
+    del node.input[:]
+    node.input.extend(names)
+    if bias:
+        graph.input.append(helper.make_tensor_value_info("bias", elem, [1, GQA_HEADS, "S", "T"]))
+    if sink:
+        graph.input.append(helper.make_tensor_value_info("sink", elem, [GQA_HEADS]))
+    if qk_output:
+        node.output.append("qk")
+        graph.output.append(helper.make_tensor_value_info("qk", elem, ["B", GQA_HEADS, "S", "T"]))
+    assert graph.output[0].type.tensor_type.shape.dim[2].dim_value == hidden
+    return model
+
+
+@pytest.mark.parametrize(
+    "dtype,bias,sink,qk_output,attributes",
+    [(F32, True, False, 1, {}), (F32, False, True, 2, {}), (F32, False, False, 2, {"smooth_softmax": 1}),
+     slow_param(F32, True, True, 1, {"local_window_size": 3, "softcap": 4.0}, id="f32-window-softcap-bias-sink-qk1"),
+     slow_param(F16, True, True, 2, {"smooth_softmax": 1}, id="f16-bias-sink-qk2")],
+    ids=["f32-bias-qk1", "f32-sink-qk2", "f32-smooth-qk2", "f32-window-softcap-bias-sink-qk1", "f16-bias-sink-qk2"],
+)
+def test_group_query_attention_bias_sink_smooth_softmax_and_qk_output(dtype, bias, sink, qk_output, attributes, rng):
+    """A full prompt, a decode step and a 2-token continuation of grown caches, against onnxruntime's CPU kernel
+    (rows of equal length: ORT leaves output_qk past a shorter row's end unset)."""
+    model = _gqa_extended_model(dtype, bias=bias, sink=sink, qk_output=qk_output, **attributes)
+    rtol, atol = tolerance(dtype)
+    compiled = onnx_stablehlo.compile(model)
+    for batch, seq, past_len in ((2, 5, 0), (3, 1, 5), (1, 2, 5)):
+        total = seq + past_len
+        feeds = _gqa_feeds(rng, dtype, batch, seq, past_len, [total] * batch, rotary=False)
+        if bias:
+            feeds["bias"] = normal(rng, (1, GQA_HEADS, seq, total), dtype)
+        if sink:
+            feeds["sink"] = normal(rng, (GQA_HEADS,), dtype)
+        assert_close(compiled.run(feeds), ort_run(model, feeds), rtol, atol)
+
+
+def test_group_query_attention_output_qk_needs_qk_output():
+    model = _gqa_extended_model(F32, bias=False, sink=False, qk_output=0)
+    model.graph.node[0].output.append("qk")
+    from onnx import helper
+
+    model.graph.output.append(helper.make_tensor_value_info("qk", 1, ["B", GQA_HEADS, "S", "T"]))
+    with pytest.raises(UnsupportedAttributeError, match="qk_output"):
+        onnx_stablehlo.lower(model)
