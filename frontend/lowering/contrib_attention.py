@@ -75,6 +75,8 @@ def attention_probabilities(
 ) -> tuple[ir.Value, ir.Value]:
     """``(scores, softmax(scores))`` for [B, N, S, h] q and [B, N, T, h] k: both [B, N, S, T].
 
+    The scores returned are those the softmax reads (dropped keys at the lowest float).
+
     ``scores = scale * q k^T``, capped to ``softcap * tanh(s / softcap)`` when ``softcap > 0``
     (Gemma 2), plus ``additive`` (broadcast to [B, N, S, T]: masks with a finite filter value,
     attention biases); ``keep`` (bool, broadcastable to [B, N, S, T]) drops keys: their scores
@@ -104,7 +106,7 @@ def attention_probabilities(
     total = builders.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
     if sink is not None:
         total = stablehlo.add(total, stablehlo.exponential(stablehlo.subtract(sink, top)))
-    return scores, stablehlo.divide(exp, builders.broadcast_to(total, shape))
+    return masked, stablehlo.divide(exp, builders.broadcast_to(total, shape))
 
 
 def scaled_dot_product_attention(
@@ -253,31 +255,44 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     ([B, T]) or valid lengths ([B]); masked keys get ``mask_filter_value`` added (ORT).
 
     Spec: com.microsoft MultiHeadAttention-1.
-    Shapes: query [B, S, D]; key [B, L, D] or [B, N, L, h] (already in heads, then without
-        past); value like key (Dv may differ); bias [2D + Dv]; past_key/past_value [B, N, P, h];
+    Shapes: query [B, S, D], or packed QKV [B, S, N, 3, h] without key and value; key [B, L, D],
+        [B, N, L, h] (already in heads, then without past) or packed KV [B, L, N, 2, h] without
+        value; value like key (Dv may differ); bias [2D + Dv]; past_key/past_value [B, N, P, h];
         attention_bias [B|1, N|1, S, T]. Outputs: output [B, S, Dv], present_key/value
-        [B, N, T, h].
+        [B, N, T, h], qk [B, N, S, T].
     Dtypes: f16 (computed in f32), f32.
-    Raises: UnsupportedAttributeError for packed QKV (no key), cache_indirection,
-        past_sequence_length and the qk output; ShapeError for sizes that do not divide.
+    Deviations: packed QKV and packed KV are CUDA-only in onnxruntime (its CPU kernel refuses
+        them); here they are the separate query, key and value they pack (tested against ORT's
+        CPU kernel on the unpacked inputs).
+    Raises: UnsupportedAttributeError for cache_indirection and past_sequence_length (beam
+        search / a shared past-present buffer); ShapeError for sizes that do not divide, a
+        packed input with the inputs it replaces, or a missing key/value.
     Follows ORT: key_padding_mask 0s add mask_filter_value (-10000); unidirectional masks with
-        the lowest float.
+        the lowest float; output qk is the scaled scores plus masks and attention_bias, as the
+        softmax reads them (causally hidden keys at the lowest float).
     """
     num_heads = node.attr_int("num_heads")
-    if not ctx.has_input(1) or not ctx.has_input(2):
-        raise ctx.error("packed QKV (query without key and value) is not supported", UnsupportedAttributeError)
     for index, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} (beam-search buffers) is not supported", UnsupportedAttributeError)
-    if node.has_output(3):
-        raise ctx.error("output qk is not supported", UnsupportedAttributeError)
     query = contrib.wide(ctx.input(0))
     dtype = ctx.input_dtype(0)
+    if len(builders.dims_of(query)) == 5:  # packed QKV [B, S, N, 3, h]
+        if ctx.has_input(1) or ctx.has_input(2):
+            raise ctx.error("a packed [B, S, N, 3, h] query takes no key or value", ShapeError)
+        query, key, value = _unpack(ctx, query, 3, num_heads)
+    elif ctx.has_input(1) and len(builders.dims_of(ctx.input(1))) == 5:  # packed KV [B, L, N, 2, h]
+        if ctx.has_input(2):
+            raise ctx.error("a packed [B, L, N, 2, h] key takes no value", ShapeError)
+        key, value = _unpack(ctx, contrib.wide(ctx.input(1)), 2, num_heads)
+    elif ctx.has_input(1) and ctx.has_input(2):
+        key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
+    else:
+        raise ctx.error("key and value are required unless query or key is packed", ShapeError)
     batch, seq, q_hidden = builders.dims_of(query)
     if not isinstance(q_hidden, int) or q_hidden % num_heads:
         raise ctx.error(f"query hidden size {q_hidden} is not a multiple of num_heads={num_heads}", ShapeError)
     head = q_hidden // num_heads
-    key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
     key_rank = len(builders.dims_of(key))
     bias = contrib.wide(ctx.input(3)) if ctx.has_input(3) else None
     v_hidden = builders.dims_of(value)[-1] * (num_heads if key_rank == 4 else 1)
@@ -313,13 +328,26 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     if int(contrib.attr(node, "unidirectional")):
         keep = builders.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
     scale = node.attr_float("scale", 1.0 / math.sqrt(head))
-    out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
+    scores, probs = attention_probabilities(q, k, scale, additive, keep)
+    out = builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
     outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
     if node.has_output(1):
         outputs[1] = builders.convert(k, dtype)
     if node.has_output(2):
         outputs[2] = builders.convert(v, dtype)
+    if node.has_output(3):
+        outputs[3] = builders.convert(scores, dtype)
     return outputs
+
+
+def _unpack(ctx: LoweringContext, packed: ir.Value, parts: int, num_heads: int) -> list[ir.Value]:
+    """[B, L, N, parts, h] -> ``parts`` values [B, L, N*h] (MultiHeadAttention's packed QKV or KV)."""
+    batch, length, heads, count, head = builders.dims_of(packed)
+    if heads != num_heads or count != parts or not isinstance(head, int):
+        raise ctx.error(f"packed input {list(builders.dims_of(packed))} must be [B, L, {num_heads}, {parts}, h]", ShapeError)
+    return [
+        builders.reshape(builders.slice_axis(packed, 3, i, i + 1), (batch, length, num_heads * head)) for i in range(parts)
+    ]
 
 
 def rotate(

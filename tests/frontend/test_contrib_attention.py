@@ -312,3 +312,60 @@ def test_group_query_attention_output_qk_needs_qk_output():
     model.graph.output.append(helper.make_tensor_value_info("qk", 1, ["B", GQA_HEADS, "S", "T"]))
     with pytest.raises(UnsupportedAttributeError, match="qk_output"):
         onnx_stablehlo.lower(model)
+
+
+@pytest.mark.parametrize("packing", ["qkv", "kv"])
+@pytest.mark.parametrize("dtype", [F32, slow_param(F16, id="f16")], ids=["f32", "f16"])
+def test_multi_head_attention_packed_matches_ort_on_the_unpacked_inputs(packing, dtype, rng):
+    """Packed QKV [B, S, N, 3, h] / packed KV [B, L, N, 2, h] (onnxruntime runs them on CUDA only):
+    one compiled model at two (batch, sequence) sizes, against ORT's CPU kernel given the same
+    numbers as separate query, key and value; with a bias and the qk output."""
+    head = HIDDEN // HEADS
+    parts = 3 if packing == "qkv" else 2
+    packed_name = "q" if packing == "qkv" else "k"
+    packed_dims = ["B", "S" if packing == "qkv" else "L", HEADS, parts, head]
+    if packing == "qkv":
+        inputs = [("q", dtype, packed_dims), None, None]
+    else:
+        inputs = [("q", dtype, ["B", "S", HIDDEN]), ("k", dtype, packed_dims), None]
+    inputs.append(("bias", dtype, [3 * HIDDEN]))
+    outputs = [("y", dtype, ["B", "S", HIDDEN]), None, None, ("qk", dtype, ["B", HEADS, "S", "T"])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS})
+    plain = node_model(
+        "MultiHeadAttention",
+        [("q", dtype, ["B", "S", HIDDEN]), ("k", dtype, ["B", "L", HIDDEN]), ("v", dtype, ["B", "L", HIDDEN]),
+         ("bias", dtype, [3 * HIDDEN])],
+        outputs, {"num_heads": HEADS},
+    )
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    rtol, atol = tolerance(dtype)
+    for batch, seq in [(2, 5), (3, 7)]:
+        length = seq if packing == "qkv" else seq + 2
+        packed = normal(rng, (batch, length, HEADS, parts, head), dtype)
+        split = [packed[:, :, :, i, :].reshape(batch, length, HIDDEN) for i in range(parts)]
+        feeds = {packed_name: packed, "bias": normal(rng, (3 * HIDDEN,), dtype, scale=0.1)}
+        if packing == "qkv":
+            unpacked = dict(zip("qkv", split))
+        else:
+            feeds["q"] = normal(rng, (batch, seq, HIDDEN), dtype)
+            unpacked = {"q": feeds["q"], "k": split[0], "v": split[1]}
+        assert_close(compiled.run(feeds), ort_run(plain, {**unpacked, "bias": feeds["bias"]}), rtol, atol)
+
+
+def test_multi_head_attention_qk_output_with_masks(rng):
+    """The qk output (scores + key padding mask + attention bias, causal keys at the lowest float)."""
+    head = HIDDEN // HEADS
+    inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]), None,
+              ("mask", I32, ["B", "S"]), ("attn_bias", F32, ["B", HEADS, "S", "S"])]
+    outputs = [("y", F32, ["B", "S", HIDDEN]), None, None, ("qk", F32, ["B", HEADS, "S", "S"])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS, "unidirectional": 1})
+    assert head * HEADS == HIDDEN
+
+    def feeds(b, s):
+        mask = np.ones((b, s), I32)
+        mask[-1, -2:] = 0
+        return {"q": normal(rng, (b, s, HIDDEN)), "k": normal(rng, (b, s, HIDDEN)), "v": normal(rng, (b, s, HIDDEN)),
+                "mask": mask, "attn_bias": normal(rng, (b, HEADS, s, s))}
+
+    check_at_sizes(model, feeds)
