@@ -86,15 +86,15 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     accuracy_level 4 with a float32 A and integer zero points follows ORT's CPU kernel (MLAS
         CompInt8): A quantized to int8 per block, int8 x int4 dot products exact in int32 (see
         :func:`_int8_blockwise_product`); levels 0-3 are the float path above.
-    Deviations: ORT picks CompInt8 only where the CPU has int8 dot instructions (AVX2, NEON...);
-        we always do at level 4. Per-block float sums are in XLA's order (a few ulp).
-    g_idx [K] (act-order, GPTQ ``desc_act``; 2 and 4 bits): column c is dequantized with block
+    g_idx [K] (act-order, GPTQ ``desc_act``; 4 bits): column c is dequantized with block
         g_idx[c]'s scale and zero point (out-of-range groups clamped), always on the float path.
-    Deviations: with g_idx, onnxruntime's CPU kernel (1.32) ignores uint8 zero points (it
-        uses 2^(bits-1)) but applies float ones; here both apply, as the contrib spec says
-        (tested against ORT given the same zero points as floats).
-    Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx with 8 bits (ORT's CPU
-        kernel refuses it too), weight_prepacked;
+    Deviations: ORT picks CompInt8 only where the CPU has int8 dot instructions (AVX2, NEON...);
+        we always do at level 4. Per-block float sums are in XLA's order (a few ulp). With g_idx,
+        onnxruntime's CPU kernel (1.32) ignores uint8 zero points (it uses 2^(bits-1)) but
+        applies float ones; here both apply, as the contrib spec says (tested against ORT given
+        the same zero points as floats).
+    Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx with 2 or 8 bits (ORT's
+        CPU kernel refuses 8; its 2-bit act-order results differ from the spec), weight_prepacked;
         ShapeError when B, scales, zero points or g_idx do not fit N, K, block_size.
     Follows ORT: default zero point 2^(bits-1); accuracy_level 4 quantizes A per block to int8
         (MLAS CompInt8).
@@ -121,9 +121,12 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if builders.dims_of(scales) not in ((n * blocks,), (n, blocks)):
         raise ctx.error(f"scales must be [N * k_blocks] = [{n * blocks}], got {list(builders.dims_of(scales))}", ShapeError)
     if ctx.has_input(4):
-        if bits == 8:
-            raise ctx.error("g_idx with bits=8 is not supported (nor by onnxruntime's CPU kernel: 2 and 4 bits only)",
-                            UnsupportedAttributeError)
+        if bits != 4:
+            raise ctx.error(
+                f"g_idx with bits={bits} is not supported (4 bits only: onnxruntime's CPU kernel refuses 8 bits, and its "
+                "2-bit act-order results do not follow the spec, so there is no oracle)",
+                UnsupportedAttributeError,
+            )
         weight = _act_order_weight(ctx, q, builders.reshape(builders.convert(scales, compute), (n, blocks)), bits, k, compute)
         return [_matmul_weight_t(ctx, a, weight, n, compute, dtype)]
     scales = builders.reshape(builders.convert(scales, compute), (n, blocks, 1))
