@@ -124,11 +124,12 @@ def scaled_dot_product_attention(
     return builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
 
 
-def causal_keep(seq: Dim, total: Dim, past: Dim) -> ir.Value:
-    """[S, T] bool: key position t is visible from query s when t <= past + s."""
+def causal_keep(seq: Dim, total: Dim, past: Dim | ir.Value) -> ir.Value:
+    """[S, T] bool: key position t is visible from query s when t <= past + s (past: a dim or an int64 scalar)."""
     rows = builders.iota([seq, total], 0, DataType.INT64)
     cols = builders.iota([seq, total], 1, DataType.INT64)
-    limit = stablehlo.add(rows, builders.broadcast_to(builders.dim_value(past), builders.dims_of(rows), dims=[]))
+    offset = past if isinstance(past, ir.Value) else builders.dim_value(past)
+    limit = stablehlo.add(rows, builders.broadcast_to(offset, builders.dims_of(rows), dims=[]))
     return builders.compare(cols, limit, "LE")
 
 
@@ -182,18 +183,18 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
         mask_index [B], [2B], [B, T], [B, S, T] (T = past + S); past [2, B, N, P, h];
         attention_bias [B|1, N|1, S, T]. Outputs: output [B, S, Dv]; present [2, B, N, T, h].
     Dtypes: f16 (computed in f32), f32; mask_index int32.
-    Raises: UnsupportedAttributeError for do_rotary, past_present_share_buffer and a 4-D mask;
-        ShapeError for sizes that do not divide into heads.
+    Raises: UnsupportedAttributeError for do_rotary and past_present_share_buffer (ORT's CPU
+        kernel refuses both); ShapeError for sizes that do not divide into heads or a mask of
+        another rank.
     Follows ORT: masked keys get mask_filter_value (-10000) added, not -inf, so a fully masked
         row averages its keys; causal positions get the lowest float; a [2B] mask_index holds
-        end then start positions.
+        end then start positions; past_sequence_length is ignored without
+        past_present_share_buffer.
     """
     num_heads = node.attr_int("num_heads")
     for name in ("do_rotary", "past_present_share_buffer"):
         if int(contrib.attr(node, name)):
             raise ctx.unsupported_attribute(name, node.attr(name), "0")
-    if ctx.has_input(6):
-        raise ctx.error("past_sequence_length (a shared past/present buffer) is not supported", UnsupportedAttributeError)
     x = ctx.input(0)
     dtype = builders.dtype_of(x)
     weights = ctx.input(1)
@@ -264,17 +265,21 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     Deviations: packed QKV and packed KV are CUDA-only in onnxruntime (its CPU kernel refuses
         them); here they are the separate query, key and value they pack (tested against ORT's
         CPU kernel on the unpacked inputs).
-    Raises: UnsupportedAttributeError for cache_indirection and past_sequence_length (beam
-        search / a shared past-present buffer); ShapeError for sizes that do not divide, a
-        packed input with the inputs it replaces, or a missing key/value.
+    past_sequence_length (scalar int32, with past_key/past_value [B, N, M, h]): one shared
+        buffer, as ORT's CPU kernel: the new keys and values are written at rows
+        [past_sequence_length, past_sequence_length + S) of the past buffers, present_key/value
+        are those [B, N, M, h] buffers, and only the first past_sequence_length + S keys are
+        attended.
+    Raises: UnsupportedAttributeError for cache_indirection (beam search); ShapeError for sizes
+        that do not divide, a packed input with the inputs it replaces, a missing key/value, or
+        past_sequence_length without past buffers.
     Follows ORT: key_padding_mask 0s add mask_filter_value (-10000); unidirectional masks with
         the lowest float; output qk is the scaled scores plus masks and attention_bias, as the
         softmax reads them (causally hidden keys at the lowest float).
     """
     num_heads = node.attr_int("num_heads")
-    for index, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
-        if ctx.has_input(index):
-            raise ctx.error(f"input {what} (beam-search buffers) is not supported", UnsupportedAttributeError)
+    if ctx.has_input(9):
+        raise ctx.error("input cache_indirection (beam search) is not supported", UnsupportedAttributeError)
     query = contrib.wide(ctx.input(0))
     dtype = ctx.input_dtype(0)
     if len(builders.dims_of(query)) == 5:  # packed QKV [B, S, N, 3, h]
@@ -310,12 +315,19 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
             value = contrib.add_broadcast(value, builders.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
         k = _heads(key, num_heads, head)
         v = _heads(value, num_heads, v_hidden // num_heads)
-    past_len: Dim = 0
+    past_len: Dim | ir.Value = 0
+    shared = ctx.has_input(8)
+    if shared and not (ctx.has_input(6) and ctx.has_input(7) and key_rank == 3):
+        raise ctx.error("past_sequence_length needs past_key and past_value and a 3-D key", ShapeError)
     if ctx.has_input(6) and ctx.has_input(7):
         past_key, past_value = contrib.wide(ctx.input(6)), contrib.wide(ctx.input(7))
-        past_len = builders.dims_of(past_key)[2]
-        k = _concat([past_key, k], 2)
-        v = _concat([past_value, v], 2)
+        if shared:  # one buffer: the new keys and values are written at past_sequence_length
+            past_len = builders.reshape(builders.convert(ctx.input(8), DataType.INT64), ())
+            k, v = _write_at(past_key, k, past_len), _write_at(past_value, v, past_len)
+        else:
+            past_len = builders.dims_of(past_key)[2]
+            k = _concat([past_key, k], 2)
+            v = _concat([past_value, v], 2)
     total = builders.dims_of(k)[2]
     additive = None
     filter_value = float(contrib.attr(node, "mask_filter_value"))
@@ -327,6 +339,11 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     keep = None
     if int(contrib.attr(node, "unidirectional")):
         keep = builders.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
+    if shared:
+        cols = builders.iota([seq, total], 1, DataType.INT64)
+        end = stablehlo.add(past_len, builders.dim_value(seq))
+        written = builders.reshape(builders.compare(cols, builders.broadcast_to(end, [seq, total], dims=[]), "LT"), (1, 1, seq, total))
+        keep = written if keep is None else stablehlo.and_(keep, written)
     scale = node.attr_float("scale", 1.0 / math.sqrt(head))
     scores, probs = attention_probabilities(q, k, scale, additive, keep)
     out = builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
@@ -338,6 +355,12 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     if node.has_output(3):
         outputs[3] = builders.convert(scores, dtype)
     return outputs
+
+
+def _write_at(buffer: ir.Value, new: ir.Value, start: ir.Value) -> ir.Value:
+    """``buffer`` [B, N, M, h] with ``new`` [B, N, S, h] written at rows ``start`` (int64 scalar) onwards."""
+    zero = builders.constant(np.array(0, np.int64))
+    return stablehlo.dynamic_update_slice(buffer, new, [zero, zero, start, zero])
 
 
 def _unpack(ctx: LoweringContext, packed: ir.Value, parts: int, num_heads: int) -> list[ir.Value]:

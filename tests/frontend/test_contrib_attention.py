@@ -369,3 +369,34 @@ def test_multi_head_attention_qk_output_with_masks(rng):
                 "mask": mask, "attn_bias": normal(rng, (b, HEADS, s, s))}
 
     check_at_sizes(model, feeds)
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_multi_head_attention_shared_past_present_buffer(unidirectional, rng):
+    """past_sequence_length: new keys/values written into the [B, N, M, h] past buffers at that row,
+    present = the buffers, attention over the first past_sequence_length + S keys (ORT's CPU kernel).
+    One compiled model, decode (S=1) and a 2-token step, at two fill levels."""
+    head, max_len = HIDDEN // HEADS, 12
+    inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]), None, None, None,
+              ("past_k", F32, ["B", HEADS, max_len, head]), ("past_v", F32, ["B", HEADS, max_len, head]), ("psl", I32, [])]
+    outputs = [("y", F32, ["B", "S", HIDDEN]), ("present_k", F32, ["B", HEADS, max_len, head]),
+               ("present_v", F32, ["B", HEADS, max_len, head])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS, "unidirectional": unidirectional})
+    compiled = onnx_stablehlo.compile(model)
+    for batch, seq, filled in ((2, 1, 3), (3, 2, 7)):
+        feeds = {n: normal(rng, (batch, seq, HIDDEN)) for n in ("q", "k", "v")}
+        feeds.update(past_k=normal(rng, (batch, HEADS, max_len, head)), past_v=normal(rng, (batch, HEADS, max_len, head)),
+                     psl=np.array(filled, I32))
+        assert_close(compiled.run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
+
+
+def test_attention_past_sequence_length_without_shared_buffer_is_ignored(rng):
+    """ORT's CPU Attention ignores past_sequence_length unless past_present_share_buffer (which it refuses)."""
+    head = HIDDEN // HEADS
+    inputs = [("x", F32, ["B", 1, HIDDEN]), ("w", F32, [HIDDEN, 3 * HIDDEN]), ("b", F32, [3 * HIDDEN]), None,
+              ("past", F32, [2, "B", HEADS, "P", head]), None, ("psl", I32, [1])]
+    model = node_model("Attention", inputs, [("y", F32, ["B", 1, HIDDEN]), ("present", F32, [2, "B", HEADS, "T", head])],
+                       {"num_heads": HEADS})
+    feeds = {"x": normal(rng, (2, 1, HIDDEN)), "w": normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3),
+             "b": normal(rng, (3 * HIDDEN,)), "past": normal(rng, (2, 2, HEADS, 5, head)), "psl": np.array([2], I32)}
+    assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
