@@ -270,7 +270,8 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
         [past_sequence_length, past_sequence_length + S) of the past buffers, present_key/value
         are those [B, N, M, h] buffers, and only the first past_sequence_length + S keys are
         attended.
-    Raises: UnsupportedAttributeError for cache_indirection (beam search); ShapeError for sizes
+    Raises: UnsupportedAttributeError for cache_indirection (beam search; ORT's CPU kernel runs
+        it, not lowered here); ShapeError for sizes
         that do not divide, a packed input with the inputs it replaces, a missing key/value, or
         past_sequence_length without past buffers.
     Follows ORT: key_padding_mask 0s add mask_filter_value (-10000); unidirectional masks with
@@ -548,9 +549,9 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
         CPU, Optimum); with a preallocated max-length buffer our present has S extra trailing
         positions, zeros. Positions after a row's ``past_b + S`` are zeros (ORT leaves them
         unset).
-    Raises: UnsupportedAttributeError for quantized KV caches (k/v_quant_type, k_scale,
-        v_scale), q/k norm weights and query_seqlens (ORT's CPU kernel has no such inputs
-        either), and for output_qk without qk_output.
+    Raises: UnsupportedAttributeError for q/k norm weights (ORT's CPU kernel refuses them
+        too), for quantized KV caches (k/v_quant_type, k_scale, v_scale) and query_seqlens
+        (ORT's CPU kernel runs both; not lowered here), and for output_qk without qk_output.
     Follows ORT: first prompt when S == total_sequence_length (past_b = 0), else past_b =
         seqlens_k[b] + 1 - S; local window = the last local_window_size keys; softmax only over
         visible keys (masked ones are exactly 0); attention_bias [B|1, N|1, S, T] is added after
