@@ -185,7 +185,10 @@ def _act_order_weight(ctx: LoweringContext, q: ir.Value, scales: ir.Value, bits:
         builders.splat(0, DataType.INT64), builders.convert(g_idx, DataType.INT64), builders.splat(blocks - 1, DataType.INT64)
     )
     column_scale = builders.take(scales, groups, 1)  # [N, K]
-    column_zero = builders.take(_zero_points_per_block(ctx, n, blocks, bits, compute), groups, 1)
+    if ctx.has_input(3):
+        column_zero = builders.take(_zero_points_per_block(ctx, n, blocks, bits, compute), groups, 1)
+    else:
+        column_zero = builders.splat(float(1 << (bits - 1)), compute, (n, k))
     values = builders.slice_axis(builders.reshape(builders.convert(q, compute), (n, blocks * block)), 1, 0, k)
     return stablehlo.multiply(stablehlo.subtract(values, column_zero), column_scale)
 
