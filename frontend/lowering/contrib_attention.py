@@ -431,7 +431,8 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Shapes: input [B, S, N*h] (needs num_heads when rotary_embedding_dim < h, else h is inferred
         from the cache) or [B, N, S, h]; position_ids [B, S] or [1]; caches [max_pos, d/2].
     Dtypes: f16 (computed in f32), f32; position_ids int64.
-    Raises: UnsupportedAttributeError for is_packed_batching; ShapeError for bad shapes.
+    Raises: UnsupportedAttributeError for is_packed_batching (ORT's CPU kernel runs it; not
+        lowered here); ShapeError for bad shapes.
     Follows ORT: a [1] position_ids is an offset (token s at offset + s).
     """
     if int(contrib.attr(node, "is_packed_batching")):

@@ -275,7 +275,8 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
         Output [*indices.shape, C].
     Dtypes: data uint8 (bits 4 or 8), int4, uint4; scales f16 (in f32), f32; indices int32/int64.
     Deviations: out-of-range indices are clamped (ORT fails the run).
-    Raises: UnsupportedAttributeError for other axes, bits or data dtypes; ShapeError when
+    Raises: UnsupportedAttributeError for other axes (ORT refuses them too for uint8 data),
+        bits or data dtypes; ShapeError when
         scales or zero points do not fit.
     Follows ORT: default zero point 2^(bits-1) for uint8 data, 0 for int4/uint4.
     """
