@@ -168,6 +168,18 @@ def render() -> str:
     ]
     for domain, op_type, rule in ort_rules:
         lines.append(f"| {op_type} | {domain} | {_doc_field(rule, 'Follows ORT')} |")
+    lines += [
+        "",
+        "What the com.microsoft rules refuse (from each rule's `Raises:` paragraph; an",
+        "`UnsupportedAttributeError` names an input, attribute or value left out, and the rule says",
+        "where onnxruntime's CPU kernel refuses it too):",
+        "",
+        "| op | domain | raises |",
+        "|---|---|---|",
+    ]
+    for (domain, op_type), rules in sorted(by_op.items()):
+        if domain.startswith("com.microsoft") and _doc_field(rules[-1][1], "Raises"):
+            lines.append(f"| {op_type} | {domain} | {_doc_field(rules[-1][1], 'Raises')} |")
     lowered_names = {op for (domain, op) in by_op if domain == ""}
     not_lowered = sorted(
         name

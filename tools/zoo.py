@@ -993,14 +993,19 @@ def _optimized_models() -> list[ZooModel]:
         "distilbert": (_distilbert_inputs, _MINILM, 268, "DistilBERT (random init, SDPA export)"),
         "gpt2": (_causal_lm_inputs(50257, None), _TORCH, 650, "GPT-2 124M (random init, SDPA export)"),
         "vit": (_image_classifier_inputs, _TORCH, 346, "ViT-B/16 (random init, SDPA export)"),
+        "resnet50": (_image_classifier_inputs, _TORCH, 102, "ResNet-50 (random init)"),
+        "mobilenetv2": (_image_classifier_inputs, _TORCH, 14, "MobileNetV2 (random init)"),
+        "whisper-encoder": (_whisper_encoder_inputs, _TORCH, 33, "whisper-tiny encoder (random init)"),
+        "whisper-decoder": (_whisper_decoder_inputs, _TORCH, 198, "whisper-tiny decoder + LM head (random init)"),
+        "llama": (_causal_lm_inputs(32000, 1), _TORCH, 180, "small Llama LM with GQA (random init)"),
     }
     models = []
     for source, (inputs, requires, megabytes, description) in specs.items():
-        for variant in build_optimized.VARIANTS:
-            if (source, variant) in build_optimized.SKIPPED:
-                continue
+        for variant in build_optimized.variants_of(source):
             fp16 = "fp16" in variant
             how = f"optimize_model opt_level={variant.split('-')[0][1:]}"
+            if variant == "O99":
+                how += " (com.microsoft.nchwc layout for this CPU)" if source in ("vit", "resnet50", "mobilenetv2") else ""
             if fp16:
                 how += ", float16" + (" (float32 inputs/outputs)" if variant.endswith("io32") else "")
             models.append(

@@ -44,6 +44,7 @@ RULE_MODULES = (
     "contrib_layers",
     "contrib_attention",
     "contrib_weight_quant",
+    "contrib_nchwc",
     "ml_linear",
     "ml_tree",
     "ml_preprocess",

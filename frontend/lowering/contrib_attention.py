@@ -64,22 +64,26 @@ def _repeat_kv(x: ir.Value, groups: int) -> ir.Value:
     return builders.reshape(wide, (batch, kv * groups, total, size))
 
 
-def scaled_dot_product_attention(
+def attention_probabilities(
     q: ir.Value,
     k: ir.Value,
-    v: ir.Value,
     scale: float,
     additive: ir.Value | None = None,
     keep: ir.Value | None = None,
     softcap: float = 0.0,
-) -> ir.Value:
-    """``softmax(scale * q k^T + additive, where keep) v`` for [B, N, S, h] q and [B, N, T, h] k, v.
+    sink: ir.Value | None = None,
+) -> tuple[ir.Value, ir.Value]:
+    """``(scores, softmax(scores))`` for [B, N, S, h] q and [B, N, T, h] k: both [B, N, S, T].
 
-    ``additive`` broadcasts to [B, N, S, T] (masks with a finite filter value, attention
-    biases); ``keep`` (bool, broadcastable to [B, N, S, T]) sets the dropped scores to the
-    lowest float before the softmax, as ORT does for causal masks; ``softcap > 0`` caps the
-    scaled scores to ``softcap * tanh(s / softcap)`` first (Gemma 2). Computed in q's dtype
-    (callers widen f16 first); softmax is max-shifted.
+    The scores returned are those the softmax reads (dropped keys at the lowest float).
+
+    ``scores = scale * q k^T``, capped to ``softcap * tanh(s / softcap)`` when ``softcap > 0``
+    (Gemma 2), plus ``additive`` (broadcast to [B, N, S, T]: masks with a finite filter value,
+    attention biases); ``keep`` (bool, broadcastable to [B, N, S, T]) drops keys: their scores
+    are the lowest float before the softmax (probabilities exactly 0), as ORT does for causal
+    masks. ``sink`` (broadcastable to [B, N, S, 1]) is one extra logit per row that takes part
+    in the softmax's denominator only (ORT's smooth softmax: 0; GQA's head_sink). Computed in
+    q's dtype (callers widen f16 first); the softmax is max-shifted.
     """
     scores = builders.dot_general(q, k, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[3])
     shape = builders.dims_of(scores)
@@ -89,21 +93,43 @@ def scaled_dot_product_attention(
         scores = stablehlo.multiply(capped, builders.full_like(scores, softcap))
     if additive is not None:
         scores = stablehlo.add(scores, builders.broadcast_to(builders.convert(additive, builders.dtype_of(scores)), shape))
+    masked = scores
     if keep is not None:
         lowest = float(np.finfo(np.float32).min) if builders.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
-        scores = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
-    top = builders.reduce(scores, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
-    exp = stablehlo.exponential(stablehlo.subtract(scores, builders.broadcast_to(top, shape)))
+        masked = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
+    top = builders.reduce(masked, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
+    row_shape = builders.dims_of(top)
+    if sink is not None:
+        sink = builders.broadcast_to(builders.convert(sink, builders.dtype_of(scores)), row_shape)
+        top = stablehlo.maximum(top, sink)
+    exp = stablehlo.exponential(stablehlo.subtract(masked, builders.broadcast_to(top, shape)))
     total = builders.reduce(exp, [3], stablehlo.AddOp, 0, keepdims=True)
-    probs = stablehlo.divide(exp, builders.broadcast_to(total, shape))
+    if sink is not None:
+        total = stablehlo.add(total, stablehlo.exponential(stablehlo.subtract(sink, top)))
+    return masked, stablehlo.divide(exp, builders.broadcast_to(total, shape))
+
+
+def scaled_dot_product_attention(
+    q: ir.Value,
+    k: ir.Value,
+    v: ir.Value,
+    scale: float,
+    additive: ir.Value | None = None,
+    keep: ir.Value | None = None,
+    softcap: float = 0.0,
+) -> ir.Value:
+    """``softmax(scale * q k^T + additive, where keep) v`` for [B, N, S, h] q and [B, N, T, h] k, v
+    (see :func:`attention_probabilities`)."""
+    _, probs = attention_probabilities(q, k, scale, additive, keep, softcap)
     return builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
 
 
-def causal_keep(seq: Dim, total: Dim, past: Dim) -> ir.Value:
-    """[S, T] bool: key position t is visible from query s when t <= past + s."""
+def causal_keep(seq: Dim, total: Dim, past: Dim | ir.Value) -> ir.Value:
+    """[S, T] bool: key position t is visible from query s when t <= past + s (past: a dim or an int64 scalar)."""
     rows = builders.iota([seq, total], 0, DataType.INT64)
     cols = builders.iota([seq, total], 1, DataType.INT64)
-    limit = stablehlo.add(rows, builders.broadcast_to(builders.dim_value(past), builders.dims_of(rows), dims=[]))
+    offset = past if isinstance(past, ir.Value) else builders.dim_value(past)
+    limit = stablehlo.add(rows, builders.broadcast_to(offset, builders.dims_of(rows), dims=[]))
     return builders.compare(cols, limit, "LE")
 
 
@@ -157,18 +183,18 @@ def lower_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value | Non
         mask_index [B], [2B], [B, T], [B, S, T] (T = past + S); past [2, B, N, P, h];
         attention_bias [B|1, N|1, S, T]. Outputs: output [B, S, Dv]; present [2, B, N, T, h].
     Dtypes: f16 (computed in f32), f32; mask_index int32.
-    Raises: UnsupportedAttributeError for do_rotary, past_present_share_buffer and a 4-D mask;
-        ShapeError for sizes that do not divide into heads.
+    Raises: UnsupportedAttributeError for do_rotary and past_present_share_buffer (ORT's CPU
+        kernel refuses both); ShapeError for sizes that do not divide into heads or a mask of
+        another rank.
     Follows ORT: masked keys get mask_filter_value (-10000) added, not -inf, so a fully masked
         row averages its keys; causal positions get the lowest float; a [2B] mask_index holds
-        end then start positions.
+        end then start positions; past_sequence_length is ignored without
+        past_present_share_buffer.
     """
     num_heads = node.attr_int("num_heads")
     for name in ("do_rotary", "past_present_share_buffer"):
         if int(contrib.attr(node, name)):
             raise ctx.unsupported_attribute(name, node.attr(name), "0")
-    if ctx.has_input(6):
-        raise ctx.error("past_sequence_length (a shared past/present buffer) is not supported", UnsupportedAttributeError)
     x = ctx.input(0)
     dtype = builders.dtype_of(x)
     weights = ctx.input(1)
@@ -230,31 +256,49 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     ([B, T]) or valid lengths ([B]); masked keys get ``mask_filter_value`` added (ORT).
 
     Spec: com.microsoft MultiHeadAttention-1.
-    Shapes: query [B, S, D]; key [B, L, D] or [B, N, L, h] (already in heads, then without
-        past); value like key (Dv may differ); bias [2D + Dv]; past_key/past_value [B, N, P, h];
+    Shapes: query [B, S, D], or packed QKV [B, S, N, 3, h] without key and value; key [B, L, D],
+        [B, N, L, h] (already in heads, then without past) or packed KV [B, L, N, 2, h] without
+        value; value like key (Dv may differ); bias [2D + Dv]; past_key/past_value [B, N, P, h];
         attention_bias [B|1, N|1, S, T]. Outputs: output [B, S, Dv], present_key/value
-        [B, N, T, h].
+        [B, N, T, h], qk [B, N, S, T].
     Dtypes: f16 (computed in f32), f32.
-    Raises: UnsupportedAttributeError for packed QKV (no key), cache_indirection,
-        past_sequence_length and the qk output; ShapeError for sizes that do not divide.
+    Deviations: packed QKV and packed KV are CUDA-only in onnxruntime (its CPU kernel refuses
+        them); here they are the separate query, key and value they pack (tested against ORT's
+        CPU kernel on the unpacked inputs).
+    past_sequence_length (scalar int32, with past_key/past_value [B, N, M, h]): one shared
+        buffer, as ORT's CPU kernel: the new keys and values are written at rows
+        [past_sequence_length, past_sequence_length + S) of the past buffers, present_key/value
+        are those [B, N, M, h] buffers, and only the first past_sequence_length + S keys are
+        attended.
+    Raises: UnsupportedAttributeError for cache_indirection (beam search; ORT's CPU kernel runs
+        it, not lowered here); ShapeError for sizes
+        that do not divide, a packed input with the inputs it replaces, a missing key/value, or
+        past_sequence_length without past buffers.
     Follows ORT: key_padding_mask 0s add mask_filter_value (-10000); unidirectional masks with
-        the lowest float.
+        the lowest float; output qk is the scaled scores plus masks and attention_bias, as the
+        softmax reads them (causally hidden keys at the lowest float).
     """
     num_heads = node.attr_int("num_heads")
-    if not ctx.has_input(1) or not ctx.has_input(2):
-        raise ctx.error("packed QKV (query without key and value) is not supported", UnsupportedAttributeError)
-    for index, what in ((8, "past_sequence_length"), (9, "cache_indirection")):
-        if ctx.has_input(index):
-            raise ctx.error(f"input {what} (beam-search buffers) is not supported", UnsupportedAttributeError)
-    if node.has_output(3):
-        raise ctx.error("output qk is not supported", UnsupportedAttributeError)
+    if ctx.has_input(9):
+        raise ctx.error("input cache_indirection (beam search) is not supported", UnsupportedAttributeError)
     query = contrib.wide(ctx.input(0))
     dtype = ctx.input_dtype(0)
+    if len(builders.dims_of(query)) == 5:  # packed QKV [B, S, N, 3, h]
+        if ctx.has_input(1) or ctx.has_input(2):
+            raise ctx.error("a packed [B, S, N, 3, h] query takes no key or value", ShapeError)
+        query, key, value = _unpack(ctx, query, 3, num_heads)
+    elif ctx.has_input(1) and len(builders.dims_of(ctx.input(1))) == 5:  # packed KV [B, L, N, 2, h]
+        if ctx.has_input(2):
+            raise ctx.error("a packed [B, L, N, 2, h] key takes no value", ShapeError)
+        key, value = _unpack(ctx, contrib.wide(ctx.input(1)), 2, num_heads)
+    elif ctx.has_input(1) and ctx.has_input(2):
+        key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
+    else:
+        raise ctx.error("key and value are required unless query or key is packed", ShapeError)
     batch, seq, q_hidden = builders.dims_of(query)
     if not isinstance(q_hidden, int) or q_hidden % num_heads:
         raise ctx.error(f"query hidden size {q_hidden} is not a multiple of num_heads={num_heads}", ShapeError)
     head = q_hidden // num_heads
-    key, value = contrib.wide(ctx.input(1)), contrib.wide(ctx.input(2))
     key_rank = len(builders.dims_of(key))
     bias = contrib.wide(ctx.input(3)) if ctx.has_input(3) else None
     v_hidden = builders.dims_of(value)[-1] * (num_heads if key_rank == 4 else 1)
@@ -272,12 +316,19 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
             value = contrib.add_broadcast(value, builders.slice_axis(bias, 0, 2 * q_hidden, 2 * q_hidden + v_hidden))
         k = _heads(key, num_heads, head)
         v = _heads(value, num_heads, v_hidden // num_heads)
-    past_len: Dim = 0
+    past_len: Dim | ir.Value = 0
+    shared = ctx.has_input(8)
+    if shared and not (ctx.has_input(6) and ctx.has_input(7) and key_rank == 3):
+        raise ctx.error("past_sequence_length needs past_key and past_value and a 3-D key", ShapeError)
     if ctx.has_input(6) and ctx.has_input(7):
         past_key, past_value = contrib.wide(ctx.input(6)), contrib.wide(ctx.input(7))
-        past_len = builders.dims_of(past_key)[2]
-        k = _concat([past_key, k], 2)
-        v = _concat([past_value, v], 2)
+        if shared:  # one buffer: the new keys and values are written at past_sequence_length
+            past_len = builders.reshape(builders.convert(ctx.input(8), DataType.INT64), ())
+            k, v = _write_at(past_key, k, past_len), _write_at(past_value, v, past_len)
+        else:
+            past_len = builders.dims_of(past_key)[2]
+            k = _concat([past_key, k], 2)
+            v = _concat([past_value, v], 2)
     total = builders.dims_of(k)[2]
     additive = None
     filter_value = float(contrib.attr(node, "mask_filter_value"))
@@ -289,14 +340,38 @@ def lower_multi_head_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     keep = None
     if int(contrib.attr(node, "unidirectional")):
         keep = builders.reshape(causal_keep(seq, total, past_len), (1, 1, seq, total))
+    if shared:
+        cols = builders.iota([seq, total], 1, DataType.INT64)
+        end = stablehlo.add(past_len, builders.dim_value(seq))
+        written = builders.reshape(builders.compare(cols, builders.broadcast_to(end, [seq, total], dims=[]), "LT"), (1, 1, seq, total))
+        keep = written if keep is None else stablehlo.and_(keep, written)
     scale = node.attr_float("scale", 1.0 / math.sqrt(head))
-    out = scaled_dot_product_attention(q, k, v, scale, additive, keep)
+    scores, probs = attention_probabilities(q, k, scale, additive, keep)
+    out = builders.dot_general(probs, v, lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2])
     outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
     if node.has_output(1):
         outputs[1] = builders.convert(k, dtype)
     if node.has_output(2):
         outputs[2] = builders.convert(v, dtype)
+    if node.has_output(3):
+        outputs[3] = builders.convert(scores, dtype)
     return outputs
+
+
+def _write_at(buffer: ir.Value, new: ir.Value, start: ir.Value) -> ir.Value:
+    """``buffer`` [B, N, M, h] with ``new`` [B, N, S, h] written at rows ``start`` (int64 scalar) onwards."""
+    zero = builders.constant(np.array(0, np.int64))
+    return stablehlo.dynamic_update_slice(buffer, new, [zero, zero, start, zero])
+
+
+def _unpack(ctx: LoweringContext, packed: ir.Value, parts: int, num_heads: int) -> list[ir.Value]:
+    """[B, L, N, parts, h] -> ``parts`` values [B, L, N*h] (MultiHeadAttention's packed QKV or KV)."""
+    batch, length, heads, count, head = builders.dims_of(packed)
+    if heads != num_heads or count != parts or not isinstance(head, int):
+        raise ctx.error(f"packed input {list(builders.dims_of(packed))} must be [B, L, {num_heads}, {parts}, h]", ShapeError)
+    return [
+        builders.reshape(builders.slice_axis(packed, 3, i, i + 1), (batch, length, num_heads * head)) for i in range(parts)
+    ]
 
 
 def rotate(
@@ -356,7 +431,8 @@ def lower_rotary_embedding(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Shapes: input [B, S, N*h] (needs num_heads when rotary_embedding_dim < h, else h is inferred
         from the cache) or [B, N, S, h]; position_ids [B, S] or [1]; caches [max_pos, d/2].
     Dtypes: f16 (computed in f32), f32; position_ids int64.
-    Raises: UnsupportedAttributeError for is_packed_batching; ShapeError for bad shapes.
+    Raises: UnsupportedAttributeError for is_packed_batching (ORT's CPU kernel runs it; not
+        lowered here); ShapeError for bad shapes.
     Follows ORT: a [1] position_ids is an offset (token s at offset + s).
     """
     if int(contrib.attr(node, "is_packed_batching")):
@@ -465,19 +541,24 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     Shapes: query [B, S, N*h] (or packed [B, S, (N + 2 KV) h] without key/value); key, value
         [B, S, KV*h]; past_key/past_value [B, KV, P, h]; seqlens_k [B] int32;
         total_sequence_length scalar int32; cos/sin caches [max_pos, rotary_dim / 2];
-        position_ids [B, S] int64. Outputs: output [B, S, N*h]; present_key/value
-        [B, KV, P + S, h].
+        position_ids [B, S] int64; attention_bias [B|1, N|1, S, P + S]; head_sink [N].
+        Outputs: output [B, S, N*h]; present_key/value [B, KV, P + S, h]; output_qk
+        [B, N, S, P + S].
     Dtypes: f16 (computed in f32), f32.
     Deviations: present has P + S positions. ORT allocates max(P, total_sequence_length); the
         two agree when the caller grows the cache (total_sequence_length = P + S: ORT GenAI on
         CPU, Optimum); with a preallocated max-length buffer our present has S extra trailing
         positions, zeros. Positions after a row's ``past_b + S`` are zeros (ORT leaves them
         unset).
-    Raises: UnsupportedAttributeError for quantized KV caches, smooth_softmax/head_sink,
-        attention_bias, q/k norms, query_seqlens and the qk output.
+    Raises: UnsupportedAttributeError for q/k norm weights (ORT's CPU kernel refuses them
+        too), for quantized KV caches (k/v_quant_type, k_scale, v_scale) and query_seqlens
+        (ORT's CPU kernel runs both; not lowered here), and for output_qk without qk_output.
     Follows ORT: first prompt when S == total_sequence_length (past_b = 0), else past_b =
         seqlens_k[b] + 1 - S; local window = the last local_window_size keys; softmax only over
-        visible keys (masked ones are exactly 0).
+        visible keys (masked ones are exactly 0); attention_bias [B|1, N|1, S, T] is added after
+        softcap; smooth_softmax adds a logit 0 to each row's softmax denominator, head_sink[n]
+        replaces that 0 per head (and implies it); output_qk is [B, N, S, T]: with qk_output=1
+        the scaled (capped, biased) scores with masked keys 0, with 2 the probabilities.
     """
     num_heads, kv_heads = node.attr_int("num_heads"), node.attr_int("kv_num_heads")
     if num_heads % kv_heads:
@@ -485,14 +566,15 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
     for name in ("k_quant_type", "v_quant_type"):
         if str(contrib.attr(node, name)) != "NONE":
             raise ctx.unsupported_attribute(name, node.attr(name), "NONE")
-    if int(contrib.attr(node, "smooth_softmax")) > 0 or ctx.has_input(11):
-        raise ctx.error("smooth_softmax / head_sink is not supported", UnsupportedAttributeError)
-    for index, what in ((10, "attention_bias"), (12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"),
-                        (15, "k_norm_weight"), (16, "query_seqlens")):
+    for index, what in ((12, "k_scale"), (13, "v_scale"), (14, "q_norm_weight"), (15, "k_norm_weight"),
+                        (16, "query_seqlens")):
         if ctx.has_input(index):
             raise ctx.error(f"input {what} is not supported", UnsupportedAttributeError)
-    if int(contrib.attr(node, "qk_output")) or node.has_output(3):
-        raise ctx.error("output output_qk is not supported", UnsupportedAttributeError)
+    qk_output = int(contrib.attr(node, "qk_output"))
+    if qk_output not in (0, 1, 2):
+        raise ctx.unsupported_attribute("qk_output", qk_output, "0 (none), 1 (before softmax), 2 (after softmax)")
+    if node.has_output(3) and not qk_output:
+        raise ctx.error("output output_qk needs qk_output 1 (before softmax) or 2 (after softmax)", UnsupportedAttributeError)
     query = ctx.input(0)
     dtype = builders.dtype_of(query)
     query = contrib.wide(query)
@@ -553,13 +635,28 @@ def lower_group_query_attention(ctx: LoweringContext, node: OnnxNode) -> list[ir
         keep = stablehlo.and_(keep, builders.compare(t, lower, "GT"))
     keep = builders.reshape(keep, (batch, 1, seq, total))
     scale = node.attr_float("scale", 0.0) or 1.0 / math.sqrt(head)
-    out = scaled_dot_product_attention(
-        q, _repeat_kv(present_k, groups), _repeat_kv(present_v, groups), scale, None, keep,
-        softcap=float(contrib.attr(node, "softcap")),
+    bias = contrib.wide(ctx.input(10)) if ctx.has_input(10) else None
+    sink = None
+    if ctx.has_input(11):
+        sink = builders.reshape(contrib.wide(ctx.input(11)), (1, num_heads, 1, 1))
+    elif int(contrib.attr(node, "smooth_softmax")) > 0:
+        sink = builders.splat(0.0, builders.dtype_of(q), (1, 1, 1, 1))
+    scores, probs = attention_probabilities(
+        q, _repeat_kv(present_k, groups), scale, bias, keep, float(contrib.attr(node, "softcap")), sink
+    )
+    out = builders.dot_general(
+        probs, _repeat_kv(present_v, groups), lhs_batch=[0, 1], rhs_batch=[0, 1], lhs_contracting=[3], rhs_contracting=[2]
     )
     outputs: list[ir.Value | None] = [builders.convert(_merge_heads(out), dtype), None, None, None]
     if node.has_output(1):
         outputs[1] = builders.convert(present_k, dtype)
     if node.has_output(2):
         outputs[2] = builders.convert(present_v, dtype)
+    if node.has_output(3):
+        if qk_output == 1:
+            shape = builders.dims_of(scores)
+            visible = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, 0.0))
+            outputs[3] = builders.convert(visible, dtype)
+        else:
+            outputs[3] = builders.convert(probs, dtype)
     return outputs

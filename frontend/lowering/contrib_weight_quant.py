@@ -86,10 +86,16 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     accuracy_level 4 with a float32 A and integer zero points follows ORT's CPU kernel (MLAS
         CompInt8): A quantized to int8 per block, int8 x int4 dot products exact in int32 (see
         :func:`_int8_blockwise_product`); levels 0-3 are the float path above.
+    g_idx [K] (act-order, GPTQ ``desc_act``; 4 bits): column c is dequantized with block
+        g_idx[c]'s scale and zero point (out-of-range groups clamped), always on the float path.
     Deviations: ORT picks CompInt8 only where the CPU has int8 dot instructions (AVX2, NEON...);
-        we always do at level 4. Per-block float sums are in XLA's order (a few ulp).
-    Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx, weight_prepacked;
-        ShapeError when B, scales or zero points do not fit N, K, block_size.
+        we always do at level 4. Per-block float sums are in XLA's order (a few ulp). With g_idx,
+        onnxruntime's CPU kernel (1.32) ignores uint8 zero points (it uses 2^(bits-1)) but
+        applies float ones; here both apply, as the contrib spec says (tested against ORT given
+        the same zero points as floats).
+    Raises: UnsupportedAttributeError for bits other than 2/4/8, g_idx with 2 or 8 bits (ORT's
+        CPU kernel refuses 8; its 2-bit act-order results differ from the spec), weight_prepacked;
+        ShapeError when B, scales, zero points or g_idx do not fit N, K, block_size.
     Follows ORT: default zero point 2^(bits-1); accuracy_level 4 quantizes A per block to int8
         (MLAS CompInt8).
     """
@@ -97,8 +103,6 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     _check_bits(ctx, bits)
     if int(_attr(node, "weight_prepacked")):
         raise ctx.unsupported_attribute("weight_prepacked", 1, "0")
-    if ctx.has_input(4):
-        raise ctx.error("g_idx (act-order) is not supported", UnsupportedAttributeError)
     n, k, block = node.attr_int("N"), node.attr_int("K"), node.attr_int("block_size")
     if block < 16 or block & (block - 1):
         raise ctx.unsupported_attribute("block_size", block, "a power of 2 >= 16")
@@ -116,6 +120,15 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     scales = ctx.input(2)
     if builders.dims_of(scales) not in ((n * blocks,), (n, blocks)):
         raise ctx.error(f"scales must be [N * k_blocks] = [{n * blocks}], got {list(builders.dims_of(scales))}", ShapeError)
+    if ctx.has_input(4):
+        if bits != 4:
+            raise ctx.error(
+                f"g_idx with bits={bits} is not supported (4 bits only: onnxruntime's CPU kernel refuses 8 bits, and its "
+                "2-bit act-order results do not follow the spec, so there is no oracle)",
+                UnsupportedAttributeError,
+            )
+        weight = _act_order_weight(ctx, q, builders.reshape(builders.convert(scales, compute), (n, blocks)), bits, k, compute)
+        return [_matmul_weight_t(ctx, a, weight, n, compute, dtype)]
     scales = builders.reshape(builders.convert(scales, compute), (n, blocks, 1))
     if ctx.has_input(3) and dtypes.is_float(ctx.input_dtype(3)):
         zero = builders.reshape(builders.convert(ctx.input(3), compute), (n, blocks, 1))
@@ -141,6 +154,47 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         centered = builders.convert(centered_int, compute)
     weight = stablehlo.multiply(centered, builders.broadcast_to(scales, (n, blocks, block)))
     weight = builders.slice_axis(builders.reshape(weight, (n, blocks * block)), 1, 0, k)
+    return [_matmul_weight_t(ctx, a, weight, n, compute, dtype)]
+
+
+def _zero_points_per_block(ctx: LoweringContext, n: int, blocks: int, bits: int, compute: DataType) -> ir.Value:
+    """MatMulNBits' zero points as [N, k_blocks] of ``compute`` (float, packed uint8, or the default)."""
+    if not ctx.has_input(3):
+        return builders.splat(float(1 << (bits - 1)), compute, (n, blocks))
+    if dtypes.is_float(ctx.input_dtype(3)):
+        return builders.reshape(builders.convert(ctx.input(3), compute), (n, blocks))
+    per_row = math.ceil(blocks * bits / 8)
+    zero_packed = ctx.input(3)
+    if builders.dims_of(zero_packed) not in ((n * per_row,), (n, per_row)):
+        raise ctx.error(f"zero_points must be [N * {per_row}], got {list(builders.dims_of(zero_packed))}", ShapeError)
+    zero = builders.slice_axis(unpack_bits(builders.reshape(zero_packed, (n, per_row)), bits), 1, 0, blocks)
+    return builders.convert(zero, compute)
+
+
+def _act_order_weight(ctx: LoweringContext, q: ir.Value, scales: ir.Value, bits: int, k: int, compute: DataType) -> ir.Value:
+    """The [N, K] float weight of an act-order (GPTQ ``desc_act``) MatMulNBits.
+
+    Column ``c`` of B keeps its place (B packs columns in order), but is dequantized with the
+    scale and zero point of block ``g_idx[c]`` rather than ``c // block_size``.
+    """
+    n, blocks, block = builders.dims_of(q)
+    g_idx = ctx.input(4)
+    if builders.dims_of(g_idx) != (k,) or not dtypes.is_integer(ctx.input_dtype(4)):
+        raise ctx.error(f"g_idx must be [K] = [{k}] integers, got {list(builders.dims_of(g_idx))}", ShapeError)
+    groups = stablehlo.clamp(
+        builders.splat(0, DataType.INT64), builders.convert(g_idx, DataType.INT64), builders.splat(blocks - 1, DataType.INT64)
+    )
+    column_scale = builders.take(scales, groups, 1)  # [N, K]
+    if ctx.has_input(3):
+        column_zero = builders.take(_zero_points_per_block(ctx, n, blocks, bits, compute), groups, 1)
+    else:
+        column_zero = builders.splat(float(1 << (bits - 1)), compute, (n, k))
+    values = builders.slice_axis(builders.reshape(builders.convert(q, compute), (n, blocks * block)), 1, 0, k)
+    return stablehlo.multiply(stablehlo.subtract(values, column_zero), column_scale)
+
+
+def _matmul_weight_t(ctx: LoweringContext, a: ir.Value, weight: ir.Value, n: int, compute: DataType, dtype: DataType) -> ir.Value:
+    """``A @ weight^T + bias`` for a float [N, K] weight, computed in ``compute``, rounded to ``dtype``."""
     a_shape = builders.dims_of(a)
     numbers = stablehlo.DotDimensionNumbers.get(
         lhs_batching_dimensions=[], rhs_batching_dimensions=[],
@@ -153,7 +207,7 @@ def lower_matmul_nbits(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     )
     if ctx.has_input(5):
         y = stablehlo.add(y, builders.broadcast_to(builders.convert(ctx.input(5), compute), out_shape))
-    return [builders.convert(y, dtype)]
+    return builders.convert(y, dtype)
 
 
 def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: int, block: int, bits: int) -> ir.Value:
@@ -221,7 +275,8 @@ def lower_gather_block_quantized(ctx: LoweringContext, node: OnnxNode) -> list[i
         Output [*indices.shape, C].
     Dtypes: data uint8 (bits 4 or 8), int4, uint4; scales f16 (in f32), f32; indices int32/int64.
     Deviations: out-of-range indices are clamped (ORT fails the run).
-    Raises: UnsupportedAttributeError for other axes, bits or data dtypes; ShapeError when
+    Raises: UnsupportedAttributeError for other axes (ORT refuses them too for uint8 data),
+        bits or data dtypes; ShapeError when
         scales or zero points do not fit.
     Follows ORT: default zero point 2^(bits-1) for uint8 data, 0 for int4/uint4.
     """

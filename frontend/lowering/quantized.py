@@ -254,14 +254,17 @@ def lower_qlinear_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     """Lowers QLinearAveragePool to dequantize, AveragePool's reduce_window and counts, quantize.
 
     Spec: com.microsoft QLinearAveragePool-1 (AveragePool-10's attributes).
-    Shapes: X [N, C, D...] static; ``channels_last=1`` is not supported.
+    Shapes: X [N, C, D...] static, or [N, D..., C] with ``channels_last=1`` (pooled as NCHW
+        between two transposes).
     Dtypes: int8, uint8.
-    Raises:
-        UnsupportedAttributeError: ``channels_last=1``.
+    Deviations: with ``channels_last=1`` onnxruntime's NHWC kernel rounds in its own order: a
+        few percent of its outputs are one quantum from ours (and from its NCHW kernel's).
     """
-    if node.attr_int("channels_last", 0):
-        raise ctx.unsupported_attribute("channels_last", 1, "0")
+    channels_last = bool(node.attr_int("channels_last", 0))
     x = _dequantize(ctx, 0, 1, 2)
+    rank = len(builders.static_shape_of(x))
+    if channels_last:
+        x = builders.transpose(x, [0, rank - 1, *range(1, rank - 1)])
     shape = builders.static_shape_of(x)
     kernel = windows.kernel_from_attr(ctx, node, len(shape) - 2)
     window, out = windows.window(ctx, node, shape[2:], kernel, ceil_mode=bool(node.attr_int("ceil_mode", 0)), clamp_same=False)
@@ -269,6 +272,8 @@ def lower_qlinear_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.
     counts = windows.window_counts(shape[2:], window, out, include_pad=bool(node.attr_int("count_include_pad", 0)))
     out_shape = builders.static_shape_of(total)
     mean = builders.divide(total, builders.broadcast_to(builders.constant(counts, _F32), out_shape, dims=range(2, len(out_shape))))
+    if channels_last:
+        mean = builders.transpose(mean, [0, *range(2, rank), 1])
     return [_quantize(ctx, mean, 3, 4, _output_dtype(ctx, 4, builders.dtype_of(ctx.input(0))))]
 
 

@@ -242,12 +242,38 @@ CASES = {
         _rotary_feeds,
         {"num_heads": HEADS},
     ),
+    "MultiHeadAttention-packed-qkv": Case(
+        "MultiHeadAttention",
+        [("qkv", F64, ["B", "S", HEADS, 3, H // HEADS]), None, None, ("bias", F64, [3 * H])],
+        [("y", F64, ["B", "S", H])],
+        lambda rng, b, s: {"qkv": _normal(rng, b, s, HEADS, 3, H // HEADS), "bias": _normal(rng, 3 * H, scale=0.1)},
+        {"num_heads": HEADS},
+    ),
+    "GroupQueryAttention-bias-sink": Case(
+        "GroupQueryAttention",
+        [("q", F32, ["B", "S", 16]), ("k", F32, ["B", "S", 8]), ("v", F32, ["B", "S", 8]), None, None,
+         ("seqlens_k", I32, ["B"]), ("total", I32, []), None, None, None, ("attn_bias", F32, [1, 4, "S", "S"]),
+         ("sink", F32, [4])],
+        [("y", F32, ["B", "S", 16])],
+        lambda rng, b, s: {**{k: v for k, v in _gqa_feeds(rng, b, s).items() if k not in ("cos", "sin")},
+                           "attn_bias": _normal(rng, 1, 4, s, s, dtype=F32), "sink": _normal(rng, 4, dtype=F32)},
+        {"num_heads": 4, "kv_num_heads": 2},
+    ),
+    "Conv-nchwc": Case(  # ORT's level-99 layout: a blocked filter, Sum input, fused activation
+        "Conv",
+        [("x", F32, ["B", 3, 5, 5]), ("w", F32, [16, 3, 3, 3]), ("b", F32, [16]), ("sum", F32, ["B", 16, 5, 5])],
+        [("y", F32, ["B", 16, 5, 5])],
+        lambda rng, b, s: {"x": _normal(rng, b, 3, 5, 5, dtype=F32), "w": _normal(rng, 16, 3, 3, 3, dtype=F32, scale=0.3),
+                           "b": _normal(rng, 16, dtype=F32), "sum": _normal(rng, b, 16, 5, 5, dtype=F32)},
+        {"pads": [1, 1, 1, 1], "activation": "Sigmoid"},
+        domain="com.microsoft.nchwc",
+    ),
 }
 
 DIFFERENTIABLE_CONTRIB_OPS = {
     "Attention", "MultiHeadAttention", "GroupQueryAttention", "SkipLayerNormalization",
     "SkipSimplifiedLayerNormalization", "SimplifiedLayerNormalization", "EmbedLayerNormalization", "FastGelu",
-    "BiasGelu", "Gelu", "QuickGelu", "BiasAdd", "RotaryEmbedding",
+    "BiasGelu", "Gelu", "QuickGelu", "BiasAdd", "RotaryEmbedding", "Conv",
 }
 
 

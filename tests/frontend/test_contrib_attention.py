@@ -254,3 +254,149 @@ def test_group_query_attention_variants(attributes, packed, dtype, rng):
     prompt_lengths = [5, 3]  # a padded prompt batch, then a 3-token continuation (ORT: batch 1 only)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 2, 5, 0, prompt_lengths, rotary, packed), prompt_lengths, 5, dtype)
     _compare_gqa(model, _gqa_feeds(rng, dtype, 1, 3, 5, [8], rotary, packed), [8], 3, dtype)
+
+
+def _gqa_extended_model(dtype, *, bias: bool, sink: bool, qk_output: int, **attributes):
+    """GQA with attention_bias [1, N, S, T], head_sink [N] and output_qk where asked (no rotary)."""
+    model = _gqa_model(dtype, past=True, rotary=False, qk_output=qk_output, **attributes)
+    graph, node = model.graph, model.graph.node[0]
+    hidden = GQA_HEADS * GQA_HEAD
+    from onnx import helper
+
+    elem = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    names = list(node.input) + [""] * (12 - len(node.input))
+    names[10], names[11] = "bias" if bias else "", "sink" if sink else ""
+    while names and not names[-1]:
+        names.pop()
+    del node.input[:]
+    node.input.extend(names)
+    if bias:
+        graph.input.append(helper.make_tensor_value_info("bias", elem, [1, GQA_HEADS, "S", "T"]))
+    if sink:
+        graph.input.append(helper.make_tensor_value_info("sink", elem, [GQA_HEADS]))
+    if qk_output:
+        node.output.append("qk")
+        graph.output.append(helper.make_tensor_value_info("qk", elem, ["B", GQA_HEADS, "S", "T"]))
+    assert graph.output[0].type.tensor_type.shape.dim[2].dim_value == hidden
+    return model
+
+
+@pytest.mark.parametrize(
+    "dtype,bias,sink,qk_output,attributes",
+    [(F32, True, False, 1, {}), (F32, False, True, 2, {}), (F32, False, False, 2, {"smooth_softmax": 1}),
+     slow_param(F32, True, True, 1, {"local_window_size": 3, "softcap": 4.0}, id="f32-window-softcap-bias-sink-qk1"),
+     slow_param(F16, True, True, 2, {"smooth_softmax": 1}, id="f16-bias-sink-qk2")],
+    ids=["f32-bias-qk1", "f32-sink-qk2", "f32-smooth-qk2", "f32-window-softcap-bias-sink-qk1", "f16-bias-sink-qk2"],
+)
+def test_group_query_attention_bias_sink_smooth_softmax_and_qk_output(dtype, bias, sink, qk_output, attributes, rng):
+    """A full prompt, a decode step and a 2-token continuation of grown caches, against onnxruntime's CPU kernel
+    (rows of equal length: ORT leaves output_qk past a shorter row's end unset)."""
+    model = _gqa_extended_model(dtype, bias=bias, sink=sink, qk_output=qk_output, **attributes)
+    rtol, atol = tolerance(dtype)
+    compiled = onnx_stablehlo.compile(model)
+    for batch, seq, past_len in ((2, 5, 0), (3, 1, 5), (1, 2, 5)):
+        total = seq + past_len
+        feeds = _gqa_feeds(rng, dtype, batch, seq, past_len, [total] * batch, rotary=False)
+        if bias:
+            feeds["bias"] = normal(rng, (1, GQA_HEADS, seq, total), dtype)
+        if sink:
+            feeds["sink"] = normal(rng, (GQA_HEADS,), dtype)
+        assert_close(compiled.run(feeds), ort_run(model, feeds), rtol, atol)
+
+
+def test_group_query_attention_output_qk_needs_qk_output():
+    model = _gqa_extended_model(F32, bias=False, sink=False, qk_output=0)
+    model.graph.node[0].output.append("qk")
+    from onnx import helper
+
+    model.graph.output.append(helper.make_tensor_value_info("qk", 1, ["B", GQA_HEADS, "S", "T"]))
+    with pytest.raises(UnsupportedAttributeError, match="qk_output"):
+        onnx_stablehlo.lower(model)
+
+
+@pytest.mark.parametrize("packing", ["qkv", "kv"])
+@pytest.mark.parametrize("dtype", [F32, slow_param(F16, id="f16")], ids=["f32", "f16"])
+def test_multi_head_attention_packed_matches_ort_on_the_unpacked_inputs(packing, dtype, rng):
+    """Packed QKV [B, S, N, 3, h] / packed KV [B, L, N, 2, h] (onnxruntime runs them on CUDA only):
+    one compiled model at two (batch, sequence) sizes, against ORT's CPU kernel given the same
+    numbers as separate query, key and value; with a bias and the qk output."""
+    head = HIDDEN // HEADS
+    parts = 3 if packing == "qkv" else 2
+    packed_name = "q" if packing == "qkv" else "k"
+    packed_dims = ["B", "S" if packing == "qkv" else "L", HEADS, parts, head]
+    if packing == "qkv":
+        inputs = [("q", dtype, packed_dims), None, None]
+    else:
+        inputs = [("q", dtype, ["B", "S", HIDDEN]), ("k", dtype, packed_dims), None]
+    inputs.append(("bias", dtype, [3 * HIDDEN]))
+    outputs = [("y", dtype, ["B", "S", HIDDEN]), None, None, ("qk", dtype, ["B", HEADS, "S", "T"])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS})
+    plain = node_model(
+        "MultiHeadAttention",
+        [("q", dtype, ["B", "S", HIDDEN]), ("k", dtype, ["B", "L", HIDDEN]), ("v", dtype, ["B", "L", HIDDEN]),
+         ("bias", dtype, [3 * HIDDEN])],
+        outputs, {"num_heads": HEADS},
+    )
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    rtol, atol = tolerance(dtype)
+    for batch, seq in [(2, 5), (3, 7)]:
+        length = seq if packing == "qkv" else seq + 2
+        packed = normal(rng, (batch, length, HEADS, parts, head), dtype)
+        split = [packed[:, :, :, i, :].reshape(batch, length, HIDDEN) for i in range(parts)]
+        feeds = {packed_name: packed, "bias": normal(rng, (3 * HIDDEN,), dtype, scale=0.1)}
+        if packing == "qkv":
+            unpacked = dict(zip("qkv", split))
+        else:
+            feeds["q"] = normal(rng, (batch, seq, HIDDEN), dtype)
+            unpacked = {"q": feeds["q"], "k": split[0], "v": split[1]}
+        assert_close(compiled.run(feeds), ort_run(plain, {**unpacked, "bias": feeds["bias"]}), rtol, atol)
+
+
+def test_multi_head_attention_qk_output_with_masks(rng):
+    """The qk output (scores + key padding mask + attention bias, causal keys at the lowest float)."""
+    head = HIDDEN // HEADS
+    inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]), None,
+              ("mask", I32, ["B", "S"]), ("attn_bias", F32, ["B", HEADS, "S", "S"])]
+    outputs = [("y", F32, ["B", "S", HIDDEN]), None, None, ("qk", F32, ["B", HEADS, "S", "S"])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS, "unidirectional": 1})
+    assert head * HEADS == HIDDEN
+
+    def feeds(b, s):
+        mask = np.ones((b, s), I32)
+        mask[-1, -2:] = 0
+        return {"q": normal(rng, (b, s, HIDDEN)), "k": normal(rng, (b, s, HIDDEN)), "v": normal(rng, (b, s, HIDDEN)),
+                "mask": mask, "attn_bias": normal(rng, (b, HEADS, s, s))}
+
+    check_at_sizes(model, feeds)
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_multi_head_attention_shared_past_present_buffer(unidirectional, rng):
+    """past_sequence_length: new keys/values written into the [B, N, M, h] past buffers at that row,
+    present = the buffers, attention over the first past_sequence_length + S keys (ORT's CPU kernel).
+    One compiled model, decode (S=1) and a 2-token step, at two fill levels."""
+    head, max_len = HIDDEN // HEADS, 12
+    inputs = [("q", F32, ["B", "S", HIDDEN]), ("k", F32, ["B", "S", HIDDEN]), ("v", F32, ["B", "S", HIDDEN]), None, None, None,
+              ("past_k", F32, ["B", HEADS, max_len, head]), ("past_v", F32, ["B", HEADS, max_len, head]), ("psl", I32, [])]
+    outputs = [("y", F32, ["B", "S", HIDDEN]), ("present_k", F32, ["B", HEADS, max_len, head]),
+               ("present_v", F32, ["B", HEADS, max_len, head])]
+    model = node_model("MultiHeadAttention", inputs, outputs, {"num_heads": HEADS, "unidirectional": unidirectional})
+    compiled = onnx_stablehlo.compile(model)
+    for batch, seq, filled in ((2, 1, 3), (3, 2, 7)):
+        feeds = {n: normal(rng, (batch, seq, HIDDEN)) for n in ("q", "k", "v")}
+        feeds.update(past_k=normal(rng, (batch, HEADS, max_len, head)), past_v=normal(rng, (batch, HEADS, max_len, head)),
+                     psl=np.array(filled, I32))
+        assert_close(compiled.run(feeds), ort_run(model, feeds), 1e-5, 1e-5)
+
+
+def test_attention_past_sequence_length_without_shared_buffer_is_ignored(rng):
+    """ORT's CPU Attention ignores past_sequence_length unless past_present_share_buffer (which it refuses)."""
+    head = HIDDEN // HEADS
+    inputs = [("x", F32, ["B", 1, HIDDEN]), ("w", F32, [HIDDEN, 3 * HIDDEN]), ("b", F32, [3 * HIDDEN]), None,
+              ("past", F32, [2, "B", HEADS, "P", head]), None, ("psl", I32, [1])]
+    model = node_model("Attention", inputs, [("y", F32, ["B", 1, HIDDEN]), ("present", F32, [2, "B", HEADS, "T", head])],
+                       {"num_heads": HEADS})
+    feeds = {"x": normal(rng, (2, 1, HIDDEN)), "w": normal(rng, (HIDDEN, 3 * HIDDEN), scale=0.3),
+             "b": normal(rng, (3 * HIDDEN,)), "past": normal(rng, (2, 2, HEADS, 5, head)), "psl": np.array([2], I32)}
+    assert_close(onnx_stablehlo.compile(model).run(feeds), ort_run(model, feeds), 1e-5, 1e-5)

@@ -255,3 +255,55 @@ def test_gather_block_quantized_4bit_types(kind, rng):
     for shape in [(2, 3), (1, 5)]:
         feeds = {"ids": rng.integers(0, rows, shape).astype(I64)}
         assert_close(compiled.run(feeds), ort_run(model, feeds), 0, 0)
+
+
+@pytest.mark.parametrize(
+    "bits,block,k,zero_points,dtype",
+    [pytest.param(4, 32, 128, "packed", F32, id="int4-b32-zp"), pytest.param(4, 16, 64, None, F32, id="int4-b16"),
+     slow_param(4, 32, 64, "float", F32, id="int4-float-zp"),
+     slow_param(4, 32, 64, "packed", F16, id="int4-zp-f16")],
+)
+def test_matmul_nbits_act_order_g_idx(bits, block, k, zero_points, dtype, rng):
+    """g_idx (GPTQ act-order): each column dequantized with its own group's scale and zero point.
+
+    onnxruntime's CPU kernel ignores uint8 zero points next to g_idx, so its oracle run gets the
+    same zero points as floats (which it applies)."""
+    n = 16
+    inits = _nbits_case(rng, n, k, bits, block, zero_points, dtype)
+    blocks = math.ceil(k / block)
+    inits["g_idx"] = rng.permutation(np.arange(k) // block).astype(I32)  # groups shuffled across K
+    attrs = {"K": k, "N": n, "bits": bits, "block_size": block}
+
+    def model_with(zp_dtype, initializers):
+        return node_model(
+            "MatMulNBits",
+            [("A", dtype, ["B", "S", k]), ("B", U8, [n, blocks, block * bits // 8]), ("scales", dtype, [n * blocks]),
+             ("zp", zp_dtype, [0]) if zero_points else None, ("g_idx", I32, [k])],
+            [("Y", dtype, ["B", "S", n])], attrs, initializers=initializers,
+        )
+
+    model = model_with(U8 if zero_points != "float" else dtype, inits)
+    oracle = model
+    if zero_points == "packed":
+        per_row = math.ceil(blocks * bits / 8)
+        shifts = np.arange(8 // bits) * bits
+        unpacked = (inits["zp"].reshape(n, per_row, 1) >> shifts) & ((1 << bits) - 1)
+        oracle = model_with(dtype, {**inits, "zp": unpacked.reshape(n, -1)[:, :blocks].reshape(-1).astype(dtype)})
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    tol = 1e-5 if dtype == F32 else 2e-2
+    for shape in [(2, 3), (1, 5)]:
+        feeds = {"A": rng.standard_normal((*shape, k)).astype(dtype)}
+        assert_close(compiled.run(feeds), ort_run(oracle, feeds), tol, tol)
+
+
+@pytest.mark.parametrize("bits", [2, 8])
+def test_matmul_nbits_g_idx_other_than_4_bits_is_refused(bits):
+    k, n, block = 64, 8, 32
+    model = node_model(
+        "MatMulNBits",
+        [("A", F32, [1, k]), ("B", U8, [n, 2, block * bits // 8]), ("scales", F32, [n * 2]), None, ("g_idx", I32, [k])],
+        [("Y", F32, [1, n])], {"K": k, "N": n, "bits": bits, "block_size": block},
+    )
+    with pytest.raises(UnsupportedAttributeError, match=f"g_idx with bits={bits}"):
+        onnx_stablehlo.lower(model)

@@ -63,7 +63,10 @@ def test_zoo_lists_every_model_family_of_the_issue():
         assert any(n.startswith(prefix) for n in names), prefix
     assert {n.split("-")[1] for n in names if n.startswith("rapidocr-")} >= {"det", "rec", "cls", "onnxruntime"}
     for source in ("minilm", "bert", "distilbert", "gpt2", "vit"):  # ORT-post-processed files (issue 16)
-        assert {f"{source}-ort-O1", f"{source}-ort-O2", f"{source}-ort-O2-fp16", f"{source}-ort-O2-fp16-io32"} <= names
+        assert {f"{source}-ort-O1", f"{source}-ort-O2", f"{source}-ort-O99", f"{source}-ort-O2-fp16",
+                f"{source}-ort-O2-fp16-io32"} <= names
+    for source in ("resnet50", "mobilenetv2", "whisper-encoder", "whisper-decoder", "llama"):  # level 99 only
+        assert f"{source}-ort-O99" in names
     assert {"lstm-bidi-int8-per-tensor", "lstm-bidi-int8-per-channel"} <= names
 
 
