@@ -103,7 +103,7 @@ def measure(name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds:
         np.testing.assert_allclose(ours_out, ort_out, rtol=1e-4, atol=1e-5)
     on_device = {n: ours.to_device(a) for n, a in feeds.items()}
     spec = ours.executables.last
-    arguments = [on_device[n] for n in spec.lowered.input_names] + ours._plan.constants
+    arguments = [on_device[n] for n in spec.artifact.input_names] + ours._plan.constants
 
     def run_device():
         for out in ours.run_device(on_device):

@@ -27,6 +27,7 @@ import collections
 import dataclasses
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -164,6 +165,8 @@ class Executables:
         timings: ``lower_seconds``, ``pass_seconds``, ``compile_seconds`` of the last compile.
         last: the most recently used :class:`Specialization`.
         value_specialized: inputs specialized on their values so far.
+        disk_hits: specializations read from the on-disk cache (``runtime/artifact_cache.py``)
+            instead of lowered and compiled here.
     """
 
     def __init__(
@@ -177,8 +180,10 @@ class Executables:
         fixed_shapes: Mapping[str, Any],
         transform: Transform | None = None,
         no_values: frozenset[str] = frozenset(),
+        model_digest: str | None = None,
     ) -> None:
         self.model = model
+        self.model_digest = model_digest
         self.device = device
         self.options = options
         self.transform = transform
@@ -200,6 +205,7 @@ class Executables:
         self.timings: dict[str, float] = {}
         self.artifact: Artifact | None = None
         self.dynamic_error: str | None = None
+        self.disk_hits = 0
 
     # Lookup -----------------------------------------------------------------------------------
 
@@ -229,6 +235,18 @@ class Executables:
             finally:
                 with self._lock:
                     self._key_locks.pop(key, None)
+
+    def load_from_disk(self, shapes: Mapping[str, Any]) -> bool:
+        """Loads the specialization for ``shapes`` from the on-disk cache when an earlier process
+        stored it (no lowering, no passes, no compile); returns whether it did."""
+        key = tuple(_hashable(shapes[n]) for n in self.input_names)
+        disk_key = self._disk_key(key)
+        spec = self._load_from_disk(disk_key) if disk_key is not None else None
+        if spec is None:
+            return False
+        self.disk_hits += 1
+        self._keep(key, spec)
+        return True
 
     def _cached(self, key: Any) -> Specialization | None:
         with self._lock:
@@ -364,6 +382,12 @@ class Executables:
     def _compile(
         self, key: Any, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray], feeds: Mapping[str, Any] | None
     ) -> Specialization:
+        disk_key = self._disk_key(key)
+        if disk_key is not None:
+            spec = self._load_from_disk(disk_key)
+            if spec is not None:
+                self.disk_hits += 1
+                return self._keep(key, spec)
         try:
             lowered = self._lower(shapes, values)
         except NonConstantInputError:
@@ -385,18 +409,87 @@ class Executables:
         executable = pjrt.compile_module(entry_module, self.device)
         compile_seconds = time.perf_counter() - start
         spec = Specialization(artifact, executable, hoisted_key, lowered.seconds, pass_seconds, compile_seconds)
+        if disk_key is not None:
+            self._store_to_disk(disk_key, spec, lowered, entry_module, hoisted_key)
+        return self._keep(key, spec)
+
+    def _keep(self, key: Any, spec: Specialization) -> Specialization:
         with self._lock:
             self.compile_count += 1
             self.timings = {
-                "lower_seconds": lowered.seconds,
-                "pass_seconds": pass_seconds,
-                "compile_seconds": compile_seconds,
+                "lower_seconds": spec.lower_seconds,
+                "pass_seconds": spec.pass_seconds,
+                "compile_seconds": spec.compile_seconds,
             }
             self._cache[key] = spec
             while len(self._cache) > self.options.cache_size:
                 self._cache.popitem(last=False)
             self.last = spec
         return spec
+
+    # The on-disk cache of specializations (runtime/artifact_cache.py) ---------------------------
+
+    def _disk_key(self, key: Any) -> str | None:
+        """The on-disk key of signature ``key``, or None when this model is not cached on disk
+        (no model digest, a caller's transform or registry, or the cache turned off)."""
+        if self.model_digest is None or self.transform is not None or self.options.registry is not None:
+            return None
+        from onnx_stablehlo.runtime import artifact_cache
+
+        cache = artifact_cache.default_cache()
+        if cache is None:
+            return None
+        return artifact_cache.specialization_key(cache, self.model_digest, self.options, self.device.platform, key)
+
+    def _load_from_disk(self, disk_key: str) -> Specialization | None:
+        """The specialization stored under ``disk_key``, or None (absent, corrupt, or weights that
+        no longer match the model's initializers: the entry is then deleted)."""
+        from onnx_stablehlo.runtime import artifact_cache
+
+        cache = artifact_cache.default_cache()
+        if cache is None:
+            return None
+        start = time.perf_counter()
+        payload = cache.load(disk_key)
+        if payload is None:
+            return None
+        entry = artifact_cache.loads(payload)
+        parameters = _initializer_getters(self.model, entry["parameter_avals"]) if entry is not None else None
+        if entry is None or parameters is None:
+            cache.discard(disk_key)
+            return None
+        artifact = Artifact(**entry["fields"], parameters=types.MappingProxyType(parameters))
+        executable = pjrt.compile_module(entry["entry_module"], self.device)  # the executable cache's hit
+        hoisted = entry["hoisted_module"]
+        hoisted_key = self._hoist_module(hoisted, artifact) if hoisted is not None else None
+        return Specialization(artifact, executable, hoisted_key, 0.0, 0.0, time.perf_counter() - start)
+
+    def _store_to_disk(
+        self, disk_key: str, spec: Specialization, lowered: LoweredModule, entry_module: bytes, hoisted_key: bytes | None
+    ) -> None:
+        from onnx_stablehlo.runtime import artifact_cache
+
+        cache = artifact_cache.default_cache()
+        if cache is None:
+            return
+        artifact = spec.artifact
+        initializers = self.model.graph.initializers
+        avals = {}
+        for name in artifact.parameter_names:
+            init = initializers.get(name)
+            tensor = init.const_value if init is not None else None
+            if tensor is None or not np.array_equal(np.asarray(tensor.numpy()), artifact.parameters[name]()):
+                return  # a weight the importer made or changed (not the model's initializer): not cached
+            avals[name] = (tensor.dtype, tuple(int(d) for d in tensor.shape))
+        fields = {
+            f.name: getattr(artifact, f.name) for f in dataclasses.fields(artifact) if f.name != "parameters"
+        }
+        fields["value_shapes"] = dict(fields["value_shapes"])
+        try:
+            payload = artifact_cache.dumps(fields, avals, entry_module, hoisted_key)
+        except Exception:  # a field that does not pickle: this signature is simply not cached
+            return
+        cache.store(disk_key, payload)
 
     def _device_passes(self, lowered: LoweredModule, entry: str) -> int:
         """Device passes and weight hoisting on the live module; returns the hoisted count.
@@ -430,7 +523,10 @@ class Executables:
 
     def _hoist(self, lowered: LoweredModule, artifact: Artifact) -> bytes:
         """Compiles and runs ``@hoisted_weights`` once per distinct module; returns its key."""
-        hoisted = entry_bytecode(lowered.module, "hoisted_weights")
+        return self._hoist_module(entry_bytecode(lowered.module, "hoisted_weights"), artifact)
+
+    def _hoist_module(self, hoisted: bytes, artifact: Artifact) -> bytes:
+        """Compiles and runs the ``@hoisted_weights`` module ``hoisted`` once; returns its key."""
         with self._hoist_lock:
             if hoisted not in self._hoisted:
                 executable = pjrt.compile_module(hoisted, self.device)
@@ -470,6 +566,32 @@ class Executables:
             elif array.size == 1:  # a float scalar such as OneHot's depth
                 found.add(name)
         return found
+
+
+def _initializer_getters(model: onnx_ir.Model, avals: Mapping[str, Any]) -> dict[str, Callable[[], np.ndarray]] | None:
+    """Getters of the weights ``avals`` names, from ``model``'s initializers; None when one is
+    missing or has another dtype or shape than the stored entry expects."""
+    initializers = model.graph.initializers
+    getters = {}
+    for name, (dtype, shape) in avals.items():
+        init = initializers.get(name)
+        tensor = init.const_value if init is not None else None
+        if tensor is None or tensor.dtype != dtype or tuple(int(d) for d in tensor.shape) != shape:
+            return None
+        getters[name] = _lazy_numpy(tensor)
+    return getters
+
+
+def _lazy_numpy(tensor: Any) -> Callable[[], np.ndarray]:
+    """A getter reading ``tensor`` into numpy on first call (as the importer's weights do)."""
+    cache: list[np.ndarray] = []
+
+    def get() -> np.ndarray:
+        if not cache:
+            cache.append(np.asarray(tensor.numpy()))
+        return cache[0]
+
+    return get
 
 
 def _hashable(spec: Any) -> Any:

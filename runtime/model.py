@@ -56,6 +56,9 @@ class CompiledModel:
         options: the :class:`~onnx_stablehlo.runtime.options.CompileOptions` (default ones when
             ``None``).
         no_values: inputs never specialized on their values (split parts; see ``runtime/split.py``).
+        model_digest: the model's identity (``runtime/artifact_cache.model_digest``); with it,
+            each compiled specialization is stored in the on-disk cache and a later process
+            loads it instead of lowering, running passes and compiling. ``None``: not stored.
 
     Attributes:
         input_names: graph inputs, in graph order (``run`` takes a feed for each).
@@ -79,14 +82,12 @@ class CompiledModel:
         device: pjrt.Device,
         options: CompileOptions | None = None,
         no_values: frozenset[str] = frozenset(),
+        model_digest: str | None = None,
     ) -> None:
         options = options if options is not None else CompileOptions()
         self.model = model
         self.device = device
         self.options = options
-        # An op with no rule (and no function body to expand) is unsupported at every shape:
-        # say so now, not at the first run of a model lowered per shape.
-        check_supported(model, options.registry)
         inputs = graph_input_values(model.graph)
         for value in inputs:
             if onnx_kind(value.type) == "other":
@@ -120,13 +121,18 @@ class CompiledModel:
             )
         self.executables = Executables(
             model, device, options, input_types=input_types, input_names=self.input_names,
-            fixed_shapes=fixed_shapes, no_values=no_values,
+            fixed_shapes=fixed_shapes, no_values=no_values, model_digest=model_digest,
         )
         self._plan: CallPlan | None = None  # the last signature run, for run()'s fast path
         # Set once a node's output size depends on run-time values (DataDependentShapeError):
         # run() then delegates to it.
         self._split: split.SplitModel | None = None
         static = self._feeds.static_shapes()
+        if static is not None and self.executables.load_from_disk(static):
+            return  # lowered, checked and compiled by an earlier process (runtime/artifact_cache.py)
+        # An op with no rule (and no function body to expand) is unsupported at every shape:
+        # say so now, not at the first run of a model lowered per shape.
+        check_supported(model, options.registry)
         if static is not None:
             try:
                 self.executables.get(static)

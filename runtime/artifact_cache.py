@@ -1,0 +1,245 @@
+"""Lowered artifacts on disk: a second process reaches its first result without lowering.
+
+The executable cache (:mod:`~onnx_stablehlo.runtime.executable_cache`) saves XLA's compile, but
+a new process still lowered the ONNX model, ran the pass pipeline and the device passes to get
+the module whose digest is that cache's key (MiniLM: about 1-2 s on 2 busy cores). This module
+stores what ``Executables`` made of one input signature, a *specialization entry*: the frozen
+:class:`~onnx_stablehlo.runtime.artifact.Artifact` (bytecode and calling convention, weights
+left out), the entry function's bytecode (the executable cache's key) and the
+``@hoisted_weights`` bytecode. A hit rebuilds the specialization from it: the executables come
+from the executable cache (or are compiled again when evicted), the weights from the model.
+
+Key (:func:`specialization_key`): SHA-256 over the model's digest (:func:`model_digest`: the
+bytes of the ONNX file or proto, and the name, size and modification time of each external
+data file), the options that change the lowering, the input signature (shapes, and the values
+of value-specialized inputs), the platform, this package's version and source files
+(:func:`source_fingerprint`: every ``.py`` file's path, size and modification time, so an
+edited rule never meets a stale artifact), the jaxlib version and ``XLA_FLAGS``.
+
+The onnx checker's pass is remembered the same way (:func:`checker_passed`), keyed by the
+model's identity and the onnx version: it took 0.4 s of MiniLM's warm start.
+
+Entries live in the executable cache's folder, under the same size cap and least-recently-used
+eviction, written atomically and checksummed by it; ``ONNX_STABLEHLO_EXECUTABLE_CACHE=0`` turns
+both off, ``ONNX_STABLEHLO_ARTIFACT_CACHE=0`` this one alone. A payload that does not unpickle to an entry of this version is deleted and rebuilt.
+Payloads are pickles: the folder is as trusted as the executables in it (both are code).
+
+This module imports neither jaxlib nor the frontend.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.util
+import os
+import pickle
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "ENTRY_VERSION",
+    "ENV_SWITCH",
+    "enabled",
+    "default_cache",
+    "checker_passed",
+    "record_checker_pass",
+    "model_digest",
+    "source_fingerprint",
+    "specialization_key",
+    "dumps",
+    "loads",
+]
+
+ENV_SWITCH = "ONNX_STABLEHLO_ARTIFACT_CACHE"
+"""``0``/``off``/``none`` keeps lowered artifacts (and checker passes) off disk while executables
+are still cached; read on every compile (the test suite turns it off: tests that patch a rule
+must not meet an artifact an earlier test lowered)."""
+
+ENTRY_VERSION = "onnx-stablehlo lowered specialization v1"
+_PACKAGES = ("onnx_stablehlo", "onnx_stablehlo.frontend", "onnx_stablehlo.passes", "onnx_stablehlo.runtime")
+
+
+def model_digest(source: Any, model: Any = None) -> str | None:
+    """A SHA-256 hex digest identifying a model, or None when it has no stable identity.
+
+    Args:
+        source: what ``onnx_stablehlo.compile`` was given: a path (its real path, size,
+            modification time and inode are hashed, not its content: MiniLM's 90 MB would cost
+            60 ms a start, BERT's 440 MB 0.3 s), bytes or an ``onnx.ModelProto`` (their
+            serialized content); an ``onnx_ir.Model`` has none (None).
+        model: the loaded ``onnx_ir.Model``: the path, size and modification time of each of its
+            external data files are hashed too.
+    """
+    digest = hashlib.sha256()
+    if isinstance(source, (str, os.PathLike)):
+        path = os.path.realpath(source)
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return None
+        digest.update(f"file\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}\0{stat.st_ino}\0{stat.st_dev}".encode())
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        digest.update(b"bytes\0")
+        digest.update(source)
+    elif hasattr(source, "SerializeToString"):
+        digest.update(b"bytes\0")
+        digest.update(source.SerializeToString())
+    else:
+        return None
+    for path in sorted(_external_files(model)):
+        try:
+            stat = os.stat(path)
+            digest.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+        except OSError:
+            digest.update(f"\0{path}\0missing".encode())
+    return digest.hexdigest()
+
+
+def enabled() -> bool:
+    """Whether lowered artifacts go to disk (``ONNX_STABLEHLO_ARTIFACT_CACHE``; the executable
+    cache's own switch, ``ONNX_STABLEHLO_EXECUTABLE_CACHE=0``, turns both off)."""
+    return os.environ.get(ENV_SWITCH, "1").strip().lower() not in ("0", "off", "none", "false", "no")
+
+
+def default_cache() -> Any:
+    """The on-disk cache lowered artifacts go to, or None when either switch turns it off."""
+    from onnx_stablehlo.runtime.executable_cache import default_cache as executables_cache
+
+    return executables_cache() if enabled() else None
+
+
+def _checker_key(source: Any) -> str | None:
+    cache = default_cache()
+    digest = model_digest(source) if cache is not None else None
+    if digest is None:
+        return None
+    import onnx
+
+    return cache.key(b"", ("onnx checker passed v1", digest, f"onnx {onnx.__version__}"))
+
+
+def checker_passed(source: Any) -> bool:
+    """Whether the onnx checker passed ``source`` (a path, bytes or proto) in an earlier process
+    with this onnx version (an entry in the on-disk cache; never with the cache off)."""
+    key = _checker_key(source)
+    return key is not None and default_cache().load(key) == b"passed"
+
+
+def record_checker_pass(source: Any) -> None:
+    """Remembers that the onnx checker passed ``source`` (see :func:`checker_passed`)."""
+    key = _checker_key(source)
+    if key is not None:
+        default_cache().store(key, b"passed")
+
+
+def _external_files(model: Any) -> set[str]:
+    """Paths of the external data files ``model``'s initializers read (main graph and subgraphs)."""
+    if model is None:
+        return set()
+    found = set()
+    graphs = [model.graph]
+    try:
+        graphs += list(model.graph.subgraphs())
+    except AttributeError:
+        pass
+    for graph in graphs:
+        for value in graph.initializers.values():
+            path = getattr(value.const_value, "path", None)
+            if isinstance(path, (str, os.PathLike)):
+                found.add(os.path.realpath(path))
+    return found
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """A digest of this package's ``.py`` files (relative path, size, mtime): edits invalidate entries."""
+    digest = hashlib.sha256()
+    for package in _PACKAGES:
+        spec = importlib.util.find_spec(package)
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            root = Path(location)
+            for path in sorted(root.rglob("*.py")):
+                try:
+                    stat = path.stat()
+                except OSError:
+                    continue
+                digest.update(f"{package}/{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def specialization_key(
+    cache: Any,
+    model_digest: str,
+    options: Any,
+    platform: str,
+    signature: Any,
+) -> str:
+    """The cache key of one specialization (``signature``: the ``Executables`` key) of a model.
+
+    Args:
+        cache: the :class:`~onnx_stablehlo.runtime.executable_cache.ExecutableCache`.
+        model_digest: :func:`model_digest` of the model.
+        options: the :class:`~onnx_stablehlo.runtime.options.CompileOptions` (``registry``
+            must be ``None``: a caller's registry has no stable identity).
+        platform: the PJRT platform.
+        signature: the input shapes (and value-specialized values) as a hashable tuple.
+    """
+    import jaxlib
+
+    from onnx_stablehlo import __version__
+
+    parts = (
+        ENTRY_VERSION,
+        model_digest,
+        repr(
+            (
+                options.weights,
+                sorted((k, repr(v)) for k, v in options.input_shapes.items()),
+                sorted(options.dims.items()),
+                options.dynamic,
+                options.pipeline,
+                options.device_passes,
+                options.hoist_weights,
+                options.runtime_checks,
+                options.inline_scalar_weights,
+                options.float64_math_on(platform),
+            )
+        ),
+        platform,
+        repr(signature),
+        f"onnx-stablehlo {__version__} {source_fingerprint()}",
+        f"jaxlib {jaxlib.__version__}",
+        f"python {sys.version_info[:2]}",
+        "XLA_FLAGS=" + os.environ.get("XLA_FLAGS", ""),
+    )
+    return cache.key(b"", parts)
+
+
+def dumps(fields: Mapping[str, Any], parameter_avals: Mapping[str, Any], entry_module: bytes, hoisted_module: bytes | None) -> bytes:
+    """The payload of one specialization entry."""
+    return pickle.dumps(
+        {
+            "version": ENTRY_VERSION,
+            "fields": dict(fields),
+            "parameter_avals": dict(parameter_avals),
+            "entry_module": entry_module,
+            "hoisted_module": hoisted_module,
+        },
+        protocol=pickle.HIGHEST_PROTOCOL,
+    )
+
+
+def loads(payload: bytes) -> dict[str, Any] | None:
+    """The entry in ``payload``, or None when it is not an entry of this version."""
+    try:
+        entry = pickle.loads(payload)
+    except Exception:  # a payload of another version or build: a miss
+        return None
+    if not isinstance(entry, dict) or entry.get("version") != ENTRY_VERSION:
+        return None
+    if not isinstance(entry.get("fields"), dict) or not isinstance(entry.get("entry_module"), bytes):
+        return None
+    return entry
