@@ -243,12 +243,9 @@ class CompiledModel:
         """
         plan = self._plan
         if plan is not None:
-            arguments = plan.arguments(feeds, self.device)
-            if arguments is not None:  # same names, dtypes and shapes as the last run: checked then
-                results = pjrt.to_host(pjrt.execute(plan.executable, arguments))
-                if plan.check_messages:
-                    raise_failed_checks(plan.check_messages, results.pop())
-                return self._host_values(results)
+            results = plan.run(feeds)
+            if results is not None:  # same names, dtypes and shapes as the last run: checked then
+                return self._host_values(results) if self._zipmaps else results
         arrays = self._feeds.check(feeds)
         return self._host_values(self._run_arrays(arrays))
 
@@ -301,14 +298,15 @@ class CompiledModel:
             for tensor in layout.flatten(arrays[name])
         ]
         constants = self.executables.constants(spec)
-        results = pjrt.to_host(pjrt.execute(spec.executable, arguments + constants))
+        on_device = pjrt.execute(spec.executable, arguments + constants)
+        results = pjrt.to_host(on_device)
         if artifact.check_messages:  # the run-time checks' flags are @main's last result
             raise_failed_checks(artifact.check_messages, results.pop())
         plain = (
             self._split is None and self.bucketing is None and not self.executables.value_specialized
             and all(onnx_kind(types[n]) == "tensor" for n in self.input_names)
         )
-        self._plan = CallPlan.build(spec, arrays, constants, plain=plain)
+        self._plan = CallPlan.build(spec, arrays, constants, on_device, self.device, plain=plain)
         values = iter(results)
         return [layout.unflatten(values) for layout in artifact.output_layouts]
 
@@ -328,15 +326,15 @@ class CompiledModel:
         """
         plan = self._plan
         if plan is not None:
-            arguments = plan.arguments(feeds, self.device, device_arrays=True)
-            if arguments is not None:
-                return plan.device_results(pjrt.execute(plan.executable, arguments))
+            outputs = plan.run_device(feeds)
+            if outputs is not None:
+                return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}
         outputs = self.run(host)  # checks the feeds, compiles if needed, builds the plan
         plan = self._plan
-        arguments = plan.arguments(feeds, self.device, device_arrays=True) if plan is not None else None
-        if arguments is not None:
-            return plan.device_results(pjrt.execute(plan.executable, arguments))
+        device_outputs = plan.run_device(feeds) if plan is not None else None
+        if device_outputs is not None:
+            return device_outputs
         return [_to_device_value(o, self.device) for o in outputs]  # split, bucketed or non-tensor values
 
     def to_device(self, array: Any) -> Any:
