@@ -264,6 +264,12 @@ class Executables:
             self.dynamic_error = "sequence or optional inputs"
             return
         fixed = {n: s for n, s in self._fixed_shapes.items() if s is not None}
+        disk_key = self._disk_key(("symbolic artifact", tuple(sorted((n, repr(s)) for n, s in fixed.items()))))
+        found = self._read_entry(disk_key) if disk_key is not None else None
+        if found is not None:  # lowered by an earlier process
+            self.artifact = found[1]
+            self.disk_hits += 1
+            return
         try:
             # The pipeline runs per shape, after refinement and the caller's transform.
             self.artifact = lower_artifact(
@@ -273,6 +279,8 @@ class Executables:
             # A rule that needs static shapes: every new shape is lowered on its own instead.
             self.dynamic_error = f"{type(exc).__name__}: {exc}"
             return
+        if disk_key is not None:
+            self._write_entry(disk_key, self.artifact, b"", None)
 
     def _lower(self, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray]) -> LoweredModule:
         """A fresh lowering for ``shapes`` (refined from the artifact when there is one)."""
@@ -410,7 +418,7 @@ class Executables:
         compile_seconds = time.perf_counter() - start
         spec = Specialization(artifact, executable, hoisted_key, lowered.seconds, pass_seconds, compile_seconds)
         if disk_key is not None:
-            self._store_to_disk(disk_key, spec, lowered, entry_module, hoisted_key)
+            self._write_entry(disk_key, spec.artifact, entry_module, hoisted_key)
         return self._keep(key, spec)
 
     def _keep(self, key: Any, spec: Specialization) -> Specialization:
@@ -444,13 +452,22 @@ class Executables:
     def _load_from_disk(self, disk_key: str) -> Specialization | None:
         """The specialization stored under ``disk_key``, or None (absent, corrupt, or weights that
         no longer match the model's initializers: the entry is then deleted)."""
+        start = time.perf_counter()
+        found = self._read_entry(disk_key)
+        if found is None:
+            return None
+        entry, artifact = found
+        executable = pjrt.compile_module(entry["entry_module"], self.device)  # the executable cache's hit
+        hoisted = entry["hoisted_module"]
+        hoisted_key = self._hoist_module(hoisted, artifact) if hoisted is not None else None
+        return Specialization(artifact, executable, hoisted_key, 0.0, 0.0, time.perf_counter() - start)
+
+    def _read_entry(self, disk_key: str) -> tuple[dict[str, Any], Artifact] | None:
+        """The entry under ``disk_key`` and its artifact (weights bound to the model's), or None."""
         from onnx_stablehlo.runtime import artifact_cache
 
         cache = artifact_cache.default_cache()
-        if cache is None:
-            return None
-        start = time.perf_counter()
-        payload = cache.load(disk_key)
+        payload = cache.load(disk_key) if cache is not None else None
         if payload is None:
             return None
         entry = artifact_cache.loads(payload)
@@ -458,35 +475,33 @@ class Executables:
         if entry is None or parameters is None:
             cache.discard(disk_key)
             return None
-        artifact = Artifact(**entry["fields"], parameters=types.MappingProxyType(parameters))
-        executable = pjrt.compile_module(entry["entry_module"], self.device)  # the executable cache's hit
-        hoisted = entry["hoisted_module"]
-        hoisted_key = self._hoist_module(hoisted, artifact) if hoisted is not None else None
-        return Specialization(artifact, executable, hoisted_key, 0.0, 0.0, time.perf_counter() - start)
+        return entry, Artifact(**entry["fields"], parameters=types.MappingProxyType(parameters))
 
-    def _store_to_disk(
-        self, disk_key: str, spec: Specialization, lowered: LoweredModule, entry_module: bytes, hoisted_key: bytes | None
-    ) -> None:
+    def _write_entry(self, disk_key: str, artifact: Artifact, entry_module: bytes, hoisted_module: bytes | None) -> None:
+        """Stores ``artifact`` (weights left out) and the modules PJRT runs under ``disk_key``.
+
+        Skipped when a weight is not the model's own initializer (one the importer made or
+        changed): a later process binds weights by name from the model.
+        """
         from onnx_stablehlo.runtime import artifact_cache
 
         cache = artifact_cache.default_cache()
         if cache is None:
             return
-        artifact = spec.artifact
         initializers = self.model.graph.initializers
         avals = {}
         for name in artifact.parameter_names:
             init = initializers.get(name)
             tensor = init.const_value if init is not None else None
             if tensor is None or not np.array_equal(np.asarray(tensor.numpy()), artifact.parameters[name]()):
-                return  # a weight the importer made or changed (not the model's initializer): not cached
+                return
             avals[name] = (tensor.dtype, tuple(int(d) for d in tensor.shape))
         fields = {
             f.name: getattr(artifact, f.name) for f in dataclasses.fields(artifact) if f.name != "parameters"
         }
         fields["value_shapes"] = dict(fields["value_shapes"])
         try:
-            payload = artifact_cache.dumps(fields, avals, entry_module, hoisted_key)
+            payload = artifact_cache.dumps(fields, avals, entry_module, hoisted_module)
         except Exception:  # a field that does not pickle: this signature is simply not cached
             return
         cache.store(disk_key, payload)
