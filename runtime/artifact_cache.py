@@ -29,13 +29,15 @@ This module imports neither jaxlib nor the frontend.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import importlib.util
 import os
 import pickle
 import sys
-from collections.abc import Mapping
+import types
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,8 @@ __all__ = [
     "model_digest",
     "source_fingerprint",
     "specialization_key",
+    "read_entry",
+    "write_entry",
     "dumps",
     "loads",
 ]
@@ -216,6 +220,80 @@ def specialization_key(
         "XLA_FLAGS=" + os.environ.get("XLA_FLAGS", ""),
     )
     return cache.key(b"", parts)
+
+
+def read_entry(disk_key: str, model: Any) -> tuple[dict[str, Any], Any] | None:
+    """The entry under ``disk_key`` and its :class:`~onnx_stablehlo.runtime.artifact.Artifact`,
+    its weights bound to ``model``'s initializers by name; None when absent, or when corrupt or
+    its weights do not match the model's (the entry is then deleted)."""
+    from onnx_stablehlo.runtime.artifact import Artifact
+
+    cache = default_cache()
+    payload = cache.load(disk_key) if cache is not None else None
+    if payload is None:
+        return None
+    entry = loads(payload)
+    parameters = _initializer_getters(model, entry["parameter_avals"]) if entry is not None else None
+    if entry is None or parameters is None:
+        cache.discard(disk_key)
+        return None
+    return entry, Artifact(**entry["fields"], parameters=types.MappingProxyType(parameters))
+
+
+def write_entry(disk_key: str, model: Any, artifact: Any, entry_module: bytes, hoisted_module: bytes | None) -> None:
+    """Stores ``artifact`` (weights left out) and the modules PJRT runs under ``disk_key``.
+
+    Skipped when a weight is not ``model``'s own initializer (one the importer made or changed):
+    a later process binds the weights by name from the model.
+    """
+    import numpy as np
+
+    cache = default_cache()
+    if cache is None:
+        return
+    initializers = model.graph.initializers
+    avals = {}
+    for name in artifact.parameter_names:
+        init = initializers.get(name)
+        tensor = init.const_value if init is not None else None
+        if tensor is None or not np.array_equal(np.asarray(tensor.numpy()), artifact.parameters[name]()):
+            return
+        avals[name] = (tensor.dtype, tuple(int(d) for d in tensor.shape))
+    fields = {f.name: getattr(artifact, f.name) for f in dataclasses.fields(artifact) if f.name != "parameters"}
+    fields["value_shapes"] = dict(fields["value_shapes"])
+    try:
+        payload = dumps(fields, avals, entry_module, hoisted_module)
+    except Exception:  # a field that does not pickle: this signature is simply not cached
+        return
+    cache.store(disk_key, payload)
+
+
+def _initializer_getters(model: Any, avals: Mapping[str, Any]) -> dict[str, Callable[[], Any]] | None:
+    """Getters of the weights ``avals`` names, from ``model``'s initializers; None when one is
+    missing or has another dtype or shape than the stored entry expects."""
+    initializers = model.graph.initializers
+    getters = {}
+    for name, (dtype, shape) in avals.items():
+        init = initializers.get(name)
+        tensor = init.const_value if init is not None else None
+        if tensor is None or tensor.dtype != dtype or tuple(int(d) for d in tensor.shape) != shape:
+            return None
+        getters[name] = _lazy_numpy(tensor)
+    return getters
+
+
+def _lazy_numpy(tensor: Any) -> Callable[[], Any]:
+    """A getter reading ``tensor`` into numpy on first call (as the importer's weights do)."""
+    cache: list[Any] = []
+
+    def get() -> Any:
+        if not cache:
+            import numpy as np
+
+            cache.append(np.asarray(tensor.numpy()))
+        return cache[0]
+
+    return get
 
 
 def dumps(fields: Mapping[str, Any], parameter_avals: Mapping[str, Any], entry_module: bytes, hoisted_module: bytes | None) -> bytes:

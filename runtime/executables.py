@@ -27,7 +27,6 @@ import collections
 import dataclasses
 import threading
 import time
-import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -463,48 +462,14 @@ class Executables:
         return Specialization(artifact, executable, hoisted_key, 0.0, 0.0, time.perf_counter() - start)
 
     def _read_entry(self, disk_key: str) -> tuple[dict[str, Any], Artifact] | None:
-        """The entry under ``disk_key`` and its artifact (weights bound to the model's), or None."""
         from onnx_stablehlo.runtime import artifact_cache
 
-        cache = artifact_cache.default_cache()
-        payload = cache.load(disk_key) if cache is not None else None
-        if payload is None:
-            return None
-        entry = artifact_cache.loads(payload)
-        parameters = _initializer_getters(self.model, entry["parameter_avals"]) if entry is not None else None
-        if entry is None or parameters is None:
-            cache.discard(disk_key)
-            return None
-        return entry, Artifact(**entry["fields"], parameters=types.MappingProxyType(parameters))
+        return artifact_cache.read_entry(disk_key, self.model)
 
     def _write_entry(self, disk_key: str, artifact: Artifact, entry_module: bytes, hoisted_module: bytes | None) -> None:
-        """Stores ``artifact`` (weights left out) and the modules PJRT runs under ``disk_key``.
-
-        Skipped when a weight is not the model's own initializer (one the importer made or
-        changed): a later process binds weights by name from the model.
-        """
         from onnx_stablehlo.runtime import artifact_cache
 
-        cache = artifact_cache.default_cache()
-        if cache is None:
-            return
-        initializers = self.model.graph.initializers
-        avals = {}
-        for name in artifact.parameter_names:
-            init = initializers.get(name)
-            tensor = init.const_value if init is not None else None
-            if tensor is None or not np.array_equal(np.asarray(tensor.numpy()), artifact.parameters[name]()):
-                return
-            avals[name] = (tensor.dtype, tuple(int(d) for d in tensor.shape))
-        fields = {
-            f.name: getattr(artifact, f.name) for f in dataclasses.fields(artifact) if f.name != "parameters"
-        }
-        fields["value_shapes"] = dict(fields["value_shapes"])
-        try:
-            payload = artifact_cache.dumps(fields, avals, entry_module, hoisted_module)
-        except Exception:  # a field that does not pickle: this signature is simply not cached
-            return
-        cache.store(disk_key, payload)
+        artifact_cache.write_entry(disk_key, self.model, artifact, entry_module, hoisted_module)
 
     def _device_passes(self, lowered: LoweredModule, entry: str) -> int:
         """Device passes and weight hoisting on the live module; returns the hoisted count.
@@ -581,32 +546,6 @@ class Executables:
             elif array.size == 1:  # a float scalar such as OneHot's depth
                 found.add(name)
         return found
-
-
-def _initializer_getters(model: onnx_ir.Model, avals: Mapping[str, Any]) -> dict[str, Callable[[], np.ndarray]] | None:
-    """Getters of the weights ``avals`` names, from ``model``'s initializers; None when one is
-    missing or has another dtype or shape than the stored entry expects."""
-    initializers = model.graph.initializers
-    getters = {}
-    for name, (dtype, shape) in avals.items():
-        init = initializers.get(name)
-        tensor = init.const_value if init is not None else None
-        if tensor is None or tensor.dtype != dtype or tuple(int(d) for d in tensor.shape) != shape:
-            return None
-        getters[name] = _lazy_numpy(tensor)
-    return getters
-
-
-def _lazy_numpy(tensor: Any) -> Callable[[], np.ndarray]:
-    """A getter reading ``tensor`` into numpy on first call (as the importer's weights do)."""
-    cache: list[np.ndarray] = []
-
-    def get() -> np.ndarray:
-        if not cache:
-            cache.append(np.asarray(tensor.numpy()))
-        return cache[0]
-
-    return get
 
 
 def _hashable(spec: Any) -> Any:
