@@ -148,7 +148,7 @@ def test_top_k_large_k_is_one_sort_of_packed_uint64_keys(shape, k, axis):
     assert "stablehlo.bitcast_convert" in text
 
 
-PACKED_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int16, np.uint16]
+PACKED_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
 
 
 @pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
