@@ -124,6 +124,7 @@ class CompiledModel:
             fixed_shapes=fixed_shapes, no_values=no_values, model_digest=model_digest,
         )
         self._plan: CallPlan | None = None  # the last signature run, for run()'s fast path
+        self._plans: dict[tuple, CallPlan] = {}  # every recent signature's plan, by feed shapes
         # Set once a node's output size depends on run-time values (DataDependentShapeError):
         # run() then delegates to it.
         self._split: split.SplitModel | None = None
@@ -244,7 +245,12 @@ class CompiledModel:
         plan = self._plan
         if plan is not None:
             results = plan.run(feeds)
-            if results is not None:  # same names, dtypes and shapes as the last run: checked then
+            if results is None and len(self._plans) > 1:  # another recent signature's plan
+                plan = self._plans.get(self._signature(feeds))
+                results = plan.run(feeds) if plan is not None else None
+                if results is not None:
+                    self._plan = plan
+            if results is not None:  # same names, dtypes and shapes as a checked run
                 return self._host_values(results) if self._zipmaps else results
         arrays = self._feeds.check(feeds)
         return self._host_values(self._run_arrays(arrays))
@@ -307,8 +313,16 @@ class CompiledModel:
             and all(onnx_kind(types[n]) == "tensor" for n in self.input_names)
         )
         self._plan = CallPlan.build(spec, arrays, constants, on_device, self.device, plain=plain)
+        if self._plan is not None:
+            self._plans[self._signature(arrays)] = self._plan
+            while len(self._plans) > self.options.cache_size:
+                self._plans.pop(next(iter(self._plans)))
         values = iter(results)
         return [layout.unflatten(values) for layout in artifact.output_layouts]
+
+    def _signature(self, feeds: Mapping[str, Any]) -> tuple:
+        """The feeds' shapes in input order: the key of ``_plans`` (a plan checks the dtypes)."""
+        return tuple(getattr(feeds.get(n), "shape", None) for n in self.input_names)
 
     def run_device(self, feeds: Mapping[str, Any]) -> list[Any]:
         """Runs the model and leaves the outputs on the device (onnxruntime's IOBinding, in effect).
@@ -327,6 +341,9 @@ class CompiledModel:
         plan = self._plan
         if plan is not None:
             outputs = plan.run_device(feeds)
+            if outputs is None and len(self._plans) > 1:
+                plan = self._plans.get(self._signature(feeds))
+                outputs = plan.run_device(feeds) if plan is not None else None
             if outputs is not None:
                 return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}

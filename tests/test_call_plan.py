@@ -83,3 +83,22 @@ def test_call_plan_run_device_takes_numpy_and_device_feeds(rng):
     for ours, want in zip(model.to_host(outputs), expected):
         assert ours.dtype == want.dtype
         np.testing.assert_array_equal(ours, want)
+
+
+SYMBOLIC = parse("""<ir_version: 9, opset_import: ["" : 18]>
+g (float[n, 3] x) => (float[n, 3] y) {
+    y = Softmax <axis = 1> (x)
+}
+""")
+
+
+def test_call_plan_alternating_signatures_each_keep_a_plan(rng):
+    model = onnx_stablehlo.compile(SYMBOLIC)
+    feeds = [{"x": rng.standard_normal((n, 3)).astype(np.float32)} for n in (2, 5, 2, 5, 5, 2)]
+    for f in feeds:
+        np.testing.assert_allclose(model.run(f)[0], ort_run(SYMBOLIC, f)[0], rtol=1e-5, atol=1e-6)
+        (on_device,) = model.run_device(f)
+        np.testing.assert_allclose(np.asarray(on_device), ort_run(SYMBOLIC, f)[0], rtol=1e-5, atol=1e-6)
+    assert model.compile_count == 2 and len(model._plans) == 2
+    with pytest.raises(onnx_stablehlo.errors.FeedError, match="expected dtype float32"):
+        model.run({"x": np.zeros((5, 3), np.float64)})  # a signature's shapes, another dtype: checked
