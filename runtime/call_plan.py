@@ -31,15 +31,16 @@ class CallPlan:
     bucketing.
     """
 
-    __slots__ = ("inputs", "order", "constants", "executable", "check_messages", "device", "_execute", "_count")
+    __slots__ = ("inputs", "order", "constants", "executable", "check_messages", "device", "spec", "_execute", "_count")
 
-    def __init__(self, inputs, order, constants, executable, check_messages, device, execute) -> None:
+    def __init__(self, inputs, order, constants, executable, check_messages, device, execute, spec=None) -> None:
         self.inputs = inputs  # (name, numpy dtype, shape, transfer) per @main input, in order
         self.order = order  # the names @main takes, in order
         self.constants = constants  # weights and hoisted weights on the device
         self.executable = executable
         self.check_messages = check_messages  # run-time checks: their flags are the last result
         self.device = device
+        self.spec = spec  # the Specialization it runs
         self._execute = execute
         self._count = len(inputs)
 
@@ -66,7 +67,7 @@ class CallPlan:
         execute = pjrt.executor_of(spec.executable, results)
         return CallPlan(
             inputs, tuple(artifact.input_names), list(constants), spec.executable, artifact.check_messages, device,
-            execute,
+            execute, spec,
         )
 
     def run(self, feeds: Mapping[str, Any]) -> list[np.ndarray] | None:

@@ -250,6 +250,7 @@ class CompiledModel:
                 results = plan.run(feeds) if plan is not None else None
                 if results is not None:
                     self._plan = plan
+                    self.executables.last = plan.spec  # what ``mlir`` and ``lowered`` show
             if results is not None:  # same names, dtypes and shapes as a checked run
                 return self._host_values(results) if self._zipmaps else results
         arrays = self._feeds.check(feeds)
@@ -344,6 +345,9 @@ class CompiledModel:
             if outputs is None and len(self._plans) > 1:
                 plan = self._plans.get(self._signature(feeds))
                 outputs = plan.run_device(feeds) if plan is not None else None
+                if outputs is not None:
+                    self._plan = plan
+                    self.executables.last = plan.spec
             if outputs is not None:
                 return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}

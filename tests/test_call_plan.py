@@ -100,5 +100,8 @@ def test_call_plan_alternating_signatures_each_keep_a_plan(rng):
         (on_device,) = model.run_device(f)
         np.testing.assert_allclose(np.asarray(on_device), ort_run(SYMBOLIC, f)[0], rtol=1e-5, atol=1e-6)
     assert model.compile_count == 2 and len(model._plans) == 2
+    assert "tensor<2x3xf32>" in model.mlir  # the most recently used specialization (n=2)
+    model.run(feeds[1])
+    assert "tensor<5x3xf32>" in model.mlir
     with pytest.raises(onnx_stablehlo.errors.FeedError, match="expected dtype float32"):
         model.run({"x": np.zeros((5, 3), np.float64)})  # a signature's shapes, another dtype: checked
