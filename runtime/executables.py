@@ -247,6 +247,11 @@ class Executables:
         self._keep(key, spec)
         return True
 
+    def holds(self, spec: Specialization) -> bool:
+        """Whether ``spec`` is still in the LRU (not evicted past ``cache_size``)."""
+        with self._lock:
+            return any(kept is spec for kept in self._cache.values())
+
     def _cached(self, key: Any) -> Specialization | None:
         with self._lock:
             found = self._cache.get(key)

@@ -246,7 +246,7 @@ class CompiledModel:
         if plan is not None:
             results = plan.run(feeds)
             if results is None and len(self._plans) > 1:  # another recent signature's plan
-                plan = self._plans.get(self._signature(feeds))
+                plan = self._recent_plan(feeds)
                 results = plan.run(feeds) if plan is not None else None
                 if results is not None:
                     self._plan = plan
@@ -321,6 +321,16 @@ class CompiledModel:
         values = iter(results)
         return [layout.unflatten(values) for layout in artifact.output_layouts]
 
+    def _recent_plan(self, feeds: Mapping[str, Any]) -> CallPlan | None:
+        """The plan of the feeds' shapes, while its specialization is still compiled (the LRU of
+        ``Executables`` decides what stays)."""
+        signature = self._signature(feeds)
+        plan = self._plans.get(signature)
+        if plan is not None and not self.executables.holds(plan.spec):
+            del self._plans[signature]
+            return None
+        return plan
+
     def _signature(self, feeds: Mapping[str, Any]) -> tuple:
         """The feeds' shapes in input order: the key of ``_plans`` (a plan checks the dtypes)."""
         return tuple(getattr(feeds.get(n), "shape", None) for n in self.input_names)
@@ -343,7 +353,7 @@ class CompiledModel:
         if plan is not None:
             outputs = plan.run_device(feeds)
             if outputs is None and len(self._plans) > 1:
-                plan = self._plans.get(self._signature(feeds))
+                plan = self._recent_plan(feeds)
                 outputs = plan.run_device(feeds) if plan is not None else None
                 if outputs is not None:
                     self._plan = plan

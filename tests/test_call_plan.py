@@ -105,3 +105,13 @@ def test_call_plan_alternating_signatures_each_keep_a_plan(rng):
     assert "tensor<5x3xf32>" in model.mlir
     with pytest.raises(onnx_stablehlo.errors.FeedError, match="expected dtype float32"):
         model.run({"x": np.zeros((5, 3), np.float64)})  # a signature's shapes, another dtype: checked
+
+
+def test_call_plan_follows_the_executable_lru(rng):
+    """A plan whose specialization the LRU evicted is not used: that shape compiles again."""
+    model = onnx_stablehlo.compile(SYMBOLIC, cache_size=2)
+    # LRU after 2, 5, 2, 7 holds {2, 7}; the plans (first in, first out) hold {5, 7}.
+    for n in (2, 5, 2, 7, 5):
+        feeds = {"x": rng.standard_normal((n, 3)).astype(np.float32)}
+        np.testing.assert_allclose(model.run(feeds)[0], ort_run(SYMBOLIC, feeds)[0], rtol=1e-5, atol=1e-6)
+    assert model.compile_count == 4  # 5 compiled twice
