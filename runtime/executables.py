@@ -247,10 +247,15 @@ class Executables:
         self._keep(key, spec)
         return True
 
-    def holds(self, spec: Specialization) -> bool:
-        """Whether ``spec`` is still in the LRU (not evicted past ``cache_size``)."""
+    def touch(self, spec: Specialization) -> bool:
+        """Marks ``spec`` most recently used (and ``last``); False when the LRU evicted it."""
         with self._lock:
-            return any(kept is spec for kept in self._cache.values())
+            for key, kept in self._cache.items():
+                if kept is spec:
+                    self._cache.move_to_end(key)
+                    self.last = spec
+                    return True
+            return False
 
     def _cached(self, key: Any) -> Specialization | None:
         with self._lock:

@@ -250,7 +250,6 @@ class CompiledModel:
                 results = plan.run(feeds) if plan is not None else None
                 if results is not None:
                     self._plan = plan
-                    self.executables.last = plan.spec  # what ``mlir`` and ``lowered`` show
             if results is not None:  # same names, dtypes and shapes as a checked run
                 return self._host_values(results) if self._zipmaps else results
         arrays = self._feeds.check(feeds)
@@ -323,10 +322,11 @@ class CompiledModel:
 
     def _recent_plan(self, feeds: Mapping[str, Any]) -> CallPlan | None:
         """The plan of the feeds' shapes, while its specialization is still compiled (the LRU of
-        ``Executables`` decides what stays)."""
+        ``Executables`` decides what stays; a switch marks it most recently used and ``last``,
+        which ``mlir`` and ``lowered`` show)."""
         signature = self._signature(feeds)
         plan = self._plans.get(signature)
-        if plan is not None and not self.executables.holds(plan.spec):
+        if plan is not None and not self.executables.touch(plan.spec):
             del self._plans[signature]
             return None
         return plan
@@ -357,7 +357,6 @@ class CompiledModel:
                 outputs = plan.run_device(feeds) if plan is not None else None
                 if outputs is not None:
                     self._plan = plan
-                    self.executables.last = plan.spec
             if outputs is not None:
                 return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}
