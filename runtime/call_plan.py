@@ -1,4 +1,7 @@
-"""``CallPlan``: what ``CompiledModel.run`` needs to repeat its last call without checking again.
+"""``CallPlan``: what ``CompiledModel.run`` needs to repeat a checked call without checking again.
+
+``CompiledModel`` keeps one per recent feed-shape signature (while ``Executables``' LRU keeps
+its specialization) and tries the last one used first.
 
 A call whose feeds are numpy arrays (or, for ``run_device``, device arrays on the model's
 device) with the same names, dtypes and shapes as the last checked call passes the same checks,
