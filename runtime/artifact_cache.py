@@ -49,6 +49,8 @@ __all__ = [
     "checker_passed",
     "record_checker_pass",
     "model_digest",
+    "source_digest",
+    "with_external_data",
     "source_fingerprint",
     "specialization_key",
     "read_entry",
@@ -67,15 +69,17 @@ _PACKAGES = ("onnx_stablehlo", "onnx_stablehlo.frontend", "onnx_stablehlo.passes
 
 
 def model_digest(source: Any, model: Any = None) -> str | None:
-    """A SHA-256 hex digest identifying a model, or None when it has no stable identity.
+    """A SHA-256 hex digest identifying a model, or None when it has no stable identity
+    (:func:`source_digest` of ``source`` with :func:`with_external_data` of ``model``)."""
+    return with_external_data(source_digest(source), model)
 
-    Args:
-        source: what ``onnx_stablehlo.compile`` was given: a path (its real path, size,
-            modification time and inode are hashed, not its content: MiniLM's 90 MB would cost
-            60 ms a start, BERT's 440 MB 0.3 s), bytes or an ``onnx.ModelProto`` (their
-            serialized content); an ``onnx_ir.Model`` has none (None).
-        model: the loaded ``onnx_ir.Model``: the path, size and modification time of each of its
-            external data files are hashed too.
+
+def source_digest(source: Any) -> str | None:
+    """A SHA-256 hex digest of what ``onnx_stablehlo.compile`` was given, or None.
+
+    A path: its real path, size, modification time and inode are hashed, not its content
+    (MiniLM's 90 MB would cost 60 ms a start, BERT's 440 MB 0.3 s); bytes or an
+    ``onnx.ModelProto``: their serialized content; an ``onnx_ir.Model`` has no identity (None).
     """
     digest = hashlib.sha256()
     if isinstance(source, (str, os.PathLike)):
@@ -93,13 +97,22 @@ def model_digest(source: Any, model: Any = None) -> str | None:
         digest.update(source.SerializeToString())
     else:
         return None
+    return digest.hexdigest()
+
+
+def with_external_data(digest: str | None, model: Any) -> str | None:
+    """``digest`` extended by the path, size and modification time of each external data file
+    the loaded ``model`` reads (None stays None)."""
+    if digest is None:
+        return None
+    combined = hashlib.sha256(digest.encode())
     for path in sorted(_external_files(model)):
         try:
             stat = os.stat(path)
-            digest.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+            combined.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
         except OSError:
-            digest.update(f"\0{path}\0missing".encode())
-    return digest.hexdigest()
+            combined.update(f"\0{path}\0missing".encode())
+    return combined.hexdigest()
 
 
 def enabled() -> bool:
@@ -115,26 +128,25 @@ def default_cache() -> Any:
     return executables_cache() if enabled() else None
 
 
-def _checker_key(source: Any) -> str | None:
+def _checker_key(digest: str | None) -> str | None:
     cache = default_cache()
-    digest = model_digest(source) if cache is not None else None
-    if digest is None:
+    if digest is None or cache is None:
         return None
     import onnx
 
     return cache.key(b"", ("onnx checker passed v1", digest, f"onnx {onnx.__version__}"))
 
 
-def checker_passed(source: Any) -> bool:
-    """Whether the onnx checker passed ``source`` (a path, bytes or proto) in an earlier process
-    with this onnx version (an entry in the on-disk cache; never with the cache off)."""
-    key = _checker_key(source)
+def checker_passed(digest: str | None) -> bool:
+    """Whether the onnx checker passed the model of ``digest`` (:func:`source_digest`) in an
+    earlier process with this onnx version (an entry in the on-disk cache; never with it off)."""
+    key = _checker_key(digest)
     return key is not None and default_cache().load(key) == b"passed"
 
 
-def record_checker_pass(source: Any) -> None:
-    """Remembers that the onnx checker passed ``source`` (see :func:`checker_passed`)."""
-    key = _checker_key(source)
+def record_checker_pass(digest: str | None) -> None:
+    """Remembers that the onnx checker passed the model of ``digest`` (see :func:`checker_passed`)."""
+    key = _checker_key(digest)
     if key is not None:
         default_cache().store(key, b"passed")
 
