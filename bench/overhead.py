@@ -14,7 +14,8 @@ For each, interleaved rounds time ``calls`` back-to-back calls of
 
 and the table gives the median microseconds per call of each, the ratios ours/ORT, and where
 our ``run`` time goes: ``execute`` alone on device-resident arguments (dispatch and the work),
-and the host-to-device transfers of the inputs.
+and the host-to-device transfers of the inputs (both as ``run``'s call plan does them:
+``runtime/call_plan.py``).
 """
 
 from __future__ import annotations
@@ -35,7 +36,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _timing  # noqa: E402
 
 import onnx_stablehlo  # noqa: E402
-from onnx_stablehlo.runtime import pjrt  # noqa: E402
 
 
 def _model(nodes, inputs, outputs, initializers=()) -> onnx.ModelProto:
@@ -102,20 +102,20 @@ def measure(name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds:
     for ours_out, ort_out in zip(ours.run(feeds), session.run(None, feeds)):
         np.testing.assert_allclose(ours_out, ort_out, rtol=1e-4, atol=1e-5)
     on_device = {n: ours.to_device(a) for n, a in feeds.items()}
-    spec = ours.executables.last
-    arguments = [on_device[n] for n in spec.lowered.input_names] + ours._plan.constants
+    plan = ours._plan  # the call plan run() repeats: its transfers and executor are what run() uses
+    arguments = [on_device[n] for n in plan.order] + plan.constants
 
     def run_device():
         for out in ours.run_device(on_device):
             out.block_until_ready()
 
     def execute_only():
-        for out in pjrt.execute(spec.executable, arguments):
+        for out in plan._execute(arguments):
             out.block_until_ready()
 
     def transfers():
-        for array in feeds.values():
-            pjrt.to_device(array, ours.device)
+        for name, _, _, transfer in plan.inputs:
+            transfer(feeds[name])
 
     timed = {
         "run": lambda: ours.run(feeds),

@@ -11,7 +11,7 @@ from onnx_stablehlo.frontend.importer import LoweredModule, import_model
 from onnx_stablehlo.frontend.loader import ModelSource
 from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.registry import LoweringRegistry
-from onnx_stablehlo.runtime import pjrt
+from onnx_stablehlo.runtime import artifact_cache, pjrt
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
 from onnx_stablehlo.runtime.options import CompileOptions
@@ -153,5 +153,16 @@ def compile(  # noqa: A001 - the field's verb
         ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
         return ShardedModel(ir_model, devices, input_shapes=input_shapes, dims=dims, pipeline=pipeline)  # type: ignore[return-value]
     target = pjrt.get_device(device)
-    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
-    return CompiledModel(ir_model, device=target, options=options)
+    # The model's identity keys the on-disk cache of lowered artifacts (runtime/artifact_cache.py).
+    digest = artifact_cache.source_digest(model) if artifact_cache.enabled() else None
+    if isinstance(model, onnx_ir.Model):
+        ir_model = model
+    else:
+        # The onnx checker (0.4 s for MiniLM) runs once per model: a pass is remembered in the
+        # on-disk cache, keyed by the model's identity and the onnx version.
+        checked = check and artifact_cache.checker_passed(digest)
+        ir_model = _load(model, check=check and not checked)
+        if check and not checked:
+            artifact_cache.record_checker_pass(digest)
+    digest = artifact_cache.with_external_data(digest, ir_model)
+    return CompiledModel(ir_model, device=target, options=options, model_digest=digest)

@@ -164,6 +164,8 @@ class Executables:
         timings: ``lower_seconds``, ``pass_seconds``, ``compile_seconds`` of the last compile.
         last: the most recently used :class:`Specialization`.
         value_specialized: inputs specialized on their values so far.
+        disk_hits: specializations read from the on-disk cache (``runtime/artifact_cache.py``)
+            instead of lowered and compiled here.
     """
 
     def __init__(
@@ -177,8 +179,10 @@ class Executables:
         fixed_shapes: Mapping[str, Any],
         transform: Transform | None = None,
         no_values: frozenset[str] = frozenset(),
+        model_digest: str | None = None,
     ) -> None:
         self.model = model
+        self.model_digest = model_digest
         self.device = device
         self.options = options
         self.transform = transform
@@ -200,6 +204,7 @@ class Executables:
         self.timings: dict[str, float] = {}
         self.artifact: Artifact | None = None
         self.dynamic_error: str | None = None
+        self.disk_hits = 0
 
     # Lookup -----------------------------------------------------------------------------------
 
@@ -230,6 +235,28 @@ class Executables:
                 with self._lock:
                     self._key_locks.pop(key, None)
 
+    def load_from_disk(self, shapes: Mapping[str, Any]) -> bool:
+        """Loads the specialization for ``shapes`` from the on-disk cache when an earlier process
+        stored it (no lowering, no passes, no compile); returns whether it did."""
+        key = tuple(_hashable(shapes[n]) for n in self.input_names)
+        disk_key = self._disk_key(key)
+        spec = self._load_from_disk(disk_key) if disk_key is not None else None
+        if spec is None:
+            return False
+        self.disk_hits += 1
+        self._keep(key, spec)
+        return True
+
+    def touch(self, spec: Specialization) -> bool:
+        """Marks ``spec`` most recently used (and ``last``); False when the LRU evicted it."""
+        with self._lock:
+            for key, kept in self._cache.items():
+                if kept is spec:
+                    self._cache.move_to_end(key)
+                    self.last = spec
+                    return True
+            return False
+
     def _cached(self, key: Any) -> Specialization | None:
         with self._lock:
             found = self._cache.get(key)
@@ -246,6 +273,12 @@ class Executables:
             self.dynamic_error = "sequence or optional inputs"
             return
         fixed = {n: s for n, s in self._fixed_shapes.items() if s is not None}
+        disk_key = self._disk_key(("symbolic artifact", tuple(sorted((n, repr(s)) for n, s in fixed.items()))))
+        found = self._read_entry(disk_key) if disk_key is not None else None
+        if found is not None:  # lowered by an earlier process
+            self.artifact = found[1]
+            self.disk_hits += 1
+            return
         try:
             # The pipeline runs per shape, after refinement and the caller's transform.
             self.artifact = lower_artifact(
@@ -255,6 +288,8 @@ class Executables:
             # A rule that needs static shapes: every new shape is lowered on its own instead.
             self.dynamic_error = f"{type(exc).__name__}: {exc}"
             return
+        if disk_key is not None:
+            self._write_entry(disk_key, self.artifact, b"", None)
 
     def _lower(self, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray]) -> LoweredModule:
         """A fresh lowering for ``shapes`` (refined from the artifact when there is one)."""
@@ -364,6 +399,12 @@ class Executables:
     def _compile(
         self, key: Any, shapes: Mapping[str, Any], values: Mapping[str, np.ndarray], feeds: Mapping[str, Any] | None
     ) -> Specialization:
+        disk_key = self._disk_key(key)
+        if disk_key is not None:
+            spec = self._load_from_disk(disk_key)
+            if spec is not None:
+                self.disk_hits += 1
+                return self._keep(key, spec)
         try:
             lowered = self._lower(shapes, values)
         except NonConstantInputError:
@@ -385,18 +426,60 @@ class Executables:
         executable = pjrt.compile_module(entry_module, self.device)
         compile_seconds = time.perf_counter() - start
         spec = Specialization(artifact, executable, hoisted_key, lowered.seconds, pass_seconds, compile_seconds)
+        if disk_key is not None:
+            self._write_entry(disk_key, spec.artifact, entry_module, hoisted_key)
+        return self._keep(key, spec)
+
+    def _keep(self, key: Any, spec: Specialization) -> Specialization:
         with self._lock:
             self.compile_count += 1
             self.timings = {
-                "lower_seconds": lowered.seconds,
-                "pass_seconds": pass_seconds,
-                "compile_seconds": compile_seconds,
+                "lower_seconds": spec.lower_seconds,
+                "pass_seconds": spec.pass_seconds,
+                "compile_seconds": spec.compile_seconds,
             }
             self._cache[key] = spec
             while len(self._cache) > self.options.cache_size:
                 self._cache.popitem(last=False)
             self.last = spec
         return spec
+
+    # The on-disk cache of specializations (runtime/artifact_cache.py) ---------------------------
+
+    def _disk_key(self, key: Any) -> str | None:
+        """The on-disk key of signature ``key``, or None when this model is not cached on disk
+        (no model digest, a caller's transform or registry, or the cache turned off)."""
+        if self.model_digest is None or self.transform is not None or self.options.registry is not None:
+            return None
+        from onnx_stablehlo.runtime import artifact_cache
+
+        cache = artifact_cache.default_cache()
+        if cache is None:
+            return None
+        return artifact_cache.specialization_key(cache, self.model_digest, self.options, self.device.platform, key)
+
+    def _load_from_disk(self, disk_key: str) -> Specialization | None:
+        """The specialization stored under ``disk_key``, or None (absent, corrupt, or weights that
+        no longer match the model's initializers: the entry is then deleted)."""
+        start = time.perf_counter()
+        found = self._read_entry(disk_key)
+        if found is None:
+            return None
+        entry, artifact = found
+        executable = pjrt.compile_module(entry["entry_module"], self.device)  # the executable cache's hit
+        hoisted = entry["hoisted_module"]
+        hoisted_key = self._hoist_module(hoisted, artifact) if hoisted is not None else None
+        return Specialization(artifact, executable, hoisted_key, 0.0, 0.0, time.perf_counter() - start)
+
+    def _read_entry(self, disk_key: str) -> tuple[dict[str, Any], Artifact] | None:
+        from onnx_stablehlo.runtime import artifact_cache
+
+        return artifact_cache.read_entry(disk_key, self.model)
+
+    def _write_entry(self, disk_key: str, artifact: Artifact, entry_module: bytes, hoisted_module: bytes | None) -> None:
+        from onnx_stablehlo.runtime import artifact_cache
+
+        artifact_cache.write_entry(disk_key, self.model, artifact, entry_module, hoisted_module)
 
     def _device_passes(self, lowered: LoweredModule, entry: str) -> int:
         """Device passes and weight hoisting on the live module; returns the hoisted count.
@@ -430,7 +513,10 @@ class Executables:
 
     def _hoist(self, lowered: LoweredModule, artifact: Artifact) -> bytes:
         """Compiles and runs ``@hoisted_weights`` once per distinct module; returns its key."""
-        hoisted = entry_bytecode(lowered.module, "hoisted_weights")
+        return self._hoist_module(entry_bytecode(lowered.module, "hoisted_weights"), artifact)
+
+    def _hoist_module(self, hoisted: bytes, artifact: Artifact) -> bytes:
+        """Compiles and runs the ``@hoisted_weights`` module ``hoisted`` once; returns its key."""
         with self._hoist_lock:
             if hoisted not in self._hoisted:
                 executable = pjrt.compile_module(hoisted, self.device)

@@ -56,6 +56,9 @@ class CompiledModel:
         options: the :class:`~onnx_stablehlo.runtime.options.CompileOptions` (default ones when
             ``None``).
         no_values: inputs never specialized on their values (split parts; see ``runtime/split.py``).
+        model_digest: the model's identity (``runtime/artifact_cache.model_digest``); with it,
+            each compiled specialization is stored in the on-disk cache and a later process
+            loads it instead of lowering, running passes and compiling. ``None``: not stored.
 
     Attributes:
         input_names: graph inputs, in graph order (``run`` takes a feed for each).
@@ -79,14 +82,12 @@ class CompiledModel:
         device: pjrt.Device,
         options: CompileOptions | None = None,
         no_values: frozenset[str] = frozenset(),
+        model_digest: str | None = None,
     ) -> None:
         options = options if options is not None else CompileOptions()
         self.model = model
         self.device = device
         self.options = options
-        # An op with no rule (and no function body to expand) is unsupported at every shape:
-        # say so now, not at the first run of a model lowered per shape.
-        check_supported(model, options.registry)
         inputs = graph_input_values(model.graph)
         for value in inputs:
             if onnx_kind(value.type) == "other":
@@ -120,13 +121,19 @@ class CompiledModel:
             )
         self.executables = Executables(
             model, device, options, input_types=input_types, input_names=self.input_names,
-            fixed_shapes=fixed_shapes, no_values=no_values,
+            fixed_shapes=fixed_shapes, no_values=no_values, model_digest=model_digest,
         )
         self._plan: CallPlan | None = None  # the last signature run, for run()'s fast path
+        self._plans: dict[tuple, CallPlan] = {}  # every recent signature's plan, by feed shapes
         # Set once a node's output size depends on run-time values (DataDependentShapeError):
         # run() then delegates to it.
         self._split: split.SplitModel | None = None
         static = self._feeds.static_shapes()
+        if static is not None and self.executables.load_from_disk(static):
+            return  # lowered, checked and compiled by an earlier process (runtime/artifact_cache.py)
+        # An op with no rule (and no function body to expand) is unsupported at every shape:
+        # say so now, not at the first run of a model lowered per shape.
+        check_supported(model, options.registry)
         if static is not None:
             try:
                 self.executables.get(static)
@@ -240,11 +247,13 @@ class CompiledModel:
             feeds, extra = self._host.encode(feeds)
         plan = self._plan
         if plan is not None:
-            arguments = plan.arguments(feeds, self.device)
-            if arguments is not None:  # same names, dtypes and shapes as the last run: checked then
-                results = pjrt.to_host(pjrt.execute(plan.executable, arguments))
-                if plan.check_messages:
-                    raise_failed_checks(plan.check_messages, results.pop())
+            results = plan.run(feeds)
+            if results is None and len(self._plans) > 1:  # another recent signature's plan
+                plan = self._recent_plan(feeds)
+                results = plan.run(feeds) if plan is not None else None
+                if results is not None:
+                    self._plan = plan
+            if results is not None:  # same names, dtypes and shapes as a checked run
                 return self._host_values(results, extra)
         arrays = self._feeds.check(feeds)
         return self._host_values(self._run_arrays(arrays), extra)
@@ -290,16 +299,36 @@ class CompiledModel:
             for tensor in layout.flatten(arrays[name])
         ]
         constants = self.executables.constants(spec)
-        results = pjrt.to_host(pjrt.execute(spec.executable, arguments + constants))
+        on_device = pjrt.execute(spec.executable, arguments + constants)
+        results = pjrt.to_host(on_device)
         if artifact.check_messages:  # the run-time checks' flags are @main's last result
             raise_failed_checks(artifact.check_messages, results.pop())
         plain = (
             self._split is None and self.bucketing is None and not self.executables.value_specialized
             and all(onnx_kind(types[n]) == "tensor" for n in self.input_names)
         )
-        self._plan = CallPlan.build(spec, arrays, constants, plain=plain)
+        self._plan = CallPlan.build(spec, arrays, constants, on_device, self.device, plain=plain)
+        if self._plan is not None:
+            self._plans[self._signature(arrays)] = self._plan
+            while len(self._plans) > self.options.cache_size:
+                self._plans.pop(next(iter(self._plans)))
         values = iter(results)
         return [layout.unflatten(values) for layout in artifact.output_layouts]
+
+    def _recent_plan(self, feeds: Mapping[str, Any]) -> CallPlan | None:
+        """The plan of the feeds' shapes, while its specialization is still compiled (the LRU of
+        ``Executables`` decides what stays; a switch marks it most recently used and ``last``,
+        which ``mlir`` and ``lowered`` show)."""
+        signature = self._signature(feeds)
+        plan = self._plans.get(signature)
+        if plan is not None and not self.executables.touch(plan.spec):
+            del self._plans[signature]
+            return None
+        return plan
+
+    def _signature(self, feeds: Mapping[str, Any]) -> tuple:
+        """The feeds' shapes in input order: the key of ``_plans`` (a plan checks the dtypes)."""
+        return tuple(getattr(feeds.get(n), "shape", None) for n in self.input_names)
 
     def run_device(self, feeds: Mapping[str, Any]) -> list[Any]:
         """Runs the model and leaves the outputs on the device (onnxruntime's IOBinding, in effect).
@@ -324,15 +353,20 @@ class CompiledModel:
             )
         plan = self._plan
         if plan is not None:
-            arguments = plan.arguments(feeds, self.device, device_arrays=True)
-            if arguments is not None:
-                return plan.device_results(pjrt.execute(plan.executable, arguments))
+            outputs = plan.run_device(feeds)
+            if outputs is None and len(self._plans) > 1:
+                plan = self._recent_plan(feeds)
+                outputs = plan.run_device(feeds) if plan is not None else None
+                if outputs is not None:
+                    self._plan = plan
+            if outputs is not None:
+                return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}
         outputs = self.run(host)  # checks the feeds, compiles if needed, builds the plan
         plan = self._plan
-        arguments = plan.arguments(feeds, self.device, device_arrays=True) if plan is not None else None
-        if arguments is not None:
-            return plan.device_results(pjrt.execute(plan.executable, arguments))
+        device_outputs = plan.run_device(feeds) if plan is not None else None
+        if device_outputs is not None:
+            return device_outputs
         return [_to_device_value(o, self.device) for o in outputs]  # split, bucketed or non-tensor values
 
     def to_device(self, array: Any) -> Any:

@@ -26,6 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
         folder = tempfile.mkdtemp(prefix="onnx-stablehlo-executables-")
         os.environ["ONNX_STABLEHLO_EXECUTABLE_CACHE"] = folder
         _created_cache_dirs.append(folder)
+    # Lowered artifacts stay off disk (tests/test_artifact_cache.py turns them on): a test that
+    # patches a lowering rule must not meet an artifact an earlier test lowered.
+    os.environ.setdefault("ONNX_STABLEHLO_ARTIFACT_CACHE", "0")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -109,9 +109,10 @@ def test_top_k_is_a_sort_with_an_index_operand():
 
 
 def test_top_k_of_static_float32_is_a_selection_and_symbolic_is_a_sort():
-    text = emitted_text(top_k_model(11, np.float32, (3, 7), 3, 0))
+    # (A k of at least half the axis is a packed-key sort instead: see the test below.)
+    text = emitted_text(top_k_model(11, np.float32, (9, 7), 3, 0))
     assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
-    text = emitted_text(top_k_model(11, np.int8, (3, 7), 3, 0))  # float32 holds every int8
+    text = emitted_text(top_k_model(11, np.int8, (9, 7), 3, 0))  # float32 holds every int8
     assert "chlo.top_k" in text and '"stablehlo.sort"' not in text
     text = emitted_text(top_k_model(11, np.int32, (3, 7), 3, 0))  # it does not hold every int32
     assert "chlo.top_k" not in text and '"stablehlo.sort"' in text
@@ -135,6 +136,43 @@ def test_top_k_selection_orders_signed_zeros_and_nans_like_onnxruntime(largest, 
     expected_values, expected_indices = oracle_run(model, {"x": x})
     np.testing.assert_array_equal(indices, expected_indices)
     np.testing.assert_array_equal(values, expected_values)  # -0.0 == 0.0 here (see the rule's deviation)
+
+
+@pytest.mark.parametrize(
+    "shape, k, axis", [((3, 7), 3, 0), ((4, 9), 9, 1), ((2, 300), 64, 1)], ids=["half", "argsort", "k64-tenth"]
+)
+def test_top_k_large_k_is_one_sort_of_packed_uint64_keys(shape, k, axis):
+    text = emitted_text(top_k_model(11, np.float32, shape, k, axis))
+    assert "chlo.top_k" not in text and text.count('"stablehlo.sort"') == 1
+    assert f"stablehlo.iota dim = {axis} : tensor<{'x'.join(map(str, shape))}xui64>" in text
+    assert "stablehlo.bitcast_convert" in text
+
+
+PACKED_DTYPES = [np.float32, np.float16, ml_dtypes.bfloat16, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32]
+
+
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+@pytest.mark.parametrize("dtype", PACKED_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape, k, axis", [((3, 20, 50), 50, -1), ((40, 3), 20, 0), ((2, 300), 64, 1)],
+                         ids=["argsort", "half-axis0", "k64-tenth"])
+def test_top_k_packed_sort_matches_onnxruntime_on_full_range_values(shape, k, axis, dtype, largest, rng):
+    """Distinct and tied values across the whole range (negatives, +-inf for floats)."""
+    if np.issubdtype(dtype, np.integer):
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, int(info.max) + 1, shape).astype(dtype)
+        x.reshape(-1)[::7] = info.min
+        x.reshape(-1)[1::11] = info.max
+    else:
+        x = (rng.standard_normal(shape) * 100).astype(dtype)
+        x.reshape(-1)[::13] = np.inf
+        x.reshape(-1)[1::17] = -np.inf
+        x.reshape(-1)[2::5] = x.reshape(-1)[3::5][: x.reshape(-1)[2::5].size]  # ties
+    model = top_k_model(24, dtype, shape, k, axis, largest=largest, sort=1)
+    oracle = reference_run if dtype == ml_dtypes.bfloat16 else oracle_run
+    values, indices = compile_and_run(model, {"x": x})
+    expected_values, expected_indices = oracle(model, {"x": x})
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values, expected_values)
 
 
 def test_top_k_rejects_k_beyond_the_axis():
