@@ -390,7 +390,7 @@ class _StringInterner:
             (o.version for o in self.proto.opset_import if (o.domain or "ai.onnx") == (node.domain or "ai.onnx")), None
         )
         return UnsupportedDtypeError(
-            f"it {why} the string value '{value}': strings are interned as int64 ids on the host, which "
+            f"it {why} the string value '{value}' (dtype STRING): strings are interned as int64 ids on the host, which "
             f"only data-movement ops ({', '.join(sorted(_STRING_CARRIERS))}), Equal and the ai.onnx.ml "
             "encoders and classifiers can take",
             op_type=node.op_type, domain=node.domain, opset=opset, node_name=describe_node(node, index),

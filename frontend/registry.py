@@ -26,6 +26,7 @@ import onnx
 
 __all__ = [
     "LoweringRule",
+    "default_rule",
     "lowering",
     "tag_evaluator",
     "LoweringRegistry",
@@ -171,3 +172,21 @@ def _resolve(table: dict[tuple[str, str, int], Any], domain: str, op_type: str, 
         return None
     since = max(candidates)
     return since, table[(domain, op_type, since)]
+
+
+def default_rule(domain: str, op_type: str, opset: int) -> LoweringRule:
+    """The default registry's rule for ``op_type`` of ``domain`` at ``opset``.
+
+    For rules that lower an op as another domain's op (a com.microsoft.nchwc Conv is an ai.onnx
+    Conv on a re-laid filter): they reach that rule through the registry, so rule modules never
+    import each other (tests/frontend/test_builders.py).
+
+    Raises:
+        KeyError: no rule of the default registry covers the op at that opset.
+    """
+    from onnx_stablehlo.frontend.lowering import default_registry
+
+    resolved = default_registry().resolve(domain, op_type, opset)
+    if resolved is None:
+        raise KeyError(f"no default lowering for {domain or 'ai.onnx'}::{op_type} at opset {opset}")
+    return resolved[1]

@@ -47,8 +47,7 @@ from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError
 from onnx_stablehlo.frontend import builders
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
-from onnx_stablehlo.frontend.lowering import conv, pool
-from onnx_stablehlo.frontend.registry import lowering
+from onnx_stablehlo.frontend.registry import default_rule, lowering
 
 NCHWC = "com.microsoft.nchwc"
 
@@ -287,7 +286,7 @@ def lower_nchwc_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     layout = next(kind for b, kind in layouts if b == block)
     view = _standard_view(node, 11)
     inner = _standard_context(ctx, view, {1: unblock_filter(ctx.input(1), block, layout)}, count=3)
-    (y,) = conv.lower_conv(inner, view)
+    (y,) = default_rule("", "Conv", 11)(inner, view)
     if ctx.has_input(3):
         total = ctx.input(3)
         if builders.dims_of(total) != builders.dims_of(y):
@@ -296,8 +295,9 @@ def lower_nchwc_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     return [_activation(ctx, node, y)]
 
 
-def _pool(rule, since: int):
+def _pool(op_type: str, since: int):
     def lower(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+        rule = default_rule("", op_type, since)
         _float32_input(ctx)
         _rank4(ctx)
         view = _standard_view(node, since)
@@ -315,7 +315,7 @@ def lower_nchwc_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     Dtypes: float32.
     Raises: as MaxPool; ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
-    return _pool(pool.lower_max_pool, 12)(ctx, node)
+    return _pool("MaxPool", 12)(ctx, node)
 
 
 @lowering("AveragePool", since=1, domain=NCHWC)
@@ -327,7 +327,7 @@ def lower_nchwc_average_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Va
     Dtypes: float32.
     Raises: as AveragePool; ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
-    return _pool(pool.lower_average_pool, 19)(ctx, node)
+    return _pool("AveragePool", 19)(ctx, node)
 
 
 @lowering("GlobalMaxPool", since=1, domain=NCHWC)
@@ -339,7 +339,7 @@ def lower_nchwc_global_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir
     Dtypes: float32.
     Raises: ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
-    return _pool(pool.lower_global_max_pool, 1)(ctx, node)
+    return _pool("GlobalMaxPool", 1)(ctx, node)
 
 
 @lowering("GlobalAveragePool", since=1, domain=NCHWC)
@@ -351,7 +351,7 @@ def lower_nchwc_global_average_pool(ctx: LoweringContext, node: OnnxNode) -> lis
     Dtypes: float32.
     Raises: ShapeError for another rank; UnsupportedDtypeError for other dtypes.
     """
-    return _pool(pool.lower_global_average_pool, 1)(ctx, node)
+    return _pool("GlobalAveragePool", 1)(ctx, node)
 
 
 def _interpolation_matrix(size: int, scale: int, mode: str) -> np.ndarray:
