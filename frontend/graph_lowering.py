@@ -23,6 +23,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx_stablehlo.errors import (
     DeclaredShapeWarning,
     DeclaredTypeError,
+    FrontendError,
     InvalidGraphError,
     LoweringError,
     OnnxStableHLOError,
@@ -139,7 +140,22 @@ class GraphLowering:
             self.values[name] = lowered_input
 
     def lower_graph(self, graph: onnx_ir.Graph) -> None:
-        """Lowers every node of ``graph`` in order, at the current insertion point."""
+        """Lowers every node of ``graph`` in order, at the current insertion point.
+
+        Nodes out of topological order (a node reading a value a later node produces) are
+        sorted first, as onnxruntime does (the onnx checker refuses such a graph).
+
+        Raises:
+            InvalidGraphError: the graph has a cycle.
+        """
+        if _needs_sort(graph):
+            try:
+                graph.sort()
+            except ValueError as exc:
+                raise InvalidGraphError(
+                    f"graph '{graph.name}' has a cycle: its nodes cannot be put in an order where each "
+                    f"value is produced before it is used ({first_line(exc)})"
+                ) from exc
         for index, node in enumerate(graph):
             self.lower_node(node, index)
 
@@ -282,6 +298,10 @@ class GraphLowering:
                 with ir.Location.name(onnx_node.location_name):
                     results = list(rule(ctx, onnx_node))
             self.bind_outputs(node, onnx_node, results)
+        except FrontendError as exc:
+            if exc.op_type is None:  # raised by a builder, which does not know the node
+                raise _with_node(onnx_node, exc, inputs) from exc
+            raise
         except OnnxStableHLOError:
             raise
         except Exception as exc:  # a rule's bug or an MLIR builder's type error
@@ -365,6 +385,34 @@ class GraphLowering:
                     const=constant_getter(array),
                 )
             check_declared(onnx_node, out, self.values.own[out.name])
+
+
+def _needs_sort(graph: onnx_ir.Graph) -> bool:
+    """True if a node of ``graph`` reads a value produced by itself or a later node."""
+    position = {id(node): index for index, node in enumerate(graph)}
+    for index, node in enumerate(graph):
+        for value in node.inputs:
+            producer = value.producer() if value is not None else None
+            if producer is not None and position.get(id(producer), -1) >= index:
+                return True
+    return False
+
+
+def _with_node(onnx_node: OnnxNode, exc: FrontendError, inputs: Sequence[LoweredValue | None]) -> FrontendError:
+    """``exc`` (raised without a node, by a builder) as the same public error class naming the
+    node and its inputs' shapes."""
+    from onnx_stablehlo import errors
+
+    kind = next(k for k in type(exc).__mro__ if k.__module__ == errors.__name__)
+    shown = ", ".join(
+        f"'{name}' {[d if isinstance(d, int) else str(d) for d in value.shape]}"
+        for name, value in zip(onnx_node.input_names, inputs)
+        if value is not None and value.kind == "tensor"
+    )
+    try:
+        return onnx_node.error(f"{exc.detail} (inputs: {shown})" if shown else exc.detail, kind)
+    except TypeError:  # a class whose constructor takes more than a message
+        return exc
 
 
 def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: LoweredValue) -> None:

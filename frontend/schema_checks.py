@@ -8,7 +8,7 @@ inside a rule (a ``TypeError`` of an MLIR builder on ``Add(float, double)``):
   constraint of its formal parameter at the model's opset (``Relu`` on int32 at opset 13); two
   inputs bound to one type variable with different dtypes (``Where(c, float, double)``);
 - attributes: a required attribute missing; an attribute of the wrong type (``axis`` given as
-  a float).
+  a float); an element-type attribute (``to``, ``dtype``) that is no ONNX element type.
 
 The schema is the one in force at the model's opset for the node's domain
 (``onnx.defs.get_schema(op_type, max_inclusive_version=opset, domain=domain)``); ops without an
@@ -125,6 +125,11 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
             bound[formal.type_str] = (index, value)
 
 
+_DTYPE_ATTRIBUTES = frozenset({"to", "dtype", "output_dtype", "stash_type"})
+"""INT attributes whose value is an ONNX element type (``Cast.to``, ``EyeLike.dtype`` ...)."""
+_DTYPES = frozenset(v for v in onnx.TensorProto.DataType.values() if v != onnx.TensorProto.UNDEFINED)
+
+
 def _check_attributes(node: OnnxNode, schema: onnx.defs.OpSchema) -> None:
     attributes = node.ir_node.attributes
     for name, spec in schema.attributes.items():
@@ -142,3 +147,7 @@ def _check_attributes(node: OnnxNode, schema: onnx.defs.OpSchema) -> None:
                 f"attribute '{name}' is of type {got}; the op takes {want}",
                 InvalidAttributeError, attribute=name, value=got,
             )
+        if name in _DTYPE_ATTRIBUTES and spec.type == onnx.defs.OpSchema.AttrType.INT:
+            value = attribute.as_int()
+            if value not in _DTYPES:
+                raise node.invalid_attribute(name, value, "an ONNX element type (onnx.TensorProto.DataType, not 0)")

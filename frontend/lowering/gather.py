@@ -60,11 +60,14 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: data [d0, ..., dr-1] static; indices any static shape, int32/int64; result
         data.shape[:axis] + indices.shape + data.shape[axis+1:].
     Dtypes: any data type.
-    Raises: ShapeError if compile-time indices are out of range.
+    Raises: ShapeError if compile-time indices are out of range; InvalidInputError for a
+        scalar data; InvalidAttributeError for an axis out of range.
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    if not shape:
+        raise ctx.invalid_input(0, "is a scalar; Gather's data must have rank >= 1")
+    axis = ctx.attr_axis("axis", len(shape))
     dim = shape[axis]
     if not is_static(shape):
         indices = ctx.input(1)
@@ -93,7 +96,7 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    axis = ctx.attr_axis("axis", len(shape))
     indices = indexing.normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
     return [_gather_points(data, indexing.element_coordinates(indices, axis))]
 
