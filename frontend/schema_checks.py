@@ -8,7 +8,9 @@ inside a rule (a ``TypeError`` of an MLIR builder on ``Add(float, double)``):
   constraint of its formal parameter at the model's opset (``Relu`` on int32 at opset 13); two
   inputs bound to one type variable with different dtypes (``Where(c, float, double)``);
 - attributes: a required attribute missing; an attribute of the wrong type (``axis`` given as
-  a float); an element-type attribute (``to``, ``dtype``) that is no ONNX element type.
+  a float); an element-type attribute (``to``, ``dtype``) that is no ONNX element type; the
+  window attributes of convolutions and pools (``kernel_shape``, ``strides``, ``dilations``
+  positive, ``pads``, ``output_padding`` non-negative, one entry per spatial dim).
 
 The schema is the one in force at the model's opset for the node's domain
 (``onnx.defs.get_schema(op_type, max_inclusive_version=opset, domain=domain)``); ops without an
@@ -79,6 +81,9 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
     if schema is None:
         return
     _check_attributes(node, schema)
+    if "strides" in schema.attributes and "pads" in schema.attributes:
+        first = inputs[0] if inputs else None
+        _check_window_attributes(node, schema, None if first is None else len(first.shape))
     formals = list(schema.inputs)
     constraints = _constraints(node.op_type, node.opset, domain)
     variadic = bool(formals) and formals[-1].option == _OPTION.Variadic
@@ -151,3 +156,33 @@ def _check_attributes(node: OnnxNode, schema: onnx.defs.OpSchema) -> None:
             value = attribute.as_int()
             if value not in _DTYPES:
                 raise node.invalid_attribute(name, value, "an ONNX element type (onnx.TensorProto.DataType, not 0)")
+
+
+_POSITIVE = ("kernel_shape", "strides", "dilations")
+_NON_NEGATIVE = ("pads", "output_padding")
+
+
+def _check_window_attributes(node: OnnxNode, schema: onnx.defs.OpSchema, rank: int | None) -> None:
+    """Signs and lengths of the window attributes of a convolution or pooling op, as onnx's
+    shape inference (and so onnxruntime) checks them: ``kernel_shape``, ``strides`` and
+    ``dilations`` positive, ``pads`` and ``output_padding`` non-negative; with a
+    ``kernel_shape`` attribute in the schema (Conv, pools), one entry per spatial dim of X
+    (``pads``: two).
+    """
+    spatial = rank - 2 if rank is not None and rank >= 2 and "kernel_shape" in schema.attributes else None
+    for name in (*_POSITIVE, *_NON_NEGATIVE):
+        if name not in schema.attributes:
+            continue
+        values = node.attr_ints(name) if node.has_attr(name) else None
+        if not values:
+            continue
+        lowest = 1 if name in _POSITIVE else 0
+        if any(v < lowest for v in values):
+            allowed = "positive integers" if lowest else "non-negative integers"
+            raise node.invalid_attribute(name, values, allowed)
+        if spatial is not None:
+            want = 2 * spatial if name == "pads" else spatial
+            if len(values) != want:
+                raise node.invalid_attribute(
+                    name, values, f"{want} entries for an input of rank {rank} ({spatial} spatial dims)"
+                )

@@ -275,3 +275,50 @@ def test_non_max_suppression_bad_shapes_are_typed_before_the_host_split():
     feeds4 = {**feeds, "boxes": np.zeros((1, 3, 4), np.float32)}
     error = _compile_error(_model(box4), feeds4, errors.UnsupportedAttributeError)
     assert "center_point_box=2" in str(error)
+
+
+@pytest.mark.parametrize(
+    "attributes, message",
+    [
+        ("kernel_shape = [0, 2]", "attribute kernel_shape=[0, 2] is invalid (allowed: positive integers)"),
+        ("kernel_shape = [2]", "attribute kernel_shape=[2] is invalid (allowed: 2 entries for an input of rank 4"),
+        ("kernel_shape = [2, 2], strides = [0, 1]", "attribute strides=[0, 1] is invalid (allowed: positive"),
+        ("kernel_shape = [2, 2], dilations = [1, -1]", "attribute dilations=[1, -1] is invalid (allowed: positive"),
+        ("kernel_shape = [2, 2], pads = [-1, 0, 0, 0]", "attribute pads=[-1, 0, 0, 0] is invalid (allowed: non-negative"),
+        ("kernel_shape = [2, 2], pads = [1, 1]", "attribute pads=[1, 1] is invalid (allowed: 4 entries"),
+    ],
+    ids=["kernel-zero", "kernel-length", "stride-zero", "dilation-negative", "pads-negative", "pads-length"],
+)
+def test_window_attributes_of_pools_are_checked_like_onnxruntime(attributes, message):
+    model = _model(f"g (float[1, 2, 6, 6] x) => (float[1, 2, 5, 5] y) {{ [pool] y = MaxPool <{attributes}> (x) }}")
+    feeds = {"x": np.ones((1, 2, 6, 6), np.float32)}
+    assert _ort_refuses(model, feeds)
+    error = _compile_error(model, feeds, errors.InvalidAttributeError)
+    assert message in str(error) and error.node_name == "'pool'"
+
+
+@pytest.mark.parametrize("op, attributes", [("Conv", "strides = [0, 1]"), ("ConvTranspose", "output_padding = [-1, 0]")])
+def test_window_attributes_of_convolutions_are_checked_like_onnxruntime(op, attributes):
+    model = _model(f"g (float[1, 2, 6, 6] x, float[2, 2, 3, 3] w) => (float[1, 2, 4, 4] y) "
+                   f"{{ [conv] y = {op} <{attributes}> (x, w) }}")
+    feeds = {"x": np.ones((1, 2, 6, 6), np.float32), "w": np.ones((2, 2, 3, 3), np.float32)}
+    assert _ort_refuses(model, feeds)
+    error = _compile_error(model, feeds, errors.InvalidAttributeError)
+    assert error.attribute == attributes.split(" ")[0]
+
+
+def test_scale_that_does_not_broadcast_to_x_is_a_shape_error():
+    model = _model("g (float[2, 3, 7] x, float[3, 5] s) => (float[2, 3, 7] y) "
+                   "{ [ln] y = LayerNormalization <axis = -2> (x, s) }", opset=18)
+    feeds = {"x": np.ones((2, 3, 7), np.float32), "s": np.ones((3, 5), np.float32)}
+    assert _ort_refuses(model, feeds)
+    error = _compile_error(model, feeds, errors.ShapeError)
+    assert "a value of shape [3, 5] does not broadcast to [2, 3, 7]" in str(error) and error.node_name == "'ln'"
+
+
+def test_gather_elements_indices_larger_than_data_are_a_shape_error():
+    model = _model("g (float[2, 3] x, int64[3, 1] i) => (float[3, 1] y) { [ge] y = GatherElements <axis = 1> (x, i) }")
+    feeds = {**X23, "i": np.zeros((3, 1), np.int64)}
+    assert _ort_refuses(model, feeds)
+    error = _compile_error(model, feeds, errors.ShapeError)
+    assert "indices of shape [3, 1] exceed data in dim 0 (data [2, 3], axis 1)" in str(error)

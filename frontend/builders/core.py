@@ -366,17 +366,34 @@ def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | No
         value: the operand.
         shape: the result shape (symbolic dims give ``dynamic_broadcast_in_dim``).
         dims: result dims the operand's dims map to; default numpy-style trailing alignment.
+
+    Raises:
+        BuilderShapeError: the operand does not broadcast to ``shape`` (more dims than the
+            result, or a static dim that is neither 1 nor the result's static dim).
     """
     source = dims_of(value)
     if dims is None:
         if tuple(source) == tuple(shape):
             return value
         dims = range(len(shape) - len(source), len(shape))
+    dims = list(dims)
+    if len(dims) != len(source) or any(not 0 <= d < len(shape) for d in dims) or any(
+        isinstance(size, int) and isinstance(shape[d], int) and size not in (1, shape[d])
+        for size, d in zip(source, dims)
+    ):
+        raise BuilderShapeError(
+            f"a value of shape {[_dim_text(d) for d in source]} does not broadcast to "
+            f"{[_dim_text(d) for d in shape]}"
+        )
     result_type = tensor_type(shape, dtype_of(value))
     if _is_static(shape) and _is_static(source):
         return stablehlo.broadcast_in_dim(result_type, value, i64_array(dims))
     result = stablehlo.dynamic_broadcast_in_dim(result_type, value, shape_tensor(shape), i64_array(dims))
     return record(result, shape)
+
+
+def _dim_text(dim: Dim) -> int | str:
+    return dim if isinstance(dim, int) else str(dim)
 
 
 def broadcast_values(*values: ir.Value) -> list[ir.Value]:
