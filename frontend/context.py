@@ -20,6 +20,7 @@ import onnx_ir
 from jaxlib.mlir import ir
 
 from onnx_stablehlo.errors import (
+    AttributeShapeError,
     FrontendError,
     InvalidAttributeError,
     InvalidInputError,
@@ -192,12 +193,12 @@ class OnnxNode:
             message, op_type=self.op_type, domain=self.domain, opset=self.opset, node_name=self.name, **fields
         )
 
-    def invalid_attribute(self, name: str, value: Any, allowed: str) -> FrontendError:
-        """An :class:`InvalidAttributeError`: ``name`` carries ``value``, the spec allows ``allowed``."""
-        return self.error(
-            f"attribute {name}={value!r} is invalid (allowed: {allowed})",
-            InvalidAttributeError, attribute=name, value=value,
-        )
+    def invalid_attribute(
+        self, name: str, value: Any, allowed: str, kind: type[InvalidAttributeError] = InvalidAttributeError
+    ) -> FrontendError:
+        """An :class:`InvalidAttributeError` (or ``kind``): ``name`` carries ``value``, the spec
+        allows ``allowed``."""
+        return self.error(f"attribute {name}={value!r} is invalid (allowed: {allowed})", kind, attribute=name, value=value)
 
 
 def _attr_value(attribute: onnx_ir.Attr) -> Any:
@@ -424,9 +425,12 @@ class LoweringContext:
         """An error of ``kind`` naming this node's op, domain, opset and name."""
         return self.node.error(message, kind, **fields)
 
-    def invalid_attribute(self, name: str, value: Any, allowed: str) -> FrontendError:
-        """An :class:`InvalidAttributeError` naming the attribute, its value and what the spec allows."""
-        return self.node.invalid_attribute(name, value, allowed)
+    def invalid_attribute(
+        self, name: str, value: Any, allowed: str, kind: type[InvalidAttributeError] = InvalidAttributeError
+    ) -> FrontendError:
+        """An :class:`InvalidAttributeError` (or ``kind``) naming the attribute, its value and what
+        the spec allows."""
+        return self.node.invalid_attribute(name, value, allowed, kind)
 
     def invalid_input(self, index: int, message: str) -> FrontendError:
         """An :class:`InvalidInputError` about input ``index``: ``input 1 ('B') <message>``."""
@@ -439,18 +443,22 @@ class LoweringContext:
         """Integer attribute ``name`` (an axis) normalized for ``rank``.
 
         Raises:
-            InvalidAttributeError: it is outside ``[-rank, rank - 1]``.
+            AttributeShapeError: it is outside ``[-rank, rank - 1]`` (an InvalidAttributeError
+                and a ShapeError).
         """
         axis = self.node.attr_int(name, default)
         if not -rank <= axis < max(rank, 1):
-            raise self.invalid_attribute(name, axis, f"[{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}")
+            raise self.invalid_attribute(
+                name, axis, f"[{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}", AttributeShapeError
+            )
         return axis + rank if axis < 0 else axis
 
     def attr_axes(self, name: str, rank: int) -> list[int] | None:
         """Ints attribute ``name`` (axes) normalized for ``rank``; ``None`` when absent.
 
         Raises:
-            InvalidAttributeError: an axis is out of range or repeated.
+            AttributeShapeError: an axis is out of range.
+            InvalidAttributeError: an axis is repeated.
         """
         axes = self.node.attr_ints(name)
         if axes is None:
@@ -459,7 +467,8 @@ class LoweringContext:
         for axis in axes:
             if not -rank <= axis < max(rank, 1):
                 raise self.invalid_attribute(
-                    name, axes, f"axes in [{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}"
+                    name, axes, f"axes in [{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}",
+                    AttributeShapeError,
                 )
             normalized.append(axis + rank if axis < 0 else axis)
         if len(set(normalized)) != len(normalized):

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import onnx
 import onnx.defs
 
-from onnx_stablehlo.errors import InputDtypeError, InvalidAttributeError, InvalidInputError
+from onnx_stablehlo.errors import AttributeShapeError, InputDtypeError, InvalidAttributeError, InvalidInputError
 
 if TYPE_CHECKING:
     from onnx_stablehlo.frontend.context import LoweredValue, OnnxNode
@@ -112,8 +112,8 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
             if value.kind == "tensor" and not any(s.startswith("tensor(") for s in allowed):
                 continue  # a tensor where the op wants a sequence or optional: the rule decides
             raise node.error(
-                f"input {index} ('{input_name}', formal '{formal.name}') is {type_string}; the op allows "
-                f"{formal.type_str} in {{{_allowed_text(allowed)}}} at opset {node.opset}",
+                f"input {index} ('{input_name}', formal '{formal.name}') has dtype {value.dtype.name} "
+                f"({type_string}); the op allows {formal.type_str} in {{{_allowed_text(allowed)}}} at opset {node.opset}",
                 InputDtypeError, input_index=index, input_name=input_name,
             )
         if formal.type_str not in constraints or (formal.option == _OPTION.Variadic and not formal.is_homogeneous):
@@ -184,5 +184,6 @@ def _check_window_attributes(node: OnnxNode, schema: onnx.defs.OpSchema, rank: i
             want = 2 * spatial if name == "pads" else spatial
             if len(values) != want:
                 raise node.invalid_attribute(
-                    name, values, f"{want} entries for an input of rank {rank} ({spatial} spatial dims)"
+                    name, values, f"{want} entries for an input of rank {rank} ({spatial} spatial dims)",
+                    AttributeShapeError,
                 )

@@ -17,7 +17,9 @@ Hierarchy::
     │   ├── UnsupportedOpsetError     an opset newer than the installed onnx knows
     │   ├── UnsupportedAttributeError an attribute value the lowering does not handle
     │   │   └── InvalidAttributeError     a value the op's spec does not allow (an axis out of
-    │   │                                 range, a negative stride, a wrong attribute type)
+    │   │       │                         range, a negative stride, a wrong attribute type)
+    │   │       └── AttributeShapeError   one that does not fit the input's rank (an axis out of
+    │   │                                 range, a kernel_shape of the wrong length); a ShapeError too
     │   ├── UnsupportedDtypeError     an element type the op or StableHLO does not handle
     │   ├── NonConstantInputError     an input must be known at compile time but is not
     │   │   └── DataDependentShapeError   an output size depends on run-time values
@@ -68,6 +70,7 @@ __all__ = [
     "ShapeError",
     "LoweringError",
     "InvalidAttributeError",
+    "AttributeShapeError",
     "InvalidInputError",
     "InputDtypeError",
     "InvalidGraphError",
@@ -236,6 +239,12 @@ class InvalidAttributeError(UnsupportedAttributeError):
         self.attribute = attribute
         self.value = value
         super().__init__(message, **where)
+
+
+class AttributeShapeError(InvalidAttributeError, ShapeError):
+    """An attribute that does not fit the input's rank: an axis outside ``[-rank, rank - 1]``, a
+    ``kernel_shape``, ``strides`` or ``pads`` without one entry (two for ``pads``) per spatial
+    dim. Both an :class:`InvalidAttributeError` and a :class:`ShapeError`."""
 
 
 class InvalidInputError(FrontendError):

@@ -117,8 +117,8 @@ def test_input_dtype_outside_the_type_constraint_is_input_dtype_error():
     error = _compile_error(model, feeds, errors.InputDtypeError)
     assert isinstance(error, errors.UnsupportedDtypeError) and isinstance(error, errors.InvalidInputError)
     assert error.input_index == 0 and error.input_name == "x"
-    assert "input 0 ('x', formal 'X') is tensor(int32); the op allows T in {bfloat16, double, float, float16} " \
-           "at opset 13" in str(error)
+    assert "input 0 ('x', formal 'X') has dtype INT32 (tensor(int32)); the op allows T in {bfloat16, double, " \
+           "float, float16} at opset 13" in str(error)
 
 
 def test_inputs_of_one_type_variable_with_different_dtypes_is_input_dtype_error():
@@ -172,7 +172,8 @@ def test_axis_out_of_range_names_the_attribute():
     model = _model("g (float[2, 3] x, int64[2] i) => (float[2, 2] y) { [gather] y = Gather <axis = 7> (x, i) }")
     feeds = {**X23, "i": np.array([0, 1], np.int64)}
     assert _ort_refuses(model, feeds)
-    error = _compile_error(model, feeds, errors.InvalidAttributeError)
+    error = _compile_error(model, feeds, errors.AttributeShapeError)
+    assert isinstance(error, errors.InvalidAttributeError) and isinstance(error, errors.ShapeError)
     assert error.attribute == "axis" and error.value == 7
     assert "attribute axis=7 is invalid (allowed: [-2, 1] for an input of rank 2)" in str(error)
 
