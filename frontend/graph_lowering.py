@@ -12,6 +12,7 @@ of their own that sees the enclosing graphs' values.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -299,8 +300,9 @@ class GraphLowering:
                     results = list(rule(ctx, onnx_node))
             self.bind_outputs(node, onnx_node, results)
         except FrontendError as exc:
-            if exc.op_type is None:  # raised by a builder, which does not know the node
-                raise _with_node(onnx_node, exc, inputs) from exc
+            completed = _with_node(onnx_node, exc, inputs) if exc.op_type is None else None
+            if completed is not None:  # raised by a builder, which does not know the node
+                raise completed from exc
             raise
         except OnnxStableHLOError:
             raise
@@ -398,9 +400,11 @@ def _needs_sort(graph: onnx_ir.Graph) -> bool:
     return False
 
 
-def _with_node(onnx_node: OnnxNode, exc: FrontendError, inputs: Sequence[LoweredValue | None]) -> FrontendError:
+def _with_node(
+    onnx_node: OnnxNode, exc: FrontendError, inputs: Sequence[LoweredValue | None]
+) -> FrontendError | None:
     """``exc`` (raised without a node, by a builder) as the same public error class naming the
-    node and its inputs' shapes."""
+    node and its inputs' shapes; ``None`` when that class cannot be built from a message."""
     from onnx_stablehlo import errors
 
     kind = next(k for k in type(exc).__mro__ if k.__module__ == errors.__name__)
@@ -412,7 +416,7 @@ def _with_node(onnx_node: OnnxNode, exc: FrontendError, inputs: Sequence[Lowered
     try:
         return onnx_node.error(f"{exc.detail} (inputs: {shown})" if shown else exc.detail, kind)
     except TypeError:  # a class whose constructor takes more than a message
-        return exc
+        return None
 
 
 def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: LoweredValue) -> None:
@@ -449,8 +453,6 @@ def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: Lower
         for d, c in zip(declared_dims, computed.shape)
     )
     if mismatch:
-        import warnings
-
         declared_text = _type_text(computed.dtype, declared_dims)
         warnings.warn(
             DeclaredShapeWarning(
