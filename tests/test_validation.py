@@ -271,7 +271,7 @@ def test_non_max_suppression_bad_shapes_are_typed_before_the_host_split():
     model = _model(text.format(cpb=0))
     assert _ort_refuses(model, feeds)
     error = _compile_error(model, feeds, errors.ShapeError)
-    assert "boxes [1, 3, 5] must be [batches, boxes, 4]" in str(error) and error.node_name == "'nms'"
+    assert "boxes must have shape [batch, boxes, 4], got [1, 3, 5]" in str(error) and error.node_name == "'nms'"
     box4 = text.replace("[1, 3, 5]", "[1, 3, 4]").format(cpb=2)
     feeds4 = {**feeds, "boxes": np.zeros((1, 3, 4), np.float32)}
     error = _compile_error(_model(box4), feeds4, errors.UnsupportedAttributeError)

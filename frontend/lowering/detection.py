@@ -400,11 +400,11 @@ def _check_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> None:
     def static_differs(a, b) -> bool:
         return isinstance(a, int) and isinstance(b, int) and a != b
 
-    if (len(boxes) != 3 or static_differs(boxes[2], 4) or len(scores) != 3
-            or static_differs(scores[0], boxes[0]) or static_differs(scores[2], boxes[1])):
+    if len(boxes) != 3 or static_differs(boxes[2], 4):
+        raise ctx.error(f"boxes must have shape [batch, boxes, 4], got {list(boxes)}", ShapeError)
+    if len(scores) != 3 or static_differs(scores[0], boxes[0]) or static_differs(scores[2], boxes[1]):
         raise ctx.error(
-            f"boxes {list(boxes)} must be [batches, boxes, 4] and scores {list(scores)} "
-            "[batches, classes, boxes]",
+            f"scores must have shape [batch, classes, boxes] = [{boxes[0]}, C, {boxes[1]}], got {list(scores)}",
             ShapeError,
         )
     for index in range(2, min(ctx.num_inputs, 5)):
