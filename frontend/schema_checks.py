@@ -53,7 +53,10 @@ def _constraints(op_type: str, opset: int, domain: str) -> dict[str, frozenset[s
 
 
 def _type_string(value: LoweredValue) -> str | None:
-    """``tensor(float)`` / ``seq(tensor(int64))`` for a value, ``None`` when not checkable."""
+    """``tensor(float)`` / ``seq(tensor(int64))`` for a value, ``None`` when not checkable (an
+    optional, or an empty sequence whose element type is unknown)."""
+    if value.dtype == onnx.TensorProto.UNDEFINED:
+        return None
     name = value.dtype.name.lower()
     if value.kind == "tensor":
         return f"tensor({name})"
@@ -109,8 +112,9 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
         allowed = constraints.get(formal.type_str, frozenset({formal.type_str}))
         input_name = node.input_names[index]
         if type_string not in allowed:
-            if value.kind == "tensor" and not any(s.startswith("tensor(") for s in allowed):
-                continue  # a tensor where the op wants a sequence or optional: the rule decides
+            prefix = type_string[: type_string.index("(") + 1]
+            if not any(s.startswith(prefix) for s in allowed):
+                continue  # a tensor or sequence where the op wants another kind: the rule decides
             raise node.error(
                 f"input {index} ('{input_name}', formal '{formal.name}') has dtype {value.dtype.name} "
                 f"({type_string}); the op allows {formal.type_str} in {{{_allowed_text(allowed)}}} at opset {node.opset}",

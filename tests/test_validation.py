@@ -323,3 +323,11 @@ def test_gather_elements_indices_larger_than_data_are_a_shape_error():
     assert _ort_refuses(model, feeds)
     error = _compile_error(model, feeds, errors.ShapeError)
     assert "indices of shape [3, 1] exceed data in dim 0 (data [2, 3], axis 1)" in str(error)
+
+
+def test_gather_from_an_empty_axis_is_a_shape_error():
+    model = _model("g (float[3, 0] x, int64[1, 2] i) => (float[3, 1, 2] y) { [gather] y = Gather <axis = 1> (x, i) }")
+    feeds = {"x": np.zeros((3, 0), np.float32), "i": np.array([[0, 0]], np.int64)}
+    assert _ort_refuses(model, feeds)
+    error = _compile_error(model, feeds, errors.ShapeError)
+    assert "indices of shape [1, 2] index axis 1 of data [3, 0], which is empty" in str(error)

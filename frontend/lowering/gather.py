@@ -60,8 +60,9 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: data [d0, ..., dr-1] static; indices any static shape, int32/int64; result
         data.shape[:axis] + indices.shape + data.shape[axis+1:].
     Dtypes: any data type.
-    Raises: ShapeError if compile-time indices are out of range; InvalidInputError for a
-        scalar data; InvalidAttributeError for an axis out of range.
+    Raises: ShapeError if compile-time indices are out of range, or any index would be (an
+        empty axis); InvalidInputError for a scalar data; AttributeShapeError for an axis out
+        of range.
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
@@ -69,6 +70,12 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         raise ctx.invalid_input(0, "is a scalar; Gather's data must have rank >= 1")
     axis = ctx.attr_axis("axis", len(shape))
     dim = shape[axis]
+    index_shape = ctx.input_shape(1)
+    if dim == 0 and all(isinstance(d, int) and d > 0 for d in index_shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} index axis {axis} of data {list(shape)}, which is empty",
+            ShapeError,
+        )
     if not is_static(shape):
         indices = ctx.input(1)
         if isinstance(dim, int):
