@@ -90,9 +90,12 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
     formals = list(schema.inputs)
     constraints = _constraints(node.op_type, node.opset, domain)
     variadic = bool(formals) and formals[-1].option == _OPTION.Variadic
-    if len(inputs) > len(formals) and not variadic:
+    given = len(inputs)
+    while given and inputs[given - 1] is None:
+        given -= 1  # trailing omitted inputs ("") are not counted
+    if given > len(formals) and not variadic:
         raise node.error(
-            f"has {len(inputs)} inputs; the op takes at most {len(formals)} "
+            f"has {given} inputs; the op takes at most {len(formals)} "
             f"({', '.join(f.name for f in formals)})",
             InvalidInputError, input_index=len(formals), input_name=node.input_names[len(formals)],
         )
