@@ -198,7 +198,8 @@ class OnnxNode:
     ) -> FrontendError:
         """An :class:`InvalidAttributeError` (or ``kind``): ``name`` carries ``value``, the spec
         allows ``allowed``."""
-        return self.error(f"attribute {name}={value!r} is invalid (allowed: {allowed})", kind, attribute=name, value=value)
+        message = f"attribute {name}={value!r} is invalid (allowed: {allowed})"
+        return self.error(message, kind, attribute=name, value=value)
 
 
 def _attr_value(attribute: onnx_ir.Attr) -> Any:

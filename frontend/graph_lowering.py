@@ -438,7 +438,9 @@ def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: Lower
     declared_dtype = declared.dtype
     declared_shape = declared.shape
     computed_text = _type_text(computed.dtype, computed.shape)
-    declared_dims = None if declared_shape is None else [d if isinstance(d, int) else (d.value or "?") for d in declared_shape]
+    declared_dims = None
+    if declared_shape is not None:
+        declared_dims = [d if isinstance(d, int) else (d.value or "?") for d in declared_shape]
     if declared_dtype is not None and declared_dtype != DataType.UNDEFINED and declared_dtype != computed.dtype:
         declared_text = _type_text(declared_dtype, declared_dims)
         raise onnx_node.error(

@@ -120,7 +120,8 @@ def check_node(node: OnnxNode, inputs: Sequence[LoweredValue | None]) -> None:
                 continue  # a tensor or sequence where the op wants another kind: the rule decides
             raise node.error(
                 f"input {index} ('{input_name}', formal '{formal.name}') has dtype {value.dtype.name} "
-                f"({type_string}); the op allows {formal.type_str} in {{{_allowed_text(allowed)}}} at opset {node.opset}",
+                f"({type_string}); the op allows {formal.type_str} in {{{_allowed_text(allowed)}}} "
+                f"at opset {node.opset}",
                 InputDtypeError, input_index=index, input_name=input_name,
             )
         if formal.type_str not in constraints or (formal.option == _OPTION.Variadic and not formal.is_homogeneous):

@@ -245,7 +245,8 @@ def test_compress_condition_is_flattened_and_cut_like_onnxruntime(condition, axi
     dims = "N, M" if host else "2, 3"
     cond_dims = ", ".join(f"C{i}" for i in range(condition.ndim)) if host else ", ".join(map(str, condition.shape))
     attribute = "" if axis is None else f"<axis = {axis}>"
-    model = _model(f"g (float[{dims}] x, bool[{cond_dims}] c) => (float[K] y) {{ [compress] y = Compress {attribute} (x, c) }}")
+    model = _model(f"g (float[{dims}] x, bool[{cond_dims}] c) => (float[K] y) "
+                   f"{{ [compress] y = Compress {attribute} (x, c) }}")
     model.graph.output[0].type.tensor_type.ClearField("shape")
     feeds = {"x": np.arange(6, dtype=np.float32).reshape(2, 3), "c": condition}
     if not host:
@@ -285,7 +286,8 @@ def test_non_max_suppression_bad_shapes_are_typed_before_the_host_split():
         ("kernel_shape = [2]", "attribute kernel_shape=[2] is invalid (allowed: 2 entries for an input of rank 4"),
         ("kernel_shape = [2, 2], strides = [0, 1]", "attribute strides=[0, 1] is invalid (allowed: positive"),
         ("kernel_shape = [2, 2], dilations = [1, -1]", "attribute dilations=[1, -1] is invalid (allowed: positive"),
-        ("kernel_shape = [2, 2], pads = [-1, 0, 0, 0]", "attribute pads=[-1, 0, 0, 0] is invalid (allowed: non-negative"),
+        ("kernel_shape = [2, 2], pads = [-1, 0, 0, 0]",
+         "attribute pads=[-1, 0, 0, 0] is invalid (allowed: non-negative"),
         ("kernel_shape = [2, 2], pads = [1, 1]", "attribute pads=[1, 1] is invalid (allowed: 4 entries"),
     ],
     ids=["kernel-zero", "kernel-length", "stride-zero", "dilation-negative", "pads-negative", "pads-length"],
@@ -298,7 +300,9 @@ def test_window_attributes_of_pools_are_checked_like_onnxruntime(attributes, mes
     assert message in str(error) and error.node_name == "'pool'"
 
 
-@pytest.mark.parametrize("op, attributes", [("Conv", "strides = [0, 1]"), ("ConvTranspose", "output_padding = [-1, 0]")])
+@pytest.mark.parametrize(
+    "op, attributes", [("Conv", "strides = [0, 1]"), ("ConvTranspose", "output_padding = [-1, 0]")]
+)
 def test_window_attributes_of_convolutions_are_checked_like_onnxruntime(op, attributes):
     model = _model(f"g (float[1, 2, 6, 6] x, float[2, 2, 3, 3] w) => (float[1, 2, 4, 4] y) "
                    f"{{ [conv] y = {op} <{attributes}> (x, w) }}")
