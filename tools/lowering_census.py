@@ -14,7 +14,12 @@ outermost frame in ``frontend/lowering/``), the innermost frame of ``onnx_stable
 raised, and the exception type. ``ExecutionError`` is listed too (the host-split path).
 
 The counts before and after a validation change are compared over the same ``--seed``,
-``--first`` and ``--cases``.
+``--first`` and ``--cases``. Measured for issue 15 (the schema, attribute and declared-type
+checks of ``frontend/schema_checks.py`` and ``graph_lowering``), ``--cases 3000 --seed 23``
+(1,693 cases kept): ``LoweringError`` 182 -> 0, ``ExecutionError`` (host split) 4 -> 0;
+``--cases 2500 --seed 24`` (1,347 kept): ``LoweringError`` 144 -> 0, ``ExecutionError`` 1 -> 1
+(a PJRT out-of-memory on a ConvTranspose with a 2^31 attribute, not the host split). Every
+case that ran before and is refused now is refused by onnxruntime too.
 """
 
 from __future__ import annotations
