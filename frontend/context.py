@@ -20,7 +20,10 @@ import onnx_ir
 from jaxlib.mlir import ir
 
 from onnx_stablehlo.errors import (
+    AttributeShapeError,
     FrontendError,
+    InvalidAttributeError,
+    InvalidInputError,
     NonConstantInputError,
     ShapeError,
     UnsupportedAttributeError,
@@ -183,9 +186,20 @@ class OnnxNode:
     def _missing(self, name: str) -> FrontendError:
         return self.error(f"required attribute '{name}' is missing", UnsupportedAttributeError)
 
-    def error(self, message: str, kind: type[FrontendError] = FrontendError) -> FrontendError:
-        """An error of ``kind`` naming this node's op, domain, opset and name."""
-        return kind(message, op_type=self.op_type, domain=self.domain, opset=self.opset, node_name=self.name)
+    def error(self, message: str, kind: type[FrontendError] = FrontendError, **fields: Any) -> FrontendError:
+        """An error of ``kind`` naming this node's op, domain, opset and name (``fields``: the
+        kind's own attributes, such as ``attribute=`` of an ``InvalidAttributeError``)."""
+        return kind(
+            message, op_type=self.op_type, domain=self.domain, opset=self.opset, node_name=self.name, **fields
+        )
+
+    def invalid_attribute(
+        self, name: str, value: Any, allowed: str, kind: type[InvalidAttributeError] = InvalidAttributeError
+    ) -> FrontendError:
+        """An :class:`InvalidAttributeError` (or ``kind``): ``name`` carries ``value``, the spec
+        allows ``allowed``."""
+        message = f"attribute {name}={value!r} is invalid (allowed: {allowed})"
+        return self.error(message, kind, attribute=name, value=value)
 
 
 def _attr_value(attribute: onnx_ir.Attr) -> Any:
@@ -408,9 +422,59 @@ class LoweringContext:
 
     # Errors --------------------------------------------------------------------------------
 
-    def error(self, message: str, kind: type[FrontendError] = FrontendError) -> FrontendError:
+    def error(self, message: str, kind: type[FrontendError] = FrontendError, **fields: Any) -> FrontendError:
         """An error of ``kind`` naming this node's op, domain, opset and name."""
-        return self.node.error(message, kind)
+        return self.node.error(message, kind, **fields)
+
+    def invalid_attribute(
+        self, name: str, value: Any, allowed: str, kind: type[InvalidAttributeError] = InvalidAttributeError
+    ) -> FrontendError:
+        """An :class:`InvalidAttributeError` (or ``kind``) naming the attribute, its value and what
+        the spec allows."""
+        return self.node.invalid_attribute(name, value, allowed, kind)
+
+    def invalid_input(self, index: int, message: str) -> FrontendError:
+        """An :class:`InvalidInputError` about input ``index``: ``input 1 ('B') <message>``."""
+        name = self.node.input_names[index] if index < len(self.node.input_names) else ""
+        return self.error(
+            f"input {index} ('{name}') {message}", InvalidInputError, input_index=index, input_name=name
+        )
+
+    def attr_axis(self, name: str, rank: int, default: int | None = None) -> int:
+        """Integer attribute ``name`` (an axis) normalized for ``rank``.
+
+        Raises:
+            AttributeShapeError: it is outside ``[-rank, rank - 1]`` (an InvalidAttributeError
+                and a ShapeError).
+        """
+        axis = self.node.attr_int(name, default)
+        if not -rank <= axis < max(rank, 1):
+            raise self.invalid_attribute(
+                name, axis, f"[{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}", AttributeShapeError
+            )
+        return axis + rank if axis < 0 else axis
+
+    def attr_axes(self, name: str, rank: int) -> list[int] | None:
+        """Ints attribute ``name`` (axes) normalized for ``rank``; ``None`` when absent.
+
+        Raises:
+            AttributeShapeError: an axis is out of range.
+            InvalidAttributeError: an axis is repeated.
+        """
+        axes = self.node.attr_ints(name)
+        if axes is None:
+            return None
+        normalized = []
+        for axis in axes:
+            if not -rank <= axis < max(rank, 1):
+                raise self.invalid_attribute(
+                    name, axes, f"axes in [{-rank}, {max(rank - 1, 0)}] for an input of rank {rank}",
+                    AttributeShapeError,
+                )
+            normalized.append(axis + rank if axis < 0 else axis)
+        if len(set(normalized)) != len(normalized):
+            raise self.invalid_attribute(name, axes, "distinct axes")
+        return normalized
 
     def unsupported_attribute(self, name: str, value: Any, accepted: str) -> FrontendError:
         """An :class:`UnsupportedAttributeError` naming the attribute, its value and what works."""

@@ -12,6 +12,7 @@ of their own that sees the enclosing graphs' values.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
@@ -20,7 +21,15 @@ import onnx_ir
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
-from onnx_stablehlo.errors import LoweringError, OnnxStableHLOError, ResourceLimitError
+from onnx_stablehlo.errors import (
+    DeclaredShapeWarning,
+    DeclaredTypeError,
+    FrontendError,
+    InvalidGraphError,
+    LoweringError,
+    OnnxStableHLOError,
+    ResourceLimitError,
+)
 from onnx_stablehlo.frontend import builders, dtypes, limits
 from onnx_stablehlo.frontend.context import LoweredValue, LoweringContext, OnnxNode, SequenceResult
 from onnx_stablehlo.frontend.dim_resolver import DimResolver
@@ -36,6 +45,7 @@ from onnx_stablehlo.frontend.folding import (
 from onnx_stablehlo.frontend.layout import Layout
 from onnx_stablehlo.frontend.loader import opset_imports
 from onnx_stablehlo.frontend.registry import LoweringRegistry, normalize_domain
+from onnx_stablehlo.frontend.schema_checks import check_node
 from onnx_stablehlo.frontend.shapes import symbols_of
 from onnx_stablehlo.frontend.signature import bind_argument, flatten_lowered
 from onnx_stablehlo.frontend.support import first_line
@@ -131,7 +141,22 @@ class GraphLowering:
             self.values[name] = lowered_input
 
     def lower_graph(self, graph: onnx_ir.Graph) -> None:
-        """Lowers every node of ``graph`` in order, at the current insertion point."""
+        """Lowers every node of ``graph`` in order, at the current insertion point.
+
+        Nodes out of topological order (a node reading a value a later node produces) are
+        sorted first, as onnxruntime does (the onnx checker refuses such a graph).
+
+        Raises:
+            InvalidGraphError: the graph has a cycle.
+        """
+        if _needs_sort(graph):
+            try:
+                graph.sort()
+            except ValueError as exc:
+                raise InvalidGraphError(
+                    f"graph '{graph.name}' has a cycle: its nodes cannot be put in an order where each "
+                    f"value is produced before it is used ({first_line(exc)})"
+                ) from exc
         for index, node in enumerate(graph):
             self.lower_node(node, index)
 
@@ -147,7 +172,7 @@ class GraphLowering:
         for out in graph.outputs:
             lowered = self.values.get(out.name)
             if lowered is None:
-                raise LoweringError(f"graph output '{out.name}' is never produced")
+                raise InvalidGraphError(f"graph output '{out.name}' is never produced by any node")
             layout, tensors = flatten_lowered(lowered)
             layouts.append(layout)
             with ir.Location.name(out.name):
@@ -259,7 +284,8 @@ class GraphLowering:
         inputs = [self.values.get(v.name) if v is not None and v.name else None for v in node.inputs]
         for value, ir_value in zip(inputs, node.inputs):
             if ir_value is not None and ir_value.name and value is None:
-                raise onnx_node.error(f"input '{ir_value.name}' is not defined before use", LoweringError)
+                raise onnx_node.error(f"input '{ir_value.name}' is not defined before use", InvalidGraphError)
+        check_node(onnx_node, inputs)
         self.resolver.node_name = onnx_node.name
         try:
             results = fold_node(
@@ -273,6 +299,11 @@ class GraphLowering:
                 with ir.Location.name(onnx_node.location_name):
                     results = list(rule(ctx, onnx_node))
             self.bind_outputs(node, onnx_node, results)
+        except FrontendError as exc:
+            completed = _with_node(onnx_node, exc, inputs) if exc.op_type is None else None
+            if completed is not None:  # raised by a builder, which does not know the node
+                raise completed from exc
+            raise
         except OnnxStableHLOError:
             raise
         except Exception as exc:  # a rule's bug or an MLIR builder's type error
@@ -308,7 +339,7 @@ class GraphLowering:
             for out in graph.outputs:
                 lowered = self.values.get(out.name)
                 if lowered is None:
-                    raise LoweringError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
+                    raise InvalidGraphError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
                 outputs.append(lowered if raw else self.materialize(lowered))
             return outputs
         finally:
@@ -355,6 +386,93 @@ class GraphLowering:
                     out.name, dtypes.dtype_of_numpy(array.dtype), tuple(array.shape),
                     const=constant_getter(array),
                 )
+            check_declared(onnx_node, out, self.values.own[out.name])
+
+
+def _needs_sort(graph: onnx_ir.Graph) -> bool:
+    """True if a node of ``graph`` reads a value produced by itself or a later node."""
+    position = {id(node): index for index, node in enumerate(graph)}
+    for index, node in enumerate(graph):
+        for value in node.inputs:
+            producer = value.producer() if value is not None else None
+            if producer is not None and position.get(id(producer), -1) >= index:
+                return True
+    return False
+
+
+def _with_node(
+    onnx_node: OnnxNode, exc: FrontendError, inputs: Sequence[LoweredValue | None]
+) -> FrontendError | None:
+    """``exc`` (raised without a node, by a builder) as the same public error class naming the
+    node and its inputs' shapes; ``None`` when that class cannot be built from a message."""
+    from onnx_stablehlo import errors
+
+    kind = next(k for k in type(exc).__mro__ if k.__module__ == errors.__name__)
+    shown = ", ".join(
+        f"'{name}' {[d if isinstance(d, int) else str(d) for d in value.shape]}"
+        for name, value in zip(onnx_node.input_names, inputs)
+        if value is not None and value.kind == "tensor"
+    )
+    try:
+        return onnx_node.error(f"{exc.detail} (inputs: {shown})" if shown else exc.detail, kind)
+    except TypeError:  # a class whose constructor takes more than a message
+        return None
+
+
+def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: LoweredValue) -> None:
+    """Compares a node result's computed type with the type the model declares for the value
+    (a graph output or ``value_info``), as onnxruntime does when it builds a session.
+
+    A different dtype raises (onnxruntime refuses the model); a different rank or static dim
+    warns with :class:`DeclaredShapeWarning` and the computed shape is used (onnxruntime warns
+    and runs). Symbolic or unknown dims on either side match anything; sequences and optionals
+    are not compared.
+
+    Raises:
+        DeclaredTypeError: the computed dtype differs from the declared one.
+    """
+    if computed.kind != "tensor" or declared.type is None:
+        return
+    if not isinstance(declared.type, onnx_ir.TensorType):
+        return
+    declared_dtype = declared.dtype
+    declared_shape = declared.shape
+    computed_text = _type_text(computed.dtype, computed.shape)
+    declared_dims = None
+    if declared_shape is not None:
+        declared_dims = [d if isinstance(d, int) else (d.value or "?") for d in declared_shape]
+    if declared_dtype is not None and declared_dtype != DataType.UNDEFINED and declared_dtype != computed.dtype:
+        declared_text = _type_text(declared_dtype, declared_dims)
+        raise onnx_node.error(
+            f"value '{declared.name}' is declared {declared_text} but computed {computed_text}: "
+            "the model's type annotation (graph output or value_info) contradicts the op",
+            DeclaredTypeError, value_name=declared.name, declared=declared_text, computed=computed_text,
+        )
+    if declared_dims is None:
+        return
+    mismatch = len(declared_dims) != len(computed.shape) or any(
+        isinstance(d, int) and isinstance(c, (int, np.integer)) and d != int(c)
+        for d, c in zip(declared_dims, computed.shape)
+    )
+    if mismatch:
+        declared_text = _type_text(computed.dtype, declared_dims)
+        warnings.warn(
+            DeclaredShapeWarning(
+                f"{onnx_node.domain or 'ai.onnx'}::{onnx_node.op_type} (opset {onnx_node.opset}) at "
+                f"{onnx_node.name}: value '{declared.name}' is declared {declared_text} but computed "
+                f"{computed_text}; the computed shape is used (as onnxruntime does)",
+                value_name=declared.name, node_name=onnx_node.name,
+                declared=str(declared_dims), computed=computed_text,
+            ),
+            stacklevel=2,
+        )
+
+
+def _type_text(dtype: DataType, shape: Sequence[Any] | None) -> str:
+    name = DataType(dtype).name.lower()
+    if shape is None:
+        return f"{name}[unknown rank]"
+    return f"{name}[{', '.join(str(d) for d in shape)}]"
 
 
 def _check_size(onnx_node: OnnxNode, name: str, shape: Sequence[Any]) -> None:

@@ -16,11 +16,23 @@ Hierarchy::
     │   ├── UnsupportedOpError        one or more (domain, op_type, opset) have no lowering
     │   ├── UnsupportedOpsetError     an opset newer than the installed onnx knows
     │   ├── UnsupportedAttributeError an attribute value the lowering does not handle
+    │   │   └── InvalidAttributeError     a value the op's spec does not allow (an axis out of
+    │   │       │                         range, a negative stride, a wrong attribute type)
+    │   │       └── AttributeShapeError   one that does not fit the input's rank (an axis out of
+    │   │                                 range, a kernel_shape of the wrong length); a ShapeError too
     │   ├── UnsupportedDtypeError     an element type the op or StableHLO does not handle
     │   ├── NonConstantInputError     an input must be known at compile time but is not
     │   │   └── DataDependentShapeError   an output size depends on run-time values
+    │   ├── InvalidInputError         an input the op's schema does not allow: a required one
+    │   │   │                             omitted, one too many, or of a shape the op refuses
+    │   │   └── InputDtypeError           a dtype outside the schema's type constraint (also an
+    │   │                                 UnsupportedDtypeError)
+    │   ├── InvalidGraphError         a value used before it is defined, an output never produced
     │   ├── ShapeError                shapes that do not fit the op (or input_shapes)
+    │   │   └── DeclaredTypeError         a computed dtype that contradicts the declared one
     │   └── LoweringError             the emitted StableHLO failed to build or verify
+    ├── DeclaredShapeWarning      (a warning) a computed shape that contradicts the declared
+    │                             one; the computed shape is used, as onnxruntime does
     ├── InvalidOptionError        an unusable option (bucketing policy, unknown dim name)
     ├── UnsupportedTransformError a JAX transformation the bridge does not support (jvp)
     │   └── ForwardModeError    jax.jvp / jacfwd / hessian through an ONNX model (also TypeError)
@@ -57,6 +69,13 @@ __all__ = [
     "DataDependentShapeError",
     "ShapeError",
     "LoweringError",
+    "InvalidAttributeError",
+    "AttributeShapeError",
+    "InvalidInputError",
+    "InputDtypeError",
+    "InvalidGraphError",
+    "DeclaredTypeError",
+    "DeclaredShapeWarning",
     "InvalidOptionError",
     "UnsupportedTransformError",
     "ForwardModeError",
@@ -204,6 +223,97 @@ class LoweringError(FrontendError):
     This points at a bug in a lowering rule rather than at the input; the message carries the
     MLIR diagnostics with their locations (ONNX node names).
     """
+
+
+class InvalidAttributeError(UnsupportedAttributeError):
+    """An attribute value the op's specification does not allow: an axis out of range for the
+    input's rank, a negative or zero stride, a perm that is not a permutation, a kernel_shape of
+    the wrong length, an attribute of the wrong type. Checked before anything is emitted.
+
+    Attributes:
+        attribute: the attribute's name.
+        value: the value the node carries.
+    """
+
+    def __init__(self, message: str, *, attribute: str = "", value: object = None, **where) -> None:
+        self.attribute = attribute
+        self.value = value
+        super().__init__(message, **where)
+
+
+class AttributeShapeError(InvalidAttributeError, ShapeError):
+    """An attribute that does not fit the input's rank: an axis outside ``[-rank, rank - 1]``, a
+    ``kernel_shape``, ``strides`` or ``pads`` without one entry (two for ``pads``) per spatial
+    dim. Both an :class:`InvalidAttributeError` and a :class:`ShapeError`."""
+
+
+class InvalidInputError(FrontendError):
+    """An input the op's schema does not allow: a required input omitted, more inputs than
+    the op takes, or an input whose rank or size the op refuses (a scalar where a 1-D tensor
+    is required). Checked before anything is emitted.
+
+    Attributes:
+        input_index: the input's position on the node.
+        input_name: the input's value name (``""`` when omitted).
+    """
+
+    def __init__(self, message: str, *, input_index: int = -1, input_name: str = "", **where) -> None:
+        self.input_index = input_index
+        self.input_name = input_name
+        super().__init__(message, **where)
+
+
+class InputDtypeError(InvalidInputError, UnsupportedDtypeError):
+    """An input whose dtype is outside the op schema's type constraint (``onnx.defs``, at the
+    model's opset), or inputs bound to one type variable with different dtypes (``Add`` of a
+    float and a double). onnxruntime refuses such a model when it builds its session."""
+
+
+class InvalidGraphError(FrontendError):
+    """The graph itself is malformed: a node reads a value that is not defined before it (the
+    nodes are not in topological order, or the name is unknown), or a graph output is never
+    produced. ``compile(..., check=True)`` lets the onnx checker find these first."""
+
+
+class DeclaredTypeError(ShapeError):
+    """A value whose computed dtype contradicts the dtype the model declares for it (a graph
+    output or a ``value_info`` entry), as onnxruntime refuses it.
+
+    Attributes:
+        value_name: the ONNX value.
+        declared: the declared type, e.g. ``float64[2, 3]``.
+        computed: the computed type, e.g. ``float32[2, 3]``.
+    """
+
+    def __init__(self, message: str, *, value_name: str = "", declared: str = "", computed: str = "",
+                 **where) -> None:
+        self.value_name = value_name
+        self.declared = declared
+        self.computed = computed
+        super().__init__(message, **where)
+
+
+class DeclaredShapeWarning(OnnxStableHLOError, UserWarning):
+    """A value whose computed shape contradicts the shape the model declares for it (a static
+    dim or the rank of a graph output or ``value_info`` entry). Like onnxruntime, which warns
+    and runs, the computed shape is used and the declared one ignored; turn it into an error
+    with ``warnings.simplefilter("error", DeclaredShapeWarning)`` (it is an
+    ``OnnxStableHLOError`` too, so it is then caught like the other typed errors).
+
+    Attributes:
+        value_name: the ONNX value.
+        node_name: the node that produced it.
+        declared: the declared shape, e.g. ``[2, 3]``.
+        computed: the computed shape, e.g. ``[3, 3]``.
+    """
+
+    def __init__(self, message: str, value_name: str = "", node_name: str = "", declared: str = "",
+                 computed: str = "") -> None:
+        super().__init__(message)
+        self.value_name = value_name
+        self.node_name = node_name
+        self.declared = declared
+        self.computed = computed
 
 
 class InvalidOptionError(OnnxStableHLOError, ValueError):

@@ -353,6 +353,8 @@ class SplitModel:
             slot: value.name for slot, value in enumerate(host.inputs) if value is not None and value.name
         }
         self._host_outputs = [o.name for o in host.outputs if o is not None and o.name]
+        axis = host.attributes.get("axis")
+        self._host_axis = axis.as_int() if axis is not None and axis.type == onnx_ir.AttributeType.INT else None
         node_protos = [onnx_ir.serde.serialize_node(nodes[j]) for j in sorted(set(constant_indices))]
         host_proto = onnx_ir.serde.serialize_node(host)
         if host.op_type == "NonMaxSuppression" and _is_default_domain(host):
@@ -458,6 +460,8 @@ class SplitModel:
             env.update(zip(self.prefix.output_names, _run_part(self.prefix, env)))
         host_feeds = {n: self._value(n, env) for n in self._host_inputs}
         self._validate_host_inputs(host_feeds)
+        if self.host_op_type == "Compress":
+            self._compress_condition_like_onnxruntime(host_feeds)
         try:
             results = self._evaluator.run(None, host_feeds)
         except Exception as exc:
@@ -490,9 +494,21 @@ class SplitModel:
                 raise fail(f"boxes must have shape [batch, boxes, 4], got {list(boxes)}")
             if len(scores) != 3 or scores[0] != boxes[0] or scores[2] != boxes[1]:
                 raise fail(f"scores must have shape [batch, classes, boxes] = [{boxes[0]}, C, {boxes[1]}], got {list(scores)}")
-        elif self.host_op_type == "Compress" and 1 in shapes:
-            if len(shapes[1]) != 1:
-                raise fail(f"condition must have rank 1, got shape {list(shapes[1])}")
+
+    def _compress_condition_like_onnxruntime(self, feeds: dict[str, Any]) -> None:
+        """Flattens Compress's condition and cuts it to the axis length, as onnxruntime does
+        (onnx.reference, which runs the host node, fails on a longer condition)."""
+        data, condition = self._host_input_positions.get(0), self._host_input_positions.get(1)
+        if condition not in feeds or data not in feeds:
+            return
+        shape, axis = np.shape(feeds[data]), self._host_axis
+        if axis is None:
+            size = int(np.prod(shape, dtype=np.int64))
+        elif -len(shape) <= axis < len(shape):
+            size = shape[axis]
+        else:
+            return
+        feeds[condition] = np.asarray(feeds[condition]).reshape(-1)[:size]
 
     def _value(self, name: str, env: Mapping[str, Any]) -> Any:
         if name in env:

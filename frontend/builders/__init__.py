@@ -51,6 +51,7 @@ from onnx_stablehlo.frontend.builders.arith import (
     rounded_product,
 )
 from onnx_stablehlo.frontend.builders.core import (
+    BuilderShapeError,
     DimResolver,
     broadcast_shapes,
     broadcast_to,

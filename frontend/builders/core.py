@@ -17,6 +17,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
+from onnx_stablehlo.errors import ShapeError
 from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import Dim, sym_max
@@ -65,6 +66,15 @@ def float64_math(allowed: bool) -> contextlib.AbstractContextManager[None]:
 def float64_allowed() -> bool:
     """Whether rules may compute in float64 for accuracy here (see :func:`float64_math`)."""
     return _FLOAT64_MATH.get()
+
+
+class BuilderShapeError(ShapeError, ValueError):
+    """Shapes a builder cannot combine: static dims that do not broadcast, an axis out of range.
+
+    A :class:`ShapeError` without the node: the importer completes it with the node's op,
+    opset and name (``graph_lowering.lower_node``). A ``ValueError`` too, so a rule that
+    catches the builder's ``ValueError`` to say more keeps working.
+    """
 
 
 def _resolver() -> DimResolver:
@@ -306,13 +316,13 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
     graph-input symbols, and broadcast to ``max(a, b)`` otherwise.
 
     Raises:
-        ValueError: static dims that do not broadcast.
+        BuilderShapeError: static dims that do not broadcast (a ShapeError and a ValueError).
     """
     if all(_is_static(s) for s in shapes):
         try:
             return tuple(np.broadcast_shapes(*[tuple(int(d) for d in s) for s in shapes]))
         except ValueError:
-            raise ValueError(f"shapes {[list(map(int, s)) for s in shapes]} do not broadcast") from None
+            raise BuilderShapeError(f"shapes {[list(map(int, s)) for s in shapes]} do not broadcast") from None
     rank = max(len(s) for s in shapes)
     result: list[Dim] = [1] * rank
     resolver = _RESOLVER.get()
@@ -321,7 +331,7 @@ def broadcast_shapes(*shapes: Sequence[Dim]) -> tuple[Dim, ...]:
         for axis, dim in enumerate(padded):
             current = result[axis]
             if isinstance(current, int) and isinstance(dim, int) and current != 1 and dim != 1 and current != dim:
-                raise ValueError(f"shapes {[tuple(map(str, s)) for s in shapes]} do not broadcast")
+                raise BuilderShapeError(f"shapes {[tuple(map(str, s)) for s in shapes]} do not broadcast")
             if current == dim or dim == 1:
                 continue
             if current == 1:
@@ -356,17 +366,34 @@ def broadcast_to(value: ir.Value, shape: Sequence[int], dims: Sequence[int] | No
         value: the operand.
         shape: the result shape (symbolic dims give ``dynamic_broadcast_in_dim``).
         dims: result dims the operand's dims map to; default numpy-style trailing alignment.
+
+    Raises:
+        BuilderShapeError: the operand does not broadcast to ``shape`` (more dims than the
+            result, or a static dim that is neither 1 nor the result's static dim).
     """
     source = dims_of(value)
     if dims is None:
         if tuple(source) == tuple(shape):
             return value
         dims = range(len(shape) - len(source), len(shape))
+    dims = list(dims)
+    if len(dims) != len(source) or any(not 0 <= d < len(shape) for d in dims) or any(
+        isinstance(size, int) and isinstance(shape[d], int) and size not in (1, shape[d])
+        for size, d in zip(source, dims)
+    ):
+        raise BuilderShapeError(
+            f"a value of shape {[_dim_text(d) for d in source]} does not broadcast to "
+            f"{[_dim_text(d) for d in shape]}"
+        )
     result_type = tensor_type(shape, dtype_of(value))
     if _is_static(shape) and _is_static(source):
         return stablehlo.broadcast_in_dim(result_type, value, i64_array(dims))
     result = stablehlo.dynamic_broadcast_in_dim(result_type, value, shape_tensor(shape), i64_array(dims))
     return record(result, shape)
+
+
+def _dim_text(dim: Dim) -> int | str:
+    return dim if isinstance(dim, int) else str(dim)
 
 
 def broadcast_values(*values: ir.Value) -> list[ir.Value]:
@@ -388,10 +415,10 @@ def normalize_axis(axis: int, rank: int) -> int:
     """Maps a negative axis into ``[0, rank)``.
 
     Raises:
-        ValueError: the axis is out of range.
+        BuilderShapeError: the axis is out of range (a ShapeError and a ValueError).
     """
     if not -rank <= axis < max(rank, 1):
-        raise ValueError(f"axis {axis} is out of range for rank {rank}")
+        raise BuilderShapeError(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
 
 

@@ -21,6 +21,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.frontend.builders.core import (
+    BuilderShapeError,
     broadcast_shapes,
     broadcast_to,
     convert,
@@ -93,11 +94,11 @@ def matmul(lhs: ir.Value, rhs: ir.Value, result_dtype: DataType | None = None) -
     lhs_shape, rhs_shape = dims_of(lhs), dims_of(rhs)
     lhs_rank, rhs_rank = len(lhs_shape), len(rhs_shape)
     if lhs_rank == 0 or rhs_rank == 0:
-        raise ValueError("MatMul operands must have rank >= 1")
+        raise BuilderShapeError("MatMul operands must have rank >= 1")
     lhs_k = lhs_shape[-1]
     rhs_k = rhs_shape[0] if rhs_rank == 1 else rhs_shape[-2]
     if lhs_k != rhs_k and isinstance(lhs_k, int) and isinstance(rhs_k, int):
-        raise ValueError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
+        raise BuilderShapeError(f"contracted dims differ: {list(lhs_shape)} @ {list(rhs_shape)}")
     if lhs_k != rhs_k:
         unify(lhs_k, rhs_k)  # two symbols for K: the same size (merged, checked per call)
     if lhs_rank == 1 or rhs_rank <= 2:

@@ -38,7 +38,7 @@ def _reduce_keep(x: ir.Value, axes: Sequence[int], body, init: float) -> ir.Valu
 
 def _softmax_axes(ctx: LoweringContext, node: OnnxNode, rank: int) -> list[int]:
     """The axes Softmax, LogSoftmax and Hardmax run over for the node's revision."""
-    axis = ctx.axis(node.attr_int("axis"), rank)
+    axis = ctx.attr_axis("axis", rank)
     if node.since_version >= 13:
         return [axis] if rank else []
     return list(range(axis, rank))

@@ -40,22 +40,29 @@ def lower_compress(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: input static; condition bool [n] known at compile time (n may be shorter than the
         axis); without axis the input is flattened first.
     Dtypes: any input type.
+    Deviations: a condition of rank > 1 is flattened and one longer than the axis is cut to
+        the axis length, as onnxruntime does (the spec asks for rank 1; onnx.reference fails);
+        the host-split path does the same.
     Raises: NonConstantInputError if condition is computed at run time (the output size would
-        depend on it).
+        depend on it); InvalidAttributeError for an axis out of range, checked first, so the
+        host-split path refuses it at compile time too.
     """
+    # Checked before the host split, so a bad axis fails at compile time there too.
+    input_shape = ctx.input_shape(0)
+    axis = None
+    if node.attr("axis") is not None:
+        if not input_shape:
+            raise ctx.invalid_input(0, "is a scalar; Compress with an axis needs rank >= 1")
+        axis = ctx.attr_axis("axis", len(input_shape))
     if not ctx.is_constant_input(1):
         raise _data_dependent(ctx, 1, "the condition")
-    condition = np.asarray(ctx.constant_input(1)).astype(bool).reshape(-1)
     data = ctx.input(0)
     shape = builders.static_shape_of(data)
-    if node.attr("axis") is None:
+    if axis is None:
         data = builders.reshape(data, [int(np.prod(shape, dtype=np.int64))])
         axis = 0
-    else:
-        axis = ctx.axis(node.attr_int("axis"), len(shape))
     size = builders.static_shape_of(data)[axis]
-    if condition.size > size:
-        raise ctx.error(f"condition has {condition.size} entries, the axis only {size}", ShapeError)
+    condition = np.asarray(ctx.constant_input(1)).astype(bool).reshape(-1)[:size]
     return [builders.take(data, np.nonzero(condition)[0].astype(np.int64), axis)]
 
 
@@ -81,14 +88,16 @@ def lower_unique(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
 
     Spec: Unique-11/28.
     Shapes: x known at compile time; results y, indices, inverse_indices, counts (int64).
-    Raises: NonConstantInputError if x is computed at run time.
+    Raises: NonConstantInputError if x is computed at run time; InvalidAttributeError for an
+        axis out of range (checked first, so the host-split path refuses it at compile time).
     """
+    rank = len(ctx.input_shape(0))
+    if node.attr("axis") is not None and rank == 0:
+        raise ctx.invalid_input(0, "is a scalar; Unique with an axis needs rank >= 1")
+    axis = None if node.attr("axis") is None else ctx.attr_axis("axis", rank)  # before the host split
     if not ctx.is_constant_input(0):
         raise _data_dependent(ctx, 0, "the number of distinct values")
     x = np.asarray(ctx.constant_input(0))
-    axis = node.attr("axis")
-    if axis is not None:
-        axis = ctx.axis(int(axis), x.ndim)
     values, first, inverse, counts = np.unique(
         x, return_index=True, return_inverse=True, return_counts=True, axis=axis
     )

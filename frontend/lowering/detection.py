@@ -390,6 +390,30 @@ def _optional_scalar(ctx: LoweringContext, index: int) -> np.ndarray | None:
     return np.asarray(value).reshape(-1)[0]
 
 
+def _check_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> None:
+    """Checks NonMaxSuppression's attribute and the input shapes known at compile time."""
+    center_point_box = node.attr_int("center_point_box")
+    if center_point_box not in (0, 1):
+        raise ctx.unsupported_attribute("center_point_box", center_point_box, "0, 1")
+    boxes, scores = ctx.input_shape(0), ctx.input_shape(1)
+
+    def static_differs(a, b) -> bool:
+        return isinstance(a, int) and isinstance(b, int) and a != b
+
+    if len(boxes) != 3 or static_differs(boxes[2], 4):
+        raise ctx.error(f"boxes must have shape [batch, boxes, 4], got {list(boxes)}", ShapeError)
+    if len(scores) != 3 or static_differs(scores[0], boxes[0]) or static_differs(scores[2], boxes[1]):
+        raise ctx.error(
+            f"scores must have shape [batch, classes, boxes] = [{boxes[0]}, C, {boxes[1]}], got {list(scores)}",
+            ShapeError,
+        )
+    for index in range(2, min(ctx.num_inputs, 5)):
+        if ctx.has_input(index):
+            shape = ctx.input_shape(index)
+            if len(shape) > 1 or (shape and static_differs(shape[0], 1)):
+                raise ctx.invalid_input(index, f"must be a scalar or hold one element, got shape {list(shape)}")
+
+
 @lowering("NonMaxSuppression", since=10)
 @lowering("NonMaxSuppression", since=11)  # 11 revised the schema text only
 def lower_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> list[np.ndarray]:
@@ -403,8 +427,10 @@ def lower_non_max_suppression(ctx: LoweringContext, node: OnnxNode) -> list[np.n
     Dtypes: float32 boxes and scores.
     Raises: NonConstantInputError if any input is computed at run time (the output size
         depends on the values); ShapeError for inconsistent shapes; UnsupportedAttributeError
-        for center_point_box not 0/1.
+        for center_point_box not 0/1; InvalidInputError for a threshold or count with more than
+        one element. The shape checks use static dims and run before the host split.
     """
+    _check_non_max_suppression(ctx, node)  # before the split: bad inputs fail at compile time
     for index in range(min(ctx.num_inputs, 5)):
         if ctx.has_input(index) and not ctx.is_constant_input(index):
             raise ctx.error(

@@ -60,12 +60,22 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: data [d0, ..., dr-1] static; indices any static shape, int32/int64; result
         data.shape[:axis] + indices.shape + data.shape[axis+1:].
     Dtypes: any data type.
-    Raises: ShapeError if compile-time indices are out of range.
+    Raises: ShapeError if compile-time indices are out of range, or any index would be (an
+        empty axis); InvalidInputError for a scalar data; AttributeShapeError for an axis out
+        of range.
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    if not shape:
+        raise ctx.invalid_input(0, "is a scalar; Gather's data must have rank >= 1")
+    axis = ctx.attr_axis("axis", len(shape))
     dim = shape[axis]
+    index_shape = ctx.input_shape(1)
+    if dim == 0 and all(isinstance(d, int) and d > 0 for d in index_shape):
+        raise ctx.error(
+            f"indices of shape {list(index_shape)} index axis {axis} of data {list(shape)}, which is empty",
+            ShapeError,
+        )
     if not is_static(shape):
         indices = ctx.input(1)
         if isinstance(dim, int):
@@ -81,6 +91,26 @@ def lower_gather(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     return [builders.take(data, indices, axis)]
 
 
+def _check_gather_elements_shapes(ctx: LoweringContext, shape, index_shape, axis: int) -> None:
+    """Data and indices of the same rank; static dims of indices within data's off the axis (as
+    onnxruntime requires); no index into an empty axis.
+
+    Raises:
+        ShapeError: naming both shapes.
+    """
+    def fail(why: str) -> Exception:
+        return ctx.error(f"indices of shape {list(index_shape)} {why} (data {list(shape)}, axis {axis})", ShapeError)
+
+    if len(index_shape) != len(shape):
+        raise fail("must have the rank of data")
+    for dim, (size, count) in enumerate(zip(shape, index_shape)):
+        if isinstance(size, int) and isinstance(count, int):
+            if dim != axis and count > size:
+                raise fail(f"exceed data in dim {dim}")
+            if dim == axis and size == 0 and count > 0 and all(isinstance(c, int) and c > 0 for c in index_shape):
+                raise fail("index an empty axis")
+
+
 @lowering("GatherElements", since=11)
 @lowering("GatherElements", since=13)  # 13 added bfloat16
 def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
@@ -90,10 +120,13 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     Shapes: data and indices the same rank, symbolic dims allowed (the gather's slices are
         1x...x1); the result has the indices' shape.
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
+    Raises: ShapeError for indices of another rank than data, larger than data off the axis, or
+        indexing an empty axis; InvalidAttributeError for an axis out of range.
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    axis = ctx.attr_axis("axis", len(shape))
+    _check_gather_elements_shapes(ctx, shape, builders.dims_of(ctx.input(1)), axis)
     indices = indexing.normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
     return [_gather_points(data, indexing.element_coordinates(indices, axis))]
 

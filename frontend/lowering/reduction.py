@@ -268,7 +268,7 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
     shape = builders.dims_of(x)
     dtype = builders.dtype_of(x)
     rank = len(shape)
-    axis = ctx.axis(node.attr_int("axis"), rank)
+    axis = ctx.attr_axis("axis", rank)
     keepdims = bool(node.attr_int("keepdims"))
     last = bool(node.attr_int("select_last_index", 0))
     if dtype == DataType.BOOL:

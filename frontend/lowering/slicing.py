@@ -438,8 +438,8 @@ def lower_reverse_sequence(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     x = ctx.input(0)
     shape = builders.dims_of(x)
     rank = len(shape)
-    batch_axis = ctx.axis(node.attr_int("batch_axis"), rank)
-    time_axis = ctx.axis(node.attr_int("time_axis"), rank)
+    batch_axis = ctx.attr_axis("batch_axis", rank)
+    time_axis = ctx.attr_axis("time_axis", rank)
     if {batch_axis, time_axis} != {0, 1}:
         raise ctx.error(f"batch_axis {batch_axis} and time_axis {time_axis} must be 0 and 1", ShapeError)
     if batch_axis == 1:

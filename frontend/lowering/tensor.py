@@ -393,7 +393,7 @@ def lower_concat(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     values = [v for v in ctx.inputs() if v is not None]
     shapes = [builders.dims_of(v) for v in values]
     rank = len(shapes[0])
-    axis = ctx.axis(node.attr_int("axis"), rank)
+    axis = ctx.attr_axis("axis", rank)
     for shape in shapes[1:]:
         if len(shape) != rank or any(
             a != b for i, (a, b) in enumerate(zip(shape, shapes[0])) if i != axis and is_static((a, b))
@@ -491,7 +491,7 @@ def lower_split(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """
     data = ctx.input(0)
     shape = builders.dims_of(data)
-    axis = ctx.axis(node.attr_int("axis"), len(shape))
+    axis = ctx.attr_axis("axis", len(shape))
     size = shape[axis]
     count = len(node.output_names)
     if node.since_version >= 13:
