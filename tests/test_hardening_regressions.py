@@ -232,3 +232,34 @@ def test_a_node_omitting_a_required_input_is_not_shape_inferred_by_onnx():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("typed"), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rank", "attrs", "indices"),
+    [
+        ("double", 2, "", False),  # onnxruntime's generic kernel: a first NaN wins
+        ("float", 3, "", True),  # Indices: the generic kernel too
+        ("float", 2, ", dilations = [2, 2]", False),  # dilations: the generic kernel too
+        ("float16", 1, ", pads = [1, 1]", False),  # MLAS-like: NaN ignored, -inf start
+        ("float", 1, ", strides = [2]", False),  # MLAS 1D: NaN ignored, finite lowest start
+    ],
+)
+def test_max_pool_nan_follows_onnxruntime_kernels(dtype, rank, attrs, indices):
+    """Fuzz seed 7 (test_maxpool_3d_dilations_use_ref_impl_large, nan_inputs) and the MaxPool NaN
+    rule of issue 15: NaN wins a window exactly where onnxruntime's kernel lets it."""
+    np_dtype = {"double": np.float64, "float": np.float32, "float16": np.float16}[dtype]
+    shape = [2, 2] + [6] * rank
+    outputs = f"{dtype} y" + (", int64 i" if indices else "")
+    model = _model(
+        f"g ({dtype}[{', '.join(map(str, shape))}] x) => ({outputs}) "
+        f"{{ y{', i' if indices else ''} = MaxPool <kernel_shape = [{', '.join(['2'] * rank)}]{attrs}> (x) }}"
+    )
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal(shape).astype(np_dtype)
+    x.reshape(-1)[rng.random(x.size) < 0.4] = np.nan
+    x.reshape(-1)[:3] = np.nan  # a window of NaNs
+    expected = ort_run(model, {"x": x})
+    got = onnx_stablehlo.compile(model, check=False).run({"x": x})
+    np.testing.assert_array_equal(got[0], expected[0])
+    if indices:
+        np.testing.assert_array_equal(got[1], expected[1])
