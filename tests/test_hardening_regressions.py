@@ -263,3 +263,27 @@ def test_max_pool_nan_follows_onnxruntime_kernels(dtype, rank, attrs, indices):
     np.testing.assert_array_equal(got[0], expected[0])
     if indices:
         np.testing.assert_array_equal(got[1], expected[1])
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements_max_min_with_nan_folds_like_onnxruntime(reduction, axis):
+    """Fuzz seed 6 (test_scatter_elements_with_reduction_max, nan_inputs): onnxruntime folds the
+    updates in order with ``a = u unless a > u``, so a later update replaces a NaN and a last NaN
+    update wins; XLA's max/min propagated every NaN."""
+    index_shape = "3, 5" if axis else "6, 4"
+    model = _model(
+        f"g (float[3, 4] d, int64[{index_shape}] i, float[{index_shape}] u) => (float[3, 4] y) "
+        f'{{ y = ScatterElements <axis = {axis}, reduction = "{reduction}"> (d, i, u) }}'
+    )
+    rng = np.random.default_rng(6)
+    shape = (3, 5) if axis else (6, 4)
+    for _ in range(5):
+        d = rng.standard_normal((3, 4)).astype(np.float32)
+        u = rng.standard_normal(shape).astype(np.float32)
+        d[rng.random(d.shape) < 0.3] = np.nan
+        u[rng.random(u.shape) < 0.3] = np.nan
+        u[rng.random(u.shape) < 0.1] = np.inf
+        i = rng.integers(-(4 if axis else 3), 4 if axis else 3, shape).astype(np.int64)
+        feeds = {"d": d, "i": i, "u": u}
+        np.testing.assert_array_equal(onnx_stablehlo.compile(model).run(feeds)[0], ort_run(model, feeds)[0])
