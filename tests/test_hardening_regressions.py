@@ -287,3 +287,28 @@ def test_scatter_elements_max_min_with_nan_folds_like_onnxruntime(reduction, axi
         i = rng.integers(-(4 if axis else 3), 4 if axis else 3, shape).astype(np.int64)
         feeds = {"d": d, "i": i, "u": u}
         np.testing.assert_array_equal(onnx_stablehlo.compile(model).run(feeds)[0], ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize(
+    "attrs", ["strides = [2, 2]", "strides = [2, 1], pads = [1, 1, 1, 1]", "group = 2, dilations = [2, 2]"]
+)
+def test_conv_transpose_with_non_finite_weights_reaches_only_col2im_outputs(attrs):
+    """Fuzz seed 21 case 1282 (test_convtranspose_3d, nan_inputs) and issue 15: NaN/inf weights
+    multiplied the padding zeros of the dilated input (0 x NaN); onnxruntime's col2im only
+    multiplies real inputs. Infinite and NaN inputs and weights of both signs, and zeros."""
+    model = _model(
+        f"g (float[2, 4, 4, 4] x, float[4, 3, 3, 3] w) => (float y) {{ y = ConvTranspose <{attrs}> (x, w) }}"
+    )
+    rng = np.random.default_rng(1282)
+    for step in range(3):
+        x = rng.standard_normal((2, 4, 4, 4)).astype(np.float32)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        for value, share in ((np.nan, 0.1), (np.inf, 0.05), (-np.inf, 0.05), (0.0, 0.05)):
+            w.reshape(-1)[rng.random(w.size) < share] = value
+            if step == 1:
+                x.reshape(-1)[rng.random(x.size) < share] = value
+        if step == 2:
+            w[...] = np.where(np.isfinite(w), w, 0.5)  # finite W: the plain branch
+            x.reshape(-1)[rng.random(x.size) < 0.1] = np.inf
+        feeds = {"x": x, "w": w}
+        _assert_matches_onnxruntime(model, feeds)
