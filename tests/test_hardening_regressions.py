@@ -312,3 +312,36 @@ def test_conv_transpose_with_non_finite_weights_reaches_only_col2im_outputs(attr
             x.reshape(-1)[rng.random(x.size) < 0.1] = np.inf
         feeds = {"x": x, "w": w}
         _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize(
+    ("mode", "coordinates", "scales"),
+    [
+        ("linear", "half_pixel", [1, 1, 2, 2]),
+        ("linear", "align_corners", [1, 1, 2, 3]),
+        ("linear", "asymmetric", [1, 1, 0.6, 0.5]),
+        ("cubic", "asymmetric", [1, 1, 2, 2]),
+        ("cubic", "half_pixel", [1, 1, 1.7, 3]),
+    ],
+)
+def test_resize_with_nan_and_inf_touches_only_the_taps_onnxruntime_uses(mode, coordinates, scales):
+    """Issue 15: the interpolation matrix summed every input of an axis, so one NaN or inf
+    reached every output of its row; onnxruntime multiplies only the taps around each source
+    position (a zero-weight one included: 0 x inf = NaN). The non-finite values sit inside the
+    input: at the edges onnxruntime's linear kernel clamps the source position first and
+    touches other taps than onnx.reference (they disagree there, and onnx.reference saturates
+    inf to the float maximum), docs/fuzzing.md."""
+    roi = "0, 0, 0.1, 0.2, 1, 1, 0.9, 0.7" if coordinates == "tf_crop_and_resize" else ""
+    model = _model(
+        f"g (float[1, 2, 5, 6] x) => (float[n, c, h, w] y) "
+        f"<float[{8 if roi else 0}] roi = {{{roi}}}, float[4] scales = {{{', '.join(map(str, scales))}}}> "
+        f'{{ y = Resize <mode = "{mode}", coordinate_transformation_mode = "{coordinates}", '
+        f"extrapolation_value = 12.5> (x, roi, scales) }}"
+    )
+    compiled = onnx_stablehlo.compile(model, check=False)
+    rng = np.random.default_rng(279)
+    for step in range(6):
+        x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+        x[0, step % 2, rng.integers(1, 4), rng.integers(1, 5)] = (np.nan, np.inf, -np.inf)[step % 3]
+        np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
+                                   equal_nan=True)
