@@ -345,3 +345,23 @@ def test_resize_with_nan_and_inf_touches_only_the_taps_onnxruntime_uses(mode, co
         x[0, step % 2, rng.integers(1, 4), rng.integers(1, 5)] = (np.nan, np.inf, -np.inf)[step % 3]
         np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
                                    equal_nan=True)
+
+
+@pytest.mark.parametrize(("inverse", "onesided", "bins"), [(1, 1, 8), (0, 0, 5), (1, 0, 9)])
+def test_dft_with_nan_or_inf_is_nan_throughout_like_onnxruntime_bluestein(inverse, onesided, bins):
+    """Fuzz seed 5 (DFT inverse onesided with NaN, issue 15): for a length that is not a power of
+    two onnxruntime's FFT makes a signal with any NaN or inf NaN throughout; the matrix product
+    gave inf or finite values at some outputs."""
+    model = _model(
+        f"g (float[3, {bins}, 2] x) => (float[a, b, c] y) "
+        f"{{ y = DFT <inverse = {inverse}, onesided = {onesided}, axis = 1> (x) }}"
+    ).SerializeToString()
+    model = onnx.load_from_string(model)
+    model.opset_import[0].version = 17
+    rng = np.random.default_rng(5)
+    compiled = onnx_stablehlo.compile(model, check=False)
+    for step in range(4):
+        x = rng.standard_normal((3, bins, 2)).astype(np.float32)
+        x[step % 3, rng.integers(bins), rng.integers(2)] = (np.nan, np.inf, -np.inf)[step % 3]
+        np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
+                                   equal_nan=True)
