@@ -365,3 +365,25 @@ def test_dft_with_nan_or_inf_is_nan_throughout_like_onnxruntime_bluestein(invers
         x[step % 3, rng.integers(bins), rng.integers(2)] = (np.nan, np.inf, -np.inf)[step % 3]
         np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
                                    equal_nan=True)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+@pytest.mark.parametrize("factor", [1.0, 1e18, 1e20, 1e30])
+def test_group_normalization_overflows_like_its_function_body(opset, factor):
+    """Fuzz seed 7 (test_group_normalization_*, extreme_inputs; issue 15): onnxruntime and
+    onnx.reference compute the variance as mean(x^2) - mean(x)^2, which is NaN for a group
+    whose mean(x)^2 overflows float32 and inf (the output then the bias) when only mean(x^2)
+    does; the centered variance stays finite in neither case."""
+    channels = 4 if opset == 21 else 2
+    model = onnx.parser.parse_model(
+        f'<ir_version: 9, opset_import: ["" : {opset}]>\n'
+        f"g (float[2, 4, 3, 3] x, float[{channels}] s, float[{channels}] b) => (float[2, 4, 3, 3] y) "
+        "{ y = GroupNormalization <num_groups = 2, epsilon = 1e-5> (x, s, b) }"
+    )
+    rng = np.random.default_rng(7)
+    feeds = {
+        "x": (rng.standard_normal((2, 4, 3, 3)) * factor).astype(np.float32),
+        "s": rng.standard_normal(channels).astype(np.float32),
+        "b": rng.standard_normal(channels).astype(np.float32),
+    }
+    _assert_matches_onnxruntime(model, feeds)

@@ -81,8 +81,6 @@ OPEN_DISAGREEMENTS = {
     ("test_maxpool", "nan_inputs"): "MaxPool float32 without Indices or dilation: onnxruntime's MLAS "
     "2D/3D vector kernels let a NaN win by SIMD lane order (x86 maxps keeps the second operand), "
     "platform-dependent; every other MaxPool NaN case follows onnxruntime (frontend/lowering/pool.py)",
-    ("test_group_normalization", "extreme_inputs"): "GroupNormalization on inputs scaled by 1e30: "
-    "onnxruntime and onnx.reference overflow E[x^2] - E[x]^2 to NaN, we do not (open)",
     ("test_dft", "nan_inputs"): "DFT of a power-of-two length with NaN/inf: where inf becomes NaN "
     "depends on the FFT's butterfly order (other lengths follow onnxruntime's Bluestein FFT)",
     ("test_resize", "nan_inputs"): "Resize cubic with inf at a tap whose weight rounds to zero in "
