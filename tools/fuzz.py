@@ -75,9 +75,10 @@ import onnx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 FAILURES = ("crash", "hang", "untyped", "memory", "disagree")
+"""Classes that fail a run."""
 
 OPEN_DISAGREEMENTS = {
-    # (seed-name prefix, mutation): why it is still open; docs/fuzzing.md, "Not handled yet".
+    # (seed-name prefix, mutation): why it stays; docs/fuzzing.md, "Known spec ambiguities".
     ("test_maxpool", "nan_inputs"): "MaxPool float32 without Indices or dilation: onnxruntime's MLAS "
     "2D/3D vector kernels let a NaN win by SIMD lane order (x86 maxps keeps the second operand), "
     "platform-dependent; every other MaxPool NaN case follows onnxruntime (frontend/lowering/pool.py)",
@@ -86,8 +87,8 @@ OPEN_DISAGREEMENTS = {
     ("test_resize", "nan_inputs"): "Resize cubic with inf at a tap whose weight rounds to zero in "
     "onnxruntime's float32 coordinates only (1 of 135 random cases); linear/cubic taps otherwise follow onnxruntime",
 }
-"""Disagreements with onnxruntime that are known and not fixed yet (issue 15 stays open for them);
-every other failure of a fuzz run is new."""
+"""Disagreements with onnxruntime that are documented residuals: onnxruntime's answer depends on
+its platform or algorithm there (docs/fuzzing.md); every other failure of a fuzz run is new."""
 
 
 def open_disagreement(result: "Result") -> str | None:
@@ -98,7 +99,6 @@ def open_disagreement(result: "Result") -> str | None:
         if result.seed.startswith(prefix) and result.mutation == mutation:
             return reason
     return None
-"""Classes that fail a run."""
 
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_MEMORY_GB = 4.0
