@@ -809,8 +809,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.resume and not args.log:
         parser.error("--resume needs --log")
     cases = 100 if args.quick else args.cases
-    done = [r for r in read_log(args.log) if r.run_seed == args.seed and args.first <= r.index < args.first + cases] if (
-        args.resume) else []
+    done = []
+    if args.resume:
+        in_range = range(args.first, args.first + cases)
+        done = [r for r in read_log(args.log) if r.run_seed == args.seed and r.index in in_range]
     skip = frozenset(r.index for r in done)
     log = args.log.open("a") if args.log else None
     start = time.perf_counter()

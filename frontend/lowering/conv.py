@@ -333,7 +333,8 @@ def _crop(y: ir.Value, negative: Sequence[tuple[int, int]]) -> ir.Value:
             builders.shape_tensor([1] * len(shape)),
         )
         return builders.record(y, cropped)
-    return stablehlo.slice(y, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * len(shape)))
+    ones = builders.i64_array([1] * len(shape))
+    return stablehlo.slice(y, builders.i64_array(start), builders.i64_array(limit), ones)
 
 
 def _non_finite_weights_like_col2im(
@@ -415,7 +416,9 @@ def _non_finite_weights_like_col2im(
         w_inf_sign, x_inf_sign = signed(wc["pinf"], wc["ninf"]), signed(xc["pinf"], xc["ninf"])
         w_sign = signed(wc["pos"], wc["neg"])
         difference = stacked([(x_sign, w_inf_sign), (x_inf_sign, w_sign)])
-        total = stacked([(stablehlo.abs(x_sign), stablehlo.abs(w_inf_sign)), (stablehlo.abs(x_inf_sign), stablehlo.abs(w_sign))])
+        total = stacked(
+            [(stablehlo.abs(x_sign), stablehlo.abs(w_inf_sign)), (stablehlo.abs(x_inf_sign), stablehlo.abs(w_sign))]
+        )
         half = builders.full_like(total, 0.5)
         positive = builders.compare(stablehlo.add(total, difference), half, "GT")  # 2 x (+inf count)
         negative = builders.compare(stablehlo.subtract(total, difference), half, "GT")

@@ -118,7 +118,8 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [stablehlo.select(isnan(a[0]), b[0], stablehlo.select(isnan(b[0]), a[0], largest))]
 
     # onnxruntime's generic kernel (see Deviations): a NaN first element of a window wins.
-    first_wins = is_float and (dtype not in (DataType.FLOAT, DataType.FLOAT16) or wants_indices or any(d > 1 for d in window.dilations))
+    generic_kernel = dtype not in (DataType.FLOAT, DataType.FLOAT16) or wants_indices or any(d > 1 for d in window.dilations)
+    first_wins = is_float and generic_kernel
     if not wants_indices:
         # float32 MLAS starts at the finite lowest value: a window of NaNs or -infs gives it.
         init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)

@@ -160,7 +160,8 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         index_vector_dim=rank,
     )
     updates = ctx.input(2)
-    if reduction in ("max", "min") and dtypes.is_float(builders.dtype_of(data)) and is_static(index_shape) and is_static(shape):
+    nan_rule = reduction in ("max", "min") and dtypes.is_float(builders.dtype_of(data))
+    if nan_rule and is_static(index_shape) and is_static(shape):
         return [_scatter_nan_like_onnxruntime(data, points, updates, numbers, reduction)]
     return [_scatter(data, points, updates, numbers, reduction)]
 
@@ -201,14 +202,18 @@ def _scatter_nan_like_onnxruntime(
         start_index_map=list(range(rank)),
         index_vector_dim=rank,
     )
-    last_nan_at = stablehlo.gather(last_nan, points, gather_numbers, [1] * rank, results=[builders.tensor_type(shape, i64)])
+    at_points = builders.tensor_type(shape, i64)
+    last_nan_at = stablehlo.gather(last_nan, points, gather_numbers, [1] * rank, results=[at_points])
     identity = dtypes.lowest(dtype) if reduction == "max" else dtypes.highest(dtype)
     kept = stablehlo.select(builders.compare(order, last_nan_at, "GT"), updates, builders.splat(identity, dtype, shape))
     data_kept = stablehlo.select(
-        builders.compare(last_nan, builders.splat(-1, i64, data_shape), "EQ"), data, builders.splat(identity, dtype, data_shape)
+        builders.compare(last_nan, builders.splat(-1, i64, data_shape), "EQ"),
+        data,
+        builders.splat(identity, dtype, data_shape),
     )
     value = _scatter(data_kept, points, kept, numbers, reduction)
-    return stablehlo.select(builders.compare(last_nan, last, "EQ"), builders.splat(float("nan"), dtype, data_shape), value)
+    nan = builders.splat(float("nan"), dtype, data_shape)
+    return stablehlo.select(builders.compare(last_nan, last, "EQ"), nan, value)
 
 
 _SCATTER_MODES = ("linear", "circular")
