@@ -232,3 +232,157 @@ def test_a_node_omitting_a_required_input_is_not_shape_inferred_by_onnx():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("typed"), done.stdout
+
+
+@pytest.mark.parametrize(
+    ("dtype", "rank", "attrs", "indices"),
+    [
+        ("double", 2, "", False),  # onnxruntime's generic kernel: a first NaN wins
+        ("float", 3, "", True),  # Indices: the generic kernel too
+        ("float", 2, ", dilations = [2, 2]", False),  # dilations: the generic kernel too
+        ("float16", 1, ", pads = [1, 1]", False),  # MLAS-like: NaN ignored, -inf start
+        ("float", 1, ", strides = [2]", False),  # MLAS 1D: NaN ignored, finite lowest start
+    ],
+)
+def test_max_pool_nan_follows_onnxruntime_kernels(dtype, rank, attrs, indices):
+    """Fuzz seed 7 (test_maxpool_3d_dilations_use_ref_impl_large, nan_inputs) and the MaxPool NaN
+    rule of issue 15: NaN wins a window exactly where onnxruntime's kernel lets it."""
+    np_dtype = {"double": np.float64, "float": np.float32, "float16": np.float16}[dtype]
+    shape = [2, 2] + [6] * rank
+    outputs = f"{dtype} y" + (", int64 i" if indices else "")
+    model = _model(
+        f"g ({dtype}[{', '.join(map(str, shape))}] x) => ({outputs}) "
+        f"{{ y{', i' if indices else ''} = MaxPool <kernel_shape = [{', '.join(['2'] * rank)}]{attrs}> (x) }}"
+    )
+    rng = np.random.default_rng(15)
+    x = rng.standard_normal(shape).astype(np_dtype)
+    x.reshape(-1)[rng.random(x.size) < 0.4] = np.nan
+    x.reshape(-1)[:3] = np.nan  # a window of NaNs
+    expected = ort_run(model, {"x": x})
+    got = onnx_stablehlo.compile(model, check=False).run({"x": x})
+    np.testing.assert_array_equal(got[0], expected[0])
+    if indices:
+        np.testing.assert_array_equal(got[1], expected[1])
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_scatter_elements_max_min_with_nan_folds_like_onnxruntime(reduction, axis):
+    """Fuzz seed 6 (test_scatter_elements_with_reduction_max, nan_inputs): onnxruntime folds the
+    updates in order with ``a = u unless a > u``, so a later update replaces a NaN and a last NaN
+    update wins; XLA's max/min propagated every NaN."""
+    index_shape = "3, 5" if axis else "6, 4"
+    model = _model(
+        f"g (float[3, 4] d, int64[{index_shape}] i, float[{index_shape}] u) => (float[3, 4] y) "
+        f'{{ y = ScatterElements <axis = {axis}, reduction = "{reduction}"> (d, i, u) }}'
+    )
+    rng = np.random.default_rng(6)
+    shape = (3, 5) if axis else (6, 4)
+    for _ in range(5):
+        d = rng.standard_normal((3, 4)).astype(np.float32)
+        u = rng.standard_normal(shape).astype(np.float32)
+        d[rng.random(d.shape) < 0.3] = np.nan
+        u[rng.random(u.shape) < 0.3] = np.nan
+        u[rng.random(u.shape) < 0.1] = np.inf
+        i = rng.integers(-(4 if axis else 3), 4 if axis else 3, shape).astype(np.int64)
+        feeds = {"d": d, "i": i, "u": u}
+        np.testing.assert_array_equal(onnx_stablehlo.compile(model).run(feeds)[0], ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize(
+    "attrs", ["strides = [2, 2]", "strides = [2, 1], pads = [1, 1, 1, 1]", "group = 2, dilations = [2, 2]"]
+)
+def test_conv_transpose_with_non_finite_weights_reaches_only_col2im_outputs(attrs):
+    """Fuzz seed 21 case 1282 (test_convtranspose_3d, nan_inputs) and issue 15: NaN/inf weights
+    multiplied the padding zeros of the dilated input (0 x NaN); onnxruntime's col2im only
+    multiplies real inputs. Infinite and NaN inputs and weights of both signs, and zeros."""
+    model = _model(
+        f"g (float[2, 4, 4, 4] x, float[4, 3, 3, 3] w) => (float y) {{ y = ConvTranspose <{attrs}> (x, w) }}"
+    )
+    rng = np.random.default_rng(1282)
+    for step in range(3):
+        x = rng.standard_normal((2, 4, 4, 4)).astype(np.float32)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        for value, share in ((np.nan, 0.1), (np.inf, 0.05), (-np.inf, 0.05), (0.0, 0.05)):
+            w.reshape(-1)[rng.random(w.size) < share] = value
+            if step == 1:
+                x.reshape(-1)[rng.random(x.size) < share] = value
+        if step == 2:
+            w[...] = np.where(np.isfinite(w), w, 0.5)  # finite W: the plain branch
+            x.reshape(-1)[rng.random(x.size) < 0.1] = np.inf
+        feeds = {"x": x, "w": w}
+        _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize(
+    ("mode", "coordinates", "scales"),
+    [
+        ("linear", "half_pixel", [1, 1, 2, 2]),
+        ("linear", "align_corners", [1, 1, 2, 3]),
+        ("cubic", "asymmetric", [1, 1, 2, 2]),
+        ("cubic", "half_pixel", [1, 1, 1.7, 3]),
+    ],
+)
+def test_resize_with_nan_and_inf_touches_only_the_taps_onnxruntime_uses(mode, coordinates, scales):
+    """Issue 15: the interpolation matrix summed every input of an axis, so one NaN or inf
+    reached every output of its row; onnxruntime multiplies only the taps around each source
+    position (a zero-weight one included: 0 x inf = NaN). The non-finite values sit inside the
+    input: at the edges onnxruntime's linear kernel clamps the source position first and
+    touches other taps than onnx.reference (they disagree there, and onnx.reference saturates
+    inf to the float maximum), docs/fuzzing.md."""
+    roi = "0, 0, 0.1, 0.2, 1, 1, 0.9, 0.7" if coordinates == "tf_crop_and_resize" else ""
+    model = _model(
+        f"g (float[1, 2, 5, 6] x) => (float[n, c, h, w] y) "
+        f"<float[{8 if roi else 0}] roi = {{{roi}}}, float[4] scales = {{{', '.join(map(str, scales))}}}> "
+        f'{{ y = Resize <mode = "{mode}", coordinate_transformation_mode = "{coordinates}", '
+        f"extrapolation_value = 12.5> (x, roi, scales) }}"
+    )
+    compiled = onnx_stablehlo.compile(model, check=False)
+    rng = np.random.default_rng(279)
+    for step in range(6):
+        x = rng.standard_normal((1, 2, 5, 6)).astype(np.float32)
+        x[0, step % 2, rng.integers(1, 4), rng.integers(1, 5)] = (np.nan, np.inf, -np.inf)[step % 3]
+        np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
+                                   equal_nan=True)
+
+
+@pytest.mark.parametrize(("inverse", "onesided", "bins"), [(1, 1, 8), (0, 0, 5), (1, 0, 9)])
+def test_dft_with_nan_or_inf_is_nan_throughout_like_onnxruntime_bluestein(inverse, onesided, bins):
+    """Fuzz seed 5 (DFT inverse onesided with NaN, issue 15): for a length that is not a power of
+    two onnxruntime's FFT makes a signal with any NaN or inf NaN throughout; the matrix product
+    gave inf or finite values at some outputs."""
+    model = _model(
+        f"g (float[3, {bins}, 2] x) => (float[a, b, c] y) "
+        f"{{ y = DFT <inverse = {inverse}, onesided = {onesided}, axis = 1> (x) }}"
+    ).SerializeToString()
+    model = onnx.load_from_string(model)
+    model.opset_import[0].version = 17
+    rng = np.random.default_rng(5)
+    compiled = onnx_stablehlo.compile(model, check=False)
+    for step in range(4):
+        x = rng.standard_normal((3, bins, 2)).astype(np.float32)
+        x[step % 3, rng.integers(bins), rng.integers(2)] = (np.nan, np.inf, -np.inf)[step % 3]
+        np.testing.assert_allclose(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0], rtol=1e-4, atol=1e-4,
+                                   equal_nan=True)
+
+
+@pytest.mark.parametrize("opset", [18, 21])
+@pytest.mark.parametrize("factor", [1.0, 1e20, 1e30])
+def test_group_normalization_overflows_like_its_function_body(opset, factor):
+    """Fuzz seed 7 (test_group_normalization_*, extreme_inputs; issue 15): onnxruntime and
+    onnx.reference compute the variance as mean(x^2) - mean(x)^2, which is NaN for a group
+    whose mean(x)^2 overflows float32 and inf (the output then the bias) when only mean(x^2)
+    does; the centered variance stays finite in neither case."""
+    channels = 4 if opset == 21 else 2
+    model = onnx.parser.parse_model(
+        f'<ir_version: 9, opset_import: ["" : {opset}]>\n'
+        f"g (float[2, 4, 3, 3] x, float[{channels}] s, float[{channels}] b) => (float[2, 4, 3, 3] y) "
+        "{ y = GroupNormalization <num_groups = 2, epsilon = 1e-5> (x, s, b) }"
+    )
+    rng = np.random.default_rng(7)
+    feeds = {
+        "x": (rng.standard_normal((2, 4, 3, 3)) * factor).astype(np.float32),
+        "s": rng.standard_normal(channels).astype(np.float32),
+        "b": rng.standard_normal(channels).astype(np.float32),
+    }
+    _assert_matches_onnxruntime(model, feeds)

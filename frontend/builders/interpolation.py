@@ -71,6 +71,10 @@ class AxisPlan:
     indices: np.ndarray | ir.Value | None = None
     weights: np.ndarray | ir.Value | None = None
     extrapolated: np.ndarray | ir.Value | None = None
+    touched: dict[str, np.ndarray] | dict[str, ir.Value] | None = None
+    """``[out, in]`` 0/1 matrices of the taps onnxruntime multiplies (zero
+    weights included), by weight sign: ``all``, ``zero``, ``pos``, ``neg`` (linear and cubic
+    with compile-time tables, no antialias); None: NaN/inf follow the matrix product."""
 
 
 def source_coordinates(
@@ -163,6 +167,42 @@ def interpolation_matrix(spec: Interpolation, x: np.ndarray, scale: float, in_si
     return matrix
 
 
+TAP_OFFSETS = {"linear": (0, 1), "cubic": (-1, 0, 1, 2)}
+"""The taps around ``floor(x)`` that onnx.reference and onnxruntime multiply per output."""
+
+
+def touched_matrices(spec: Interpolation, x: np.ndarray, in_size: int) -> dict[str, np.ndarray]:
+    """Which inputs each output multiplies, and with which weight sign (see ``AxisPlan.touched``).
+
+    The interpolation matrix sums every input of the axis, so a NaN or inf anywhere would reach
+    every output; onnxruntime multiplies only the taps around the source position (edge-clamped),
+    a zero weight included (0 x inf = NaN). Its tap set is followed; onnx.reference's differs at
+    the edges for linear (it does not clamp the source position first).
+    """
+    if spec.mode == "linear" and spec.coordinate_mode != "tf_crop_and_resize":
+        # onnxruntime clamps the source position into the input first: at the edges it
+        # multiplies the neighbour with a zero weight (x = 0) or the edge twice, by 0.5 each.
+        x = np.clip(x, 0, in_size - 1)
+    base = np.floor(x).astype(np.int64)
+    taps = base[:, None] + np.array(TAP_OFFSETS[spec.mode])[None, :]
+    weights = kernel(spec, taps - x[:, None])
+    if spec.mode == "linear":
+        weights = np.where((taps >= in_size - 1) & (base[:, None] == in_size - 1), 0.5, weights)
+    if spec.exclude_outside:
+        weights = np.where((taps < 0) | (taps >= in_size), 0.0, weights)
+        total = weights.sum(axis=1, keepdims=True)
+        weights = weights / np.where(total == 0, 1.0, total)
+    rows = np.broadcast_to(np.arange(x.size)[:, None], taps.shape)
+    columns = np.clip(taps, 0, in_size - 1)
+    found = {}
+    for name, mask in (("all", np.ones_like(weights, dtype=bool)), ("zero", weights == 0), ("pos", weights > 0),
+                       ("neg", weights < 0)):
+        matrix = np.zeros((x.size, in_size), dtype=np.float64)
+        matrix[rows[mask], columns[mask]] = 1.0
+        found[name] = matrix
+    return found
+
+
 def plan_constant(
     spec: Interpolation,
     axis: int,
@@ -178,6 +218,8 @@ def plan_constant(
         plan.indices = nearest_indices(spec, x, scale, in_size)
     else:
         plan.weights = interpolation_matrix(spec, x, scale, in_size)
+        if not spec.antialias:
+            plan.touched = touched_matrices(spec, x, in_size)
     return plan
 
 
@@ -343,6 +385,42 @@ def runtime_matrix(
     return builders.reduce(spread, [1], stablehlo.AddOp, 0)
 
 
+def runtime_touched(spec: Interpolation, vec: Vec, x: ir.Value, in_size: int) -> dict[str, ir.Value]:
+    """The in-graph twin of :func:`touched_matrices` (float64 0/1 ``[out, in]`` matrices)."""
+    out_size = builders.static_shape_of(x)[0]
+    offsets = TAP_OFFSETS[spec.mode]
+    grid = [out_size, len(offsets)]
+    if spec.mode == "linear" and spec.coordinate_mode != "tf_crop_and_resize":
+        x = stablehlo.clamp(vec.scalar(0.0), x, vec.scalar(float(in_size - 1)))
+    base = stablehlo.floor(x)
+    wide_base = builders.broadcast_to(base, grid, dims=[0])
+    taps = vec.add(wide_base, vec.const(np.array(offsets, dtype=np.float64)[None, :], grid))
+    weights = runtime_kernel(spec, vec, vec.sub(taps, builders.broadcast_to(x, grid, dims=[0])))
+    low, high = vec.const(0.0, grid), vec.const(in_size - 1, grid)
+    if spec.mode == "linear":
+        at_edge = stablehlo.and_(builders.compare(taps, high, "GE"), builders.compare(wide_base, high, "EQ"))
+        weights = vec.select(at_edge, vec.const(0.5, grid), weights)
+    if spec.exclude_outside:
+        outside = stablehlo.or_(builders.compare(taps, low, "LT"), builders.compare(taps, high, "GT"))
+        weights = vec.select(outside, vec.const(0.0, grid), weights)
+    clamped = stablehlo.clamp(low, taps, high)
+    cube = [out_size, len(offsets), in_size]
+    columns = vec.const(np.arange(in_size)[None, None, :], cube)
+    hit = builders.compare(builders.broadcast_to(clamped, cube, dims=[0, 1]), columns, "EQ")
+    zero = vec.const(0.0, grid)
+    masks = {
+        "all": builders.compare(zero, zero, "EQ"),
+        "zero": builders.compare(weights, zero, "EQ"),
+        "pos": builders.compare(weights, zero, "GT"),
+        "neg": builders.compare(weights, zero, "LT"),
+    }
+    found = {}
+    for name, mask in masks.items():
+        chosen = stablehlo.and_(hit, builders.broadcast_to(mask, cube, dims=[0, 1]))
+        found[name] = builders.reduce(builders.convert(chosen, vec.dtype), [1], stablehlo.AddOp, 0)
+    return found
+
+
 def contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
     """``x`` with ``axis`` replaced by ``matrix @ x`` along it (``matrix`` is ``[out, in]``)."""
     rank = len(builders.static_shape_of(x))
@@ -353,6 +431,42 @@ def contract_axis(x: ir.Value, matrix: ir.Value, axis: int) -> ir.Value:
     return builders.transpose(product, permutation)
 
 
+def contract_axis_non_finite(
+    x: ir.Value, matrix: ir.Value, touched: dict[str, np.ndarray] | dict[str, ir.Value], axis: int
+) -> ir.Value:
+    """:func:`contract_axis` where NaN and inf reach only the outputs whose taps hold them.
+
+    The finite inputs are contracted with ``matrix``; contractions of 0/1 indicators with the
+    ``touched`` matrices count, per output, the NaN products (NaN x any tap, inf x a zero-weight
+    tap) and the +inf and -inf ones: an output with a NaN product or both infinities is NaN,
+    else one with an infinite product is that infinity, else the finite sum.
+    """
+    dtype = builders.dtype_of(x)
+    inf = builders.full_like(x, float("inf"))
+    nan = builders.compare(x, x, "NE")
+    pinf = builders.compare(x, inf, "EQ")
+    ninf = builders.compare(x, stablehlo.negate(inf), "EQ")
+    finite = builders.compare(stablehlo.abs(x), inf, "LT")
+
+    def count(*terms: tuple[ir.Value, str]) -> ir.Value:
+        total = None
+        for mask, name in terms:
+            table = touched[name]
+            table = builders.constant(table, dtype) if isinstance(table, np.ndarray) else builders.convert(table, dtype)
+            term = contract_axis(builders.convert(mask, dtype), table, axis)
+            total = term if total is None else stablehlo.add(total, term)
+        return builders.compare(total, builders.full_like(total, 0.5), "GT")
+
+    nan_products = count((nan, "all"), (stablehlo.or_(pinf, ninf), "zero"))
+    positive = count((pinf, "pos"), (ninf, "neg"))
+    negative = count((ninf, "pos"), (pinf, "neg"))
+    finite_sum = contract_axis(stablehlo.select(finite, x, builders.full_like(x, 0.0)), matrix, axis)
+    out_inf = builders.full_like(finite_sum, float("inf"))
+    result = stablehlo.select(positive, out_inf, stablehlo.select(negative, stablehlo.negate(out_inf), finite_sum))
+    is_nan = stablehlo.or_(nan_products, stablehlo.and_(positive, negative))
+    return stablehlo.select(is_nan, builders.full_like(finite_sum, float("nan")), result)
+
+
 def apply_plans(x: ir.Value, plans: Sequence[AxisPlan], spec: Interpolation) -> ir.Value:
     """Resizes ``x`` axis by axis, then fills extrapolated positions."""
     dtype = builders.dtype_of(x)
@@ -361,19 +475,43 @@ def apply_plans(x: ir.Value, plans: Sequence[AxisPlan], spec: Interpolation) -> 
     if spec.mode != "nearest":
         compute = dtypes.float_compute_dtype(dtype)
         result = builders.convert(result, compute)
-    for plan in plans:
-        if plan.indices is not None:
-            indices = plan.indices
-            if isinstance(indices, np.ndarray):
-                indices = builders.constant(indices.astype(np.int64), DataType.INT64)
-            result = builders.take(result, indices, plan.axis)
-        else:
+    def resize(result: ir.Value, exact: bool) -> ir.Value:
+        for plan in plans:
+            if plan.indices is not None:
+                indices = plan.indices
+                if isinstance(indices, np.ndarray):
+                    indices = builders.constant(indices.astype(np.int64), DataType.INT64)
+                result = builders.take(result, indices, plan.axis)
+                continue
             weights = plan.weights
             if isinstance(weights, np.ndarray):
                 weights = builders.constant(weights, compute)
             else:
                 weights = builders.convert(weights, compute)
-            result = contract_axis(result, weights, plan.axis)
+            if exact and plan.touched is not None:
+                result = contract_axis_non_finite(result, weights, plan.touched, plan.axis)
+            else:
+                result = contract_axis(result, weights, plan.axis)
+        return result
+
+    if any(p.touched is not None for p in plans):
+        # NaN/inf in X: only the taps onnxruntime multiplies see them (contract_axis_non_finite);
+        # a stablehlo.if keeps the plain products for finite inputs.
+        plain = resize(result, exact=False)
+        finite = builders.reduce(
+            builders.compare(stablehlo.abs(result), builders.full_like(result, float("inf")), "LT"),
+            list(range(builders.rank_of(result))),
+            stablehlo.and_,
+            True,
+        )
+        op = stablehlo.IfOp([plain.type], finite)
+        with ir.InsertionPoint(op.true_branch.blocks.append()):
+            stablehlo.return_([plain])
+        with ir.InsertionPoint(op.false_branch.blocks.append()):
+            stablehlo.return_([resize(result, exact=True)])
+        result = op.results[0]
+    else:
+        result = resize(result, exact=False)
     if compute != dtype:
         result = convert_back(result, dtype)
     masked = [p for p in plans if p.extrapolated is not None]

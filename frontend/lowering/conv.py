@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -251,7 +251,9 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         the ConvTranspose-11 text (and onnxruntime) for every revision: the extra element goes
         to the end for SAME_UPPER, to the start otherwise. SAME_* always gives ``in * stride``
         outputs as the spec says; onnxruntime clamps the total padding at zero, so its output is
-        shorter when the kernel is smaller than the stride.
+        shorter when the kernel is smaller than the stride. NaN or inf weights reach only the
+        outputs onnxruntime's col2im gives them (``_non_finite_weights_like_col2im``; static
+        shapes only: with symbolic dims they multiply the padding zeros too).
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
         ShapeError: inconsistent shapes, group, kernel_shape or output_shape.
@@ -274,12 +276,15 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     window = windows.Window(kernel, strides, dilations, tuple((flat[i], flat[i + rank]) for i in range(rank)))
     pads, out = _transpose_kernel_pads(ctx, node, x_shape[2:], window)
 
-    # W [C, M/g, K] -> [g, C/g, M/g, K] -> [g, M/g, C/g, K] -> [M, C/g, K], spatially reversed.
     in_per_group, out_per_group = x_shape[1] // groups, w_shape[1]
-    kernel_w = builders.reshape(w, [groups, in_per_group, out_per_group, *kernel])
-    kernel_w = builders.transpose(kernel_w, [0, 2, 1, *range(3, rank + 3)])
-    kernel_w = builders.reshape(kernel_w, [groups * out_per_group, in_per_group, *kernel])
-    kernel_w = stablehlo.reverse(kernel_w, builders.i64_array(range(2, rank + 2)))
+
+    def flipped(weights: ir.Value) -> ir.Value:
+        # W [C, M/g, K] -> [g, C/g, M/g, K] -> [g, M/g, C/g, K] -> [M, C/g, K], spatially reversed.
+        in_per_group = builders.static_shape_of(weights)[0] // groups  # stacked indicators have more
+        kernel_w = builders.reshape(weights, [groups, in_per_group, out_per_group, *kernel])
+        kernel_w = builders.transpose(kernel_w, [0, 2, 1, *range(3, rank + 3)])
+        kernel_w = builders.reshape(kernel_w, [groups * out_per_group, in_per_group, *kernel])
+        return stablehlo.reverse(kernel_w, builders.i64_array(range(2, rank + 2)))
 
     conv_pads = [(k - 1 - b, k - 1 - e) for k, (b, e) in zip(window.effective_kernel, pads)]
     # output_padding (or output_shape) may ask for more tail than the formula gives.
@@ -290,21 +295,35 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if not all(windows.is_int(lo) and windows.is_int(hi) for lo, hi in conv_pads):
         raise ctx.error(f"padding {conv_pads} depends on a symbolic size; it needs a static shape", ShapeError)
     negative = [(max(0, -lo), max(0, -hi)) for lo, hi in conv_pads]
-    y = _convolution(
-        x,
-        kernel_w,
-        strides=[1] * rank,
-        padding=[(max(0, lo), max(0, hi)) for lo, hi in conv_pads],
-        lhs_dilation=strides,
-        rhs_dilation=dilations,
-        groups=groups,
-        result_dtype=dtype,
-    )
-    if any(lo or hi for lo, hi in negative) and not all(windows.is_int(d) for d in builders.dims_of(y)):
-        # crop a static amount off each end of symbolic dims: real_dynamic_slice
-        shape = builders.dims_of(y)
-        start = [0, 0, *(lo for lo, _ in negative)]
-        limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
+
+    def transposed(lhs: ir.Value, weights: ir.Value) -> ir.Value:
+        y = _convolution(
+            lhs,
+            flipped(weights),
+            strides=[1] * rank,
+            padding=[(max(0, lo), max(0, hi)) for lo, hi in conv_pads],
+            lhs_dilation=strides,
+            rhs_dilation=dilations,
+            groups=groups,
+            result_dtype=builders.dtype_of(lhs),
+        )
+        return _crop(y, negative)
+
+    y = transposed(x, w)
+    if all(windows.is_int(d) for d in (*builders.dims_of(x), *builders.dims_of(y))):
+        y = _non_finite_weights_like_col2im(x, w, y, transposed, groups)
+    return [_add_bias(ctx, y, 2)]
+
+
+def _crop(y: ir.Value, negative: Sequence[tuple[int, int]]) -> ir.Value:
+    """Crops ``(begin, end)`` elements off each spatial dim of ``y`` (symbolic dims allowed)."""
+    if not any(lo or hi for lo, hi in negative):
+        return y
+    dtype = builders.dtype_of(y)
+    shape = builders.dims_of(y)
+    start = [0, 0, *(lo for lo, _ in negative)]
+    limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
+    if not all(windows.is_int(d) for d in shape):
         cropped = [lim - st for st, lim in zip(start, limit)]
         y = stablehlo.real_dynamic_slice(
             builders.tensor_type(cropped, dtype),
@@ -313,13 +332,105 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
             builders.shape_tensor(limit),
             builders.shape_tensor([1] * len(shape)),
         )
-        y = builders.record(y, cropped)
-    elif any(lo or hi for lo, hi in negative):
-        shape = builders.static_shape_of(y)
-        start = [0, 0, *(lo for lo, _ in negative)]
-        limit = [shape[0], shape[1], *(size - hi for size, (_, hi) in zip(shape[2:], negative))]
-        y = stablehlo.slice(y, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * len(shape)))
-    return [_add_bias(ctx, y, 2)]
+        return builders.record(y, cropped)
+    ones = builders.i64_array([1] * len(shape))
+    return stablehlo.slice(y, builders.i64_array(start), builders.i64_array(limit), ones)
+
+
+def _non_finite_weights_like_col2im(
+    x: ir.Value, w: ir.Value, y: ir.Value, transposed: Callable[[ir.Value, ir.Value], ir.Value], groups: int
+) -> ir.Value:
+    """ConvTranspose when W holds NaN or inf, as onnxruntime's GEMM + col2im computes it.
+
+    The convolution over the dilated, padded X multiplies the padding zeros by every weight, so
+    a NaN weight would spread NaN to outputs no input reaches (0 x NaN); onnxruntime multiplies
+    real inputs only. A ``stablehlo.if`` on "W is all finite" keeps the plain convolution; the
+    other branch convolves X and W with their non-finite values zeroed, and counts, with three
+    convolutions of stacked 0/+-1 indicators (which only real inputs carry), the products that
+    are NaN (NaN x anything, 0 x inf), +inf or -inf: an output with a NaN product, or both
+    infinities, is NaN, else one with an infinite product is that infinity, else the finite sum.
+    """
+    dtype = builders.dtype_of(w)
+    count_dtype = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
+    w_finite_all = builders.reduce(
+        builders.compare(stablehlo.abs(w), builders.full_like(w, float("inf")), "LT"),
+        list(range(builders.rank_of(w))),
+        stablehlo.and_,
+        True,
+    )
+    op = stablehlo.IfOp([y.type], w_finite_all)
+    plain = op.true_branch.blocks.append()
+    with ir.InsertionPoint(plain):
+        stablehlo.return_([y])
+    exact = op.false_branch.blocks.append()
+    with ir.InsertionPoint(exact):
+
+        def classes(value: ir.Value) -> dict[str, ir.Value]:
+            zero = builders.full_like(value, 0.0)
+            inf = builders.full_like(value, float("inf"))
+            nan = builders.compare(value, value, "NE")
+            pinf = builders.compare(value, inf, "EQ")
+            ninf = builders.compare(value, stablehlo.negate(inf), "EQ")
+            finite = builders.compare(stablehlo.abs(value), inf, "LT")
+            return {
+                "nan": nan,
+                "pinf": pinf,
+                "ninf": ninf,
+                "inf": stablehlo.or_(pinf, ninf),
+                "pos": stablehlo.and_(finite, builders.compare(value, zero, "GT")),
+                "neg": stablehlo.and_(finite, builders.compare(value, zero, "LT")),
+                "zero": builders.compare(value, zero, "EQ"),
+                "any": builders.compare(zero, zero, "EQ"),
+                "finite": finite,
+            }
+
+        xc, wc = classes(x), classes(w)
+
+        def ind(mask: ir.Value) -> ir.Value:
+            return builders.convert(mask, count_dtype)
+
+        def signed(plus: ir.Value, minus: ir.Value) -> ir.Value:
+            return stablehlo.subtract(ind(plus), ind(minus))
+
+        def stacked(pairs: Sequence[tuple[ir.Value, ir.Value]]) -> ir.Value:
+            """``sum(transposed(a, b) for a, b in pairs)`` as one convolution: the pairs are
+            stacked along the input channels, within each group."""
+            x_shape, w_shape = builders.static_shape_of(x), builders.static_shape_of(w)
+            n, c, spatial = x_shape[0], x_shape[1], x_shape[2:]
+            per = c // groups
+            lhs = [builders.reshape(a, [n, groups, 1, per, *spatial]) for a, _ in pairs]
+            rhs = [builders.reshape(b, [groups, 1, per, *w_shape[1:]]) for _, b in pairs]
+            k = len(pairs)
+            lhs_all = builders.reshape(stablehlo.concatenate(lhs, 2), [n, k * c, *spatial])
+            rhs_all = builders.reshape(stablehlo.concatenate(rhs, 1), [k * c, *w_shape[1:]])
+            return transposed(lhs_all, rhs_all)
+
+        # NaN products: NaN x anything, anything x NaN, 0 x inf, inf x 0.
+        nan_count = stacked([
+            (ind(xc["nan"]), ind(wc["any"])), (ind(xc["any"]), ind(wc["nan"])),
+            (ind(xc["zero"]), ind(wc["inf"])), (ind(xc["inf"]), ind(wc["zero"])),
+        ])
+        # Infinite products: a non-zero x times an infinite w, an infinite x times a finite
+        # non-zero w. ``difference`` is (+inf count) - (-inf count), ``total`` their sum.
+        x_sign = signed(stablehlo.or_(xc["pos"], xc["pinf"]), stablehlo.or_(xc["neg"], xc["ninf"]))
+        w_inf_sign, x_inf_sign = signed(wc["pinf"], wc["ninf"]), signed(xc["pinf"], xc["ninf"])
+        w_sign = signed(wc["pos"], wc["neg"])
+        difference = stacked([(x_sign, w_inf_sign), (x_inf_sign, w_sign)])
+        total = stacked(
+            [(stablehlo.abs(x_sign), stablehlo.abs(w_inf_sign)), (stablehlo.abs(x_inf_sign), stablehlo.abs(w_sign))]
+        )
+        half = builders.full_like(total, 0.5)
+        positive = builders.compare(stablehlo.add(total, difference), half, "GT")  # 2 x (+inf count)
+        negative = builders.compare(stablehlo.subtract(total, difference), half, "GT")
+        nan_products = builders.compare(nan_count, half, "GT")
+        zero_x, zero_w = builders.full_like(x, 0.0), builders.full_like(w, 0.0)
+        finite_sum = transposed(stablehlo.select(xc["finite"], x, zero_x), stablehlo.select(wc["finite"], w, zero_w))
+        inf = builders.full_like(finite_sum, float("inf"))
+        result = stablehlo.select(positive, inf, stablehlo.select(negative, stablehlo.negate(inf), finite_sum))
+        is_nan = stablehlo.or_(nan_products, stablehlo.and_(positive, negative))
+        result = stablehlo.select(is_nan, builders.full_like(finite_sum, float("nan")), result)
+        stablehlo.return_([result])
+    return builders.record(op.results[0], builders.dims_of(y))
 
 
 def _zero_point(ctx: LoweringContext, index: int, per_channel_dim: int | None, shape: Sequence[int]) -> ir.Value | None:

@@ -51,14 +51,30 @@ def _broadcast_like(value: ir.Value, x: ir.Value) -> ir.Value:
     return builders.broadcast_to(value, builders.dims_of(x))
 
 
-def _standardize(x: ir.Value, axes: Sequence[int], epsilon: float) -> tuple[ir.Value, ir.Value, ir.Value]:
+def _standardize(
+    x: ir.Value, axes: Sequence[int], epsilon: float, *, overflow_like_moments: bool = False
+) -> tuple[ir.Value, ir.Value, ir.Value]:
     """``(normalized, mean, inv_std_dev)`` of ``x`` over ``axes`` (mean, inv_std_dev keepdims).
 
     ``inv_std_dev = 1 / sqrt(var + epsilon)`` with ``var = mean((x - mean)^2)``.
+    ``overflow_like_moments``: where ``mean(x^2)`` overflows, the variance is
+    ``mean(x^2) - mean(x)^2`` as GroupNormalization's function body (and onnxruntime, and
+    onnx.reference) compute it: inf, or NaN when ``mean(x)^2`` overflows too; elsewhere the
+    centered form keeps its precision.
     """
     mean = _mean_keep(x, axes)
     centered = stablehlo.subtract(x, _broadcast_like(mean, x))
     variance = _mean_keep(stablehlo.multiply(centered, centered), axes)
+    if overflow_like_moments:
+        second = _mean_keep(stablehlo.multiply(x, x), axes)
+        # mean(x^2) - mean(x)^2 with mean(x^2) = inf: NaN when mean(x)^2 overflows too, else inf.
+        # (Written as selects: XLA's CPU backend fuses a - m * m into an FMA whose exact product
+        # never overflows.)
+        inf = builders.full_like(second, float("inf"))
+        square_finite = stablehlo.is_finite(stablehlo.multiply(mean, mean))
+        moments = stablehlo.select(square_finite, inf, builders.full_like(second, float("nan")))
+        moments = stablehlo.select(builders.compare(second, inf, "EQ"), moments, second)  # NaN stays NaN
+        variance = stablehlo.select(stablehlo.is_finite(second), variance, moments)
     std_dev = stablehlo.sqrt(stablehlo.add(variance, builders.full_like(variance, epsilon)))
     inv_std_dev = stablehlo.divide(builders.full_like(std_dev, 1), std_dev)
     normalized = stablehlo.multiply(centered, _broadcast_like(inv_std_dev, x))
@@ -294,7 +310,7 @@ def lower_group_normalization(ctx: LoweringContext, node: OnnxNode) -> list[ir.V
         group_size = exact_div(group_size, groups) or floor_div(channels, groups) * product(shape[2:])
     grouped_shape = (batch, groups, group_size)
     grouped = builders.reshape(builders.convert(x, compute), grouped_shape)
-    normalized, _, _ = _standardize(grouped, [2], node.attr_float("epsilon"))
+    normalized, _, _ = _standardize(grouped, [2], node.attr_float("epsilon"), overflow_like_moments=True)
     if per_channel:
         normalized = builders.reshape(builders.convert(normalized, dtype), shape)
         target = shape

@@ -86,8 +86,16 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Deviations: ``ceil_mode`` drops a last window that would start in the end padding for every
         revision (MaxPool-22 wrote this down; onnxruntime always did it). SAME_* pads for the
         dilated window, as the spec's formula says; onnxruntime pads for the undilated one (a
-        different output size when dilations > 1). NaN never wins a window (onnxruntime's and
-        onnx.reference's running max); a window of NaNs only gives -inf.
+        different output size when dilations > 1). NaN follows onnxruntime's two CPU kernels:
+        float32 and float16 without Indices and without dilation (onnxruntime's MLAS kernel; onnx.reference
+        for unit strides) ignores NaN and starts at the finite lowest value, so a window of NaNs
+        or of -infs gives -3.4e38 (float16: -inf); every other case
+        (onnxruntime's generic kernel, onnx.reference with strides or dilations) starts the
+        running max at the window's first in-bounds element in row-major order and replaces it
+        only by a greater one, so a NaN wins exactly when it is that first element (its index
+        then being the Indices output). With symbolic dims the generic case ignores NaN too.
+        MLAS's 2D/3D vector kernels let a NaN win by SIMD lane order (x86 ``maxps``), which is
+        platform-dependent and not followed (docs/fuzzing.md).
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or storage_order, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -109,16 +117,22 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         # onnxruntime keeps the running max when x > max is false, so NaN never wins.
         return [stablehlo.select(isnan(a[0]), b[0], stablehlo.select(isnan(b[0]), a[0], largest))]
 
+    # onnxruntime's generic kernel (see Deviations): a NaN first element of a window wins.
+    generic_kernel = dtype not in (DataType.FLOAT, DataType.FLOAT16) or wants_indices or any(d > 1 for d in window.dilations)
+    first_wins = is_float and generic_kernel
     if not wants_indices:
-        (y,) = windows.reduce_window([x], [dtypes.lowest(dtype)], window, out, max_ignoring_nan)
+        # float32 MLAS starts at the finite lowest value: a window of NaNs or -infs gives it.
+        init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)
+        (y,) = windows.reduce_window([x], [init], window, out, max_ignoring_nan)
+        if first_wins and all(windows.is_int(d) for d in (*shape, *out)):
+            first, _ = _first_in_window(x, _flat_index(shape), window, out)
+            y = stablehlo.select(isnan(first), first, y)
         return [y]
     shape = ctx.input_static_shape(0)  # Indices need static shapes
     storage_order = node.attr_int("storage_order", 0)
     if storage_order not in (0, 1):
         raise ctx.unsupported_attribute("storage_order", storage_order, "0 (row major), 1 (column major)")
-    i64 = DataType.INT64
-    flat = stablehlo.iota(builders.tensor_type([math.prod(shape)], i64), 0)
-    flat = builders.reshape(flat, shape)
+    flat = _flat_index(shape)
 
     def argmax(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
         greater = builders.compare(a[0], b[0], "GT")
@@ -131,9 +145,37 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         return [stablehlo.select(take_a, a[0], b[0]), stablehlo.select(take_a, a[1], b[1])]
 
     y, indices = windows.reduce_window([x, flat], [dtypes.lowest(dtype), np.iinfo(np.int64).max], window, out, argmax)
+    if first_wins:
+        first, first_index = _first_in_window(x, flat, window, out)
+        first_nan = isnan(first)
+        y = stablehlo.select(first_nan, first, y)
+        indices = stablehlo.select(first_nan, first_index, indices)
     if storage_order == 1:
         indices = _column_major_indices(indices, shape)
     return [y, indices]
+
+
+def _flat_index(shape: Sequence[int]) -> ir.Value:
+    """Row-major flat indices into a static ``shape``, as int64 of that shape."""
+    flat = stablehlo.iota(builders.tensor_type([math.prod(shape)], DataType.INT64), 0)
+    return builders.reshape(flat, shape)
+
+
+def _first_in_window(
+    x: ir.Value, flat: ir.Value, window: windows.Window, out: Sequence[Dim]
+) -> tuple[ir.Value, ir.Value]:
+    """Each window's first in-bounds element of ``x`` in row-major order, and its flat index.
+
+    A reduce_window keeping the operand pair with the smaller index (padding holds index
+    int64 max and value 0, so it never comes first unless a window is all padding).
+    """
+
+    def earlier(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
+        take_a = builders.compare(a[1], b[1], "LT")
+        return [stablehlo.select(take_a, a[0], b[0]), stablehlo.select(take_a, a[1], b[1])]
+
+    first, index = windows.reduce_window([x, flat], [0, np.iinfo(np.int64).max], window, out, earlier)
+    return first, index
 
 
 def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:

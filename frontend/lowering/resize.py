@@ -268,6 +268,8 @@ def _resize(
             # floor(in * scale) = out bounds the scale from below (used for the antialias tap count)
             min_scale = max(out_size - 0.5, 0.5) / in_size
             plan.weights = interpolation.runtime_matrix(spec, vec, coords, scale_v, in_size, min_scale)
+            if not spec.antialias:
+                plan.touched = interpolation.runtime_touched(spec, vec, coords, in_size)
         plans.append(plan)
     if not plans:
         return x

@@ -14,18 +14,19 @@ Spec: onnx.ai/onnx/operators (each op's page).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import builders
+from onnx_stablehlo.frontend import builders, dtypes
 from onnx_stablehlo.frontend.builders import indexing
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.registry import lowering
-from onnx_stablehlo.frontend.shapes import Dim
+from onnx_stablehlo.frontend.shapes import Dim, is_static
 
 
 def _fits(dims: Sequence[Dim], expected: Sequence[Dim]) -> bool:
@@ -134,7 +135,9 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Shapes: data rank r; indices and updates the same shape, rank r; symbolic dims allowed.
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
     Deviations: with reduction=none, duplicate indices leave one of the updates (unspecified
-        which), as the spec allows.
+        which), as the spec allows. With reduction max/min and float data, NaN follows
+        onnxruntime's sequential fold (see ``_scatter_nan_like_onnxruntime``; static index
+        shapes only, XLA's NaN-propagating max/min otherwise).
     Raises: UnsupportedAttributeError for an unknown reduction; ShapeError if indices and
         updates differ in shape.
     """
@@ -156,7 +159,61 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
         scattered_dims_to_operand_dims=list(range(rank)),
         index_vector_dim=rank,
     )
-    return [_scatter(data, points, ctx.input(2), numbers, reduction)]
+    updates = ctx.input(2)
+    nan_rule = reduction in ("max", "min") and dtypes.is_float(builders.dtype_of(data))
+    if nan_rule and is_static(index_shape) and is_static(shape):
+        return [_scatter_nan_like_onnxruntime(data, points, updates, numbers, reduction)]
+    return [_scatter(data, points, updates, numbers, reduction)]
+
+
+def _scatter_nan_like_onnxruntime(
+    data: ir.Value, points: ir.Value, updates: ir.Value, numbers: ir.Attribute, reduction: str
+) -> ir.Value:
+    """ScatterElements max/min with onnxruntime's NaN rule, independent of XLA's update order.
+
+    onnxruntime folds ``data[p], u1, u2, ...`` (updates in row-major order) with
+    ``a = u unless a > u`` (``<`` for min): a NaN update makes ``a`` NaN, the next update
+    replaces that NaN. So the result is NaN when the last element of that sequence is NaN, else
+    the max (min) of the elements after its last NaN. Three scatters find, per element, the order
+    of its last NaN (data is order 0, update ``k`` order ``k + 1``) and of its last element, and
+    the max (min) of the elements ordered after the last NaN.
+    """
+    dtype = builders.dtype_of(data)
+    i64 = DataType.INT64
+    shape = builders.dims_of(updates)
+    count = math.prod(shape)
+    order = builders.reshape(stablehlo.iota(builders.tensor_type([count], i64), 0), shape)
+    order = stablehlo.add(order, builders.splat(1, i64, shape))
+    minus_one = builders.splat(-1, i64, shape)
+    data_shape = builders.dims_of(data)
+
+    def isnan(value: ir.Value) -> ir.Value:
+        return builders.compare(value, value, "NE")
+
+    init = stablehlo.select(isnan(data), builders.splat(0, i64, data_shape), builders.splat(-1, i64, data_shape))
+    last_nan = _scatter(init, points, stablehlo.select(isnan(updates), order, minus_one), numbers, "max")
+    last = _scatter(builders.splat(0, i64, data_shape), points, order, numbers, "max")
+    rank = len(data_shape)
+    gather_numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[],
+        collapsed_slice_dims=list(range(rank)),
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=list(range(rank)),
+        index_vector_dim=rank,
+    )
+    at_points = builders.tensor_type(shape, i64)
+    last_nan_at = stablehlo.gather(last_nan, points, gather_numbers, [1] * rank, results=[at_points])
+    identity = dtypes.lowest(dtype) if reduction == "max" else dtypes.highest(dtype)
+    kept = stablehlo.select(builders.compare(order, last_nan_at, "GT"), updates, builders.splat(identity, dtype, shape))
+    data_kept = stablehlo.select(
+        builders.compare(last_nan, builders.splat(-1, i64, data_shape), "EQ"),
+        data,
+        builders.splat(identity, dtype, data_shape),
+    )
+    value = _scatter(data_kept, points, kept, numbers, reduction)
+    nan = builders.splat(float("nan"), dtype, data_shape)
+    return stablehlo.select(builders.compare(last_nan, last, "EQ"), nan, value)
 
 
 _SCATTER_MODES = ("linear", "circular")

@@ -124,7 +124,32 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
 
     Returns ``[..., k, ..., 2]`` (``k = length`` or ``length // 2 + 1`` when one-sided), or
     ``[..., length, ..., 1]`` real samples for the inverse one-sided transform (IRFFT).
+
+    NaN and inf: when ``length`` is not a power of two, onnxruntime's FFT (Bluestein's, through
+    power-of-two FFTs of a chirp) turns a signal holding any NaN or inf into NaN throughout, and
+    so does this lowering; a power-of-two length follows the matrix product (onnxruntime's
+    radix-2 butterflies spread it in an algorithm-dependent pattern: docs/fuzzing.md).
     """
+    y = _dft_values(x, axis, length, inverse, onesided)
+    if length & (length - 1) == 0:
+        return y
+    shape = builders.static_shape_of(x)
+    irfft = inverse and onesided
+    used = _slice_axis(x, axis, min(shape[axis], length // 2 + 1 if irfft else length))
+    rank = len(shape)
+    finite = builders.reduce(
+        builders.compare(stablehlo.abs(used), builders.full_like(used, float("inf")), "LT"),
+        [axis, rank - 1],
+        stablehlo.and_,
+        True,
+    )
+    out_shape = builders.static_shape_of(y)
+    finite = builders.broadcast_to(finite, out_shape, dims=[d for d in range(rank - 1) if d != axis])
+    return stablehlo.select(finite, y, builders.full_like(y, float("nan")))
+
+
+def _dft_values(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> ir.Value:
+    """:func:`_dft` for finite values: a matrix product, or stablehlo.fft for long transforms."""
     shape = builders.static_shape_of(x)
     c_in = shape[-1]
     irfft = inverse and onesided
