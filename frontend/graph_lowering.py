@@ -477,14 +477,15 @@ def _type_text(dtype: DataType, shape: Sequence[Any] | None) -> str:
 
 def _check_size(onnx_node: OnnxNode, name: str, shape: Sequence[Any]) -> None:
     """Refuses a result whose static element count is over ``limits.MAX_ELEMENTS`` (XLA aborts
-    the process on a shape whose element count overflows int64)."""
+    the process on a shape whose element count overflows int64). Zero dims do not count: XLA
+    multiplies the other dims first, so [3, 2^63 - 1, 0] aborts it too."""
     count = 1
     for dim in shape:
         if isinstance(dim, (int, np.integer)):
-            count *= max(int(dim), 0)
+            count *= max(int(dim), 1)
     if count > limits.MAX_ELEMENTS:
         raise onnx_node.error(
-            f"output '{name}' of shape {[str(d) for d in shape]} would have {count} elements, over the limit "
+            f"output '{name}' of shape {[str(d) for d in shape]} has {count} elements counting only its non-zero dims, over the limit "
             f"of {limits.MAX_ELEMENTS} (onnx_stablehlo.frontend.limits.MAX_ELEMENTS)",
             ResourceLimitError,
         )

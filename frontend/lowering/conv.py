@@ -36,7 +36,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.errors import ShapeError
-from onnx_stablehlo.frontend import builders, dtypes
+from onnx_stablehlo.frontend import builders, dtypes, limits
 from onnx_stablehlo.frontend.builders import geometry, windows
 from onnx_stablehlo.frontend.context import LoweringContext, OnnxNode
 from onnx_stablehlo.frontend.dtypes import DataType
@@ -274,6 +274,11 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     if len(flat) != 2 * rank:
         raise ctx.error(f"attribute pads={flat} needs {2 * rank} values (begins, then ends)", ShapeError)
     window = windows.Window(kernel, strides, dilations, tuple((flat[i], flat[i + rank]) for i in range(rank)))
+    # A fuzzed stride of 2^31 dilates the input past any memory (XLA ran for ever or ran out).
+    limits.check_window(ctx, "the window (kernel_shape with dilations)", window.effective_kernel)
+    limits.check_window(ctx, "strides", strides)
+    limits.check_window(ctx, "pads", flat)
+    limits.check_window(ctx, "output_padding", node.attr_ints("output_padding") or [])
     pads, out = _transpose_kernel_pads(ctx, node, x_shape[2:], window)
 
     in_per_group, out_per_group = x_shape[1] // groups, w_shape[1]
@@ -294,6 +299,8 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
     ]
     if not all(windows.is_int(lo) and windows.is_int(hi) for lo, hi in conv_pads):
         raise ctx.error(f"padding {conv_pads} depends on a symbolic size; it needs a static shape", ShapeError)
+    # output_shape = [2^31, ...] over a 3-pixel input pads by 2^31 (XLA compiled for ever).
+    limits.check_window(ctx, "the padding that output_shape/output_padding imply", [v for pair in conv_pads for v in pair])
     negative = [(max(0, -lo), max(0, -hi)) for lo, hi in conv_pads]
 
     def transposed(lhs: ir.Value, weights: ir.Value) -> ir.Value:
