@@ -111,6 +111,7 @@ from onnx_stablehlo.frontend.builders.quantize import (
     quantize,
 )
 from onnx_stablehlo.frontend.builders.reduce import (
+    all_finite,
     block_values,
     padding_attr,
     reduce,
@@ -124,6 +125,7 @@ __all__ = [
     "DimResolver",
     "INTEGER_RANGES",
     "SATURATING_FLOAT8",
+    "all_finite",
     "block_values",
     "broadcast_onto",
     "broadcast_shapes",

@@ -498,12 +498,7 @@ def apply_plans(x: ir.Value, plans: Sequence[AxisPlan], spec: Interpolation) -> 
         # NaN/inf in X: only the taps onnxruntime multiplies see them (contract_axis_non_finite);
         # a stablehlo.if keeps the plain products for finite inputs.
         plain = resize(result, exact=False)
-        finite = builders.reduce(
-            builders.compare(stablehlo.abs(result), builders.full_like(result, float("inf")), "LT"),
-            list(range(builders.rank_of(result))),
-            stablehlo.and_,
-            True,
-        )
+        finite = builders.all_finite(result)
         op = stablehlo.IfOp([plain.type], finite)
         with ir.InsertionPoint(op.true_branch.blocks.append()):
             stablehlo.return_([plain])

@@ -11,8 +11,10 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.frontend.builders.core import (
+    compare,
     dims_of,
     dtype_of,
+    full_like,
     i64_array,
     record,
     reshape,
@@ -21,7 +23,7 @@ from onnx_stablehlo.frontend.builders.core import (
 )
 from onnx_stablehlo.frontend.shapes import Dim
 
-__all__ = ["reduce", "reduce_many", "reduce_window", "sort", "block_values", "padding_attr"]
+__all__ = ["all_finite", "reduce", "reduce_many", "reduce_window", "sort", "block_values", "padding_attr"]
 
 Body = Callable[[ir.Value, ir.Value], object]
 
@@ -59,6 +61,14 @@ def reduce(
         shape = dims_of(value)
         result = reshape(result, [1 if i in axes else d for i, d in enumerate(shape)])
     return result
+
+
+def all_finite(value: ir.Value, axes: Sequence[int] | None = None) -> ir.Value:
+    """``i1``: every element of float ``value`` is finite (no NaN, no +-inf), reduced over ``axes``
+    (all of them by default: a 0-d predicate, e.g. for a ``stablehlo.if`` that keeps a plain
+    computation for finite inputs)."""
+    finite = compare(stablehlo.abs(value), full_like(value, float("inf")), "LT")
+    return reduce(finite, list(range(len(dims_of(value)))) if axes is None else list(axes), stablehlo.and_, True)
 
 
 def reduce_many(

@@ -359,12 +359,7 @@ def _non_finite_weights_like_col2im(
     """
     dtype = builders.dtype_of(w)
     count_dtype = DataType.DOUBLE if dtype == DataType.DOUBLE else DataType.FLOAT
-    w_finite_all = builders.reduce(
-        builders.compare(stablehlo.abs(w), builders.full_like(w, float("inf")), "LT"),
-        list(range(builders.rank_of(w))),
-        stablehlo.and_,
-        True,
-    )
+    w_finite_all = builders.all_finite(w)
     op = stablehlo.IfOp([y.type], w_finite_all)
     plain = op.true_branch.blocks.append()
     with ir.InsertionPoint(plain):

@@ -137,12 +137,7 @@ def _dft(x: ir.Value, axis: int, length: int, inverse: bool, onesided: bool) -> 
     irfft = inverse and onesided
     used = _slice_axis(x, axis, min(shape[axis], length // 2 + 1 if irfft else length))
     rank = len(shape)
-    finite = builders.reduce(
-        builders.compare(stablehlo.abs(used), builders.full_like(used, float("inf")), "LT"),
-        [axis, rank - 1],
-        stablehlo.and_,
-        True,
-    )
+    finite = builders.all_finite(used, [axis, rank - 1])
     out_shape = builders.static_shape_of(y)
     finite = builders.broadcast_to(finite, out_shape, dims=[d for d in range(rank - 1) if d != axis])
     return stablehlo.select(finite, y, builders.full_like(y, float("nan")))
