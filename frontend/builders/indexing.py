@@ -100,3 +100,25 @@ def element_coordinates(indices: ir.Value, axis: int) -> ir.Value:
     if len(columns) == 1:
         return columns[0]
     return builders.record(stablehlo.concatenate(columns, len(shape)), shape + [len(shape)])
+
+
+def gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
+    """Gathers single elements: ``points`` is ``[..., r]`` full coordinates into ``value``
+    (GatherElements; ScatterElements reading back what it scattered).
+
+    Slices are 1x...x1, so this is a plain stablehlo.gather even when dims are symbolic.
+    """
+    shape = builders.dims_of(value)
+    point_shape = builders.dims_of(points)
+    rank = len(shape)
+    numbers = stablehlo.GatherDimensionNumbers.get(
+        offset_dims=[],
+        collapsed_slice_dims=list(range(rank)),
+        operand_batching_dims=[],
+        start_indices_batching_dims=[],
+        start_index_map=list(range(rank)),
+        index_vector_dim=len(point_shape) - 1,
+    )
+    result_type = builders.tensor_type(point_shape[:-1], builders.dtype_of(value))
+    result = stablehlo.gather(value, points, numbers, [1] * rank, results=[result_type])
+    return builders.record(result, point_shape[:-1])

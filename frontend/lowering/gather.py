@@ -26,27 +26,6 @@ from onnx_stablehlo.frontend.registry import lowering
 from onnx_stablehlo.frontend.shapes import is_static
 
 
-def _gather_points(value: ir.Value, points: ir.Value) -> ir.Value:
-    """Gathers single elements: ``points`` is ``[..., r]`` full coordinates into ``value``.
-
-    Slices are 1x...x1, so this is a plain stablehlo.gather even when dims are symbolic.
-    """
-    shape = builders.dims_of(value)
-    point_shape = builders.dims_of(points)
-    rank = len(shape)
-    numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=[],
-        collapsed_slice_dims=list(range(rank)),
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=list(range(rank)),
-        index_vector_dim=len(point_shape) - 1,
-    )
-    result_type = builders.tensor_type(point_shape[:-1], builders.dtype_of(value))
-    result = stablehlo.gather(value, points, numbers, [1] * rank, results=[result_type])
-    return builders.record(result, point_shape[:-1])
-
-
 @lowering("Gather", since=1)
 @lowering("Gather", since=11)  # 11 allowed negative indices and a negative axis
 @lowering("Gather", since=13)  # 13 added bfloat16
@@ -128,7 +107,7 @@ def lower_gather_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value
     axis = ctx.attr_axis("axis", len(shape))
     _check_gather_elements_shapes(ctx, shape, builders.dims_of(ctx.input(1)), axis)
     indices = indexing.normalize_symbolic(ctx.input(1), [shape[axis]], vector=False, ctx=ctx, what=f"indices for axis {axis}")
-    return [_gather_points(data, indexing.element_coordinates(indices, axis))]
+    return [indexing.gather_points(data, indexing.element_coordinates(indices, axis))]
 
 
 @lowering("GatherND", since=11)

@@ -193,17 +193,7 @@ def _scatter_nan_like_onnxruntime(
     init = stablehlo.select(isnan(data), builders.splat(0, i64, data_shape), builders.splat(-1, i64, data_shape))
     last_nan = _scatter(init, points, stablehlo.select(isnan(updates), order, minus_one), numbers, "max")
     last = _scatter(builders.splat(0, i64, data_shape), points, order, numbers, "max")
-    rank = len(data_shape)
-    gather_numbers = stablehlo.GatherDimensionNumbers.get(
-        offset_dims=[],
-        collapsed_slice_dims=list(range(rank)),
-        operand_batching_dims=[],
-        start_indices_batching_dims=[],
-        start_index_map=list(range(rank)),
-        index_vector_dim=rank,
-    )
-    at_points = builders.tensor_type(shape, i64)
-    last_nan_at = stablehlo.gather(last_nan, points, gather_numbers, [1] * rank, results=[at_points])
+    last_nan_at = indexing.gather_points(last_nan, points)
     identity = dtypes.lowest(dtype) if reduction == "max" else dtypes.highest(dtype)
     kept = stablehlo.select(builders.compare(order, last_nan_at, "GT"), updates, builders.splat(identity, dtype, shape))
     data_kept = stablehlo.select(
