@@ -19,7 +19,7 @@ a node's output size depends on run-time values.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -245,16 +245,9 @@ class CompiledModel:
         extra: list[str] = []
         if self._host.encodes:  # map and string inputs: their tensors (runtime/host_stages.py)
             feeds, extra = self._host.encode(feeds)
-        plan = self._plan
-        if plan is not None:
-            results = plan.run(feeds)
-            if results is None and len(self._plans) > 1:  # another recent signature's plan
-                plan = self._recent_plan(feeds)
-                results = plan.run(feeds) if plan is not None else None
-                if results is not None:
-                    self._plan = plan
-            if results is not None:  # same names, dtypes and shapes as a checked run
-                return self._host_values(results, extra)
+        results = self._planned(feeds, CallPlan.run)
+        if results is not None:  # same names, dtypes and shapes as a checked run
+            return self._host_values(results, extra)
         arrays = self._feeds.check(feeds)
         return self._host_values(self._run_arrays(arrays), extra)
 
@@ -315,6 +308,21 @@ class CompiledModel:
         values = iter(results)
         return [layout.unflatten(values) for layout in artifact.output_layouts]
 
+    def _planned(self, feeds: Mapping[str, Any], call: Callable[[CallPlan, Mapping[str, Any]], Any]) -> Any:
+        """``call(plan, feeds)`` (``CallPlan.run`` or ``run_device``) with the last signature's
+        plan, else with another recent signature's plan, which then becomes the last; None when
+        no plan takes these feeds (they go through the checked path)."""
+        plan = self._plan
+        if plan is None:
+            return None
+        results = call(plan, feeds)
+        if results is None and len(self._plans) > 1:  # another recent signature's plan
+            plan = self._recent_plan(feeds)
+            results = call(plan, feeds) if plan is not None else None
+            if results is not None:
+                self._plan = plan
+        return results
+
     def _recent_plan(self, feeds: Mapping[str, Any]) -> CallPlan | None:
         """The plan of the feeds' shapes, while its specialization is still compiled (the LRU of
         ``Executables`` decides what stays; a switch marks it most recently used and ``last``,
@@ -351,16 +359,9 @@ class CompiledModel:
                 "run_device: this model's map or string inputs or string outputs are converted on "
                 "the host (no device array holds them); use run()"
             )
-        plan = self._plan
-        if plan is not None:
-            outputs = plan.run_device(feeds)
-            if outputs is None and len(self._plans) > 1:
-                plan = self._recent_plan(feeds)
-                outputs = plan.run_device(feeds) if plan is not None else None
-                if outputs is not None:
-                    self._plan = plan
-            if outputs is not None:
-                return outputs
+        outputs = self._planned(feeds, CallPlan.run_device)
+        if outputs is not None:
+            return outputs
         host = {n: (pjrt.to_host([a])[0] if pjrt.is_device_array(a) else a) for n, a in feeds.items()}
         outputs = self.run(host)  # checks the feeds, compiles if needed, builds the plan
         plan = self._plan
