@@ -15,7 +15,13 @@ place (``os.replace``), so a reader never sees half an entry and concurrent writ
 leave one whole entry. Each entry starts with a magic string and the SHA-256 of its payload: a
 truncated or corrupt entry fails the check (or PJRT's own parser) and is deleted and rebuilt.
 A hit touches the file's mtime; when the folder grows past ``max_bytes`` the least recently
-used entries are deleted.
+used entries are deleted, down to 7/8 of the cap (so a full cache does not scan on every store).
+
+Eviction scans the folder (a stat per entry: about 30 ms per thousand entries), so a store does
+not scan every time: it keeps the total it last scanned plus what it wrote since, together with
+the folder's mtime after its own write. It scans again when that total would pass the cap, when
+the folder's mtime shows that someone else added or deleted an entry, and at least every
+``_RESCAN_EVERY`` stores (mtimes are coarse, so a change in the same clock tick can hide).
 
 Settings (read when the process first compiles, or given to :class:`ExecutableCache`):
 
@@ -56,6 +62,7 @@ _MAGIC = b"onnx-stablehlo executable v1\n"
 _SUFFIX = ".xla"
 _DIGEST_BYTES = 32
 _OFF = ("0", "off", "none", "false", "no")
+_RESCAN_EVERY = 64
 
 
 class ExecutableCache:
@@ -82,6 +89,9 @@ class ExecutableCache:
         self.stores = 0
         self.corrupt = 0
         self._lock = threading.Lock()
+        self._scan_lock = threading.Lock()
+        self._scanned: tuple[int, int] | None = None  # (total bytes, folder mtime_ns) after our last change
+        self._stores_since_scan = 0
 
     def __repr__(self) -> str:
         return f"ExecutableCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
@@ -140,6 +150,7 @@ class ExecutableCache:
             return False
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
+            before = self._folder_mtime()
             fd, temporary = tempfile.mkstemp(prefix=".tmp-", suffix=_SUFFIX, dir=self.directory)
             try:
                 with os.fdopen(fd, "wb") as file:
@@ -154,8 +165,25 @@ class ExecutableCache:
         except OSError:
             return False
         self._count("stores")
-        self.evict()
+        with self._scan_lock:
+            scanned = self._scanned
+            self._stores_since_scan += 1
+            if (
+                scanned is None
+                or scanned[1] != before
+                or scanned[0] + len(data) > self.max_bytes
+                or self._stores_since_scan >= _RESCAN_EVERY
+            ):
+                self._evict_locked()
+            else:  # only our own write changed the folder since the last scan
+                self._scanned = (scanned[0] + len(data), self._folder_mtime())
         return True
+
+    def _folder_mtime(self) -> int:
+        try:
+            return os.stat(self.directory).st_mtime_ns
+        except OSError:
+            return -1
 
     def entries(self) -> list[tuple[Path, int, float]]:
         """``(path, size in bytes, mtime)`` of every entry, oldest first."""
@@ -180,12 +208,18 @@ class ExecutableCache:
         return sum(size for _, size, _ in self.entries())
 
     def evict(self) -> int:
-        """Deletes least recently used entries until the folder fits ``max_bytes``; returns how many."""
+        """Deletes least recently used entries until the folder fits ``max_bytes``, or down to 7/8 of
+        it once it had to delete; returns how many."""
+        with self._scan_lock:
+            return self._evict_locked()
+
+    def _evict_locked(self) -> int:
         entries = self.entries()
         total = sum(size for _, size, _ in entries)
         removed = 0
+        target = self.max_bytes if total <= self.max_bytes else self.max_bytes - self.max_bytes // 8
         for path, size, _ in entries:
-            if total <= self.max_bytes:
+            if total <= target:
                 break
             try:
                 path.unlink()
@@ -193,10 +227,14 @@ class ExecutableCache:
             except OSError:
                 pass  # another process evicted it first
             total -= size
+        self._scanned = (total, self._folder_mtime())
+        self._stores_since_scan = 0
         return removed
 
     def clear(self) -> None:
         """Deletes every entry."""
+        with self._scan_lock:
+            self._scanned = None
         for path, _, _ in self.entries():
             try:
                 path.unlink()

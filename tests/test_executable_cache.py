@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -87,7 +88,7 @@ def test_executable_cache_entry_pjrt_cannot_read_is_discarded(cpu, tmp_path, rng
 
 
 def test_executable_cache_evicts_least_recently_used_past_the_cap(tmp_path):
-    cache = ExecutableCache(tmp_path, max_bytes=3 * 1100)
+    cache = ExecutableCache(tmp_path, max_bytes=3700)  # 3 entries of 1064 bytes fit 7/8 of it, 4 do not fit
     keys = [f"{i:064x}" for i in range(3)]
     for index, key in enumerate(keys):
         assert cache.store(key, bytes([index]) * 1000)
@@ -188,3 +189,24 @@ def test_executable_cache_concurrent_processes_leave_whole_entries_within_the_ca
         payload = executable_cache._unwrap(path.read_bytes())
         assert payload is not None and len(set(payload)) == 1  # whole, one writer's bytes
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+
+
+def test_executable_cache_store_scans_the_folder_only_when_it_must(tmp_path, monkeypatch):
+    """A store scans (a stat per entry) on its first write, when its running total would pass the
+    cap, and when another writer changed the folder; otherwise it adds what it wrote."""
+    cache = ExecutableCache(tmp_path, max_bytes=100_000)
+    scans = []
+    entries = cache.entries
+    monkeypatch.setattr(cache, "entries", lambda: scans.append(1) or entries())
+    for index in range(10):
+        assert cache.store(f"{index:064x}", bytes([index]) * 1000)
+    assert len(scans) == 1
+    other = ExecutableCache(tmp_path, max_bytes=100_000)  # another process's writer
+    time.sleep(0.02)  # past the folder mtime's clock tick
+    assert other.store("e" * 64, b"\x0e" * 1000)
+    assert cache.store(f"{10:064x}", b"\x0a" * 1000)
+    assert len(scans) == 2  # the folder changed under it: scanned again
+    for index in range(11, 200):  # the running total passes the cap: scans and evicts
+        assert cache.store(f"{index:064x}", bytes([index % 256]) * 1000)
+    assert cache.size_bytes() <= cache.max_bytes
+    assert 3 <= len(scans) < 20

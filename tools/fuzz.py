@@ -482,6 +482,9 @@ def _worker_main(conn: multiprocessing.connection.Connection, memory_bytes: int)
     if memory_bytes > 0:
         resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    # thousands of throwaway modules: kept out of the user's on-disk caches (and their writes' cost)
+    os.environ.setdefault("ONNX_STABLEHLO_EXECUTABLE_CACHE", "0")
+    os.environ.setdefault("ONNX_STABLEHLO_ARTIFACT_CACHE", "0")
     import onnxruntime as ort
 
     import onnx_stablehlo
