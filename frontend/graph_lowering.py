@@ -323,28 +323,26 @@ class GraphLowering:
                 f"subgraph '{graph.name}' takes {len(graph.inputs)} inputs, {len(inputs)} given"
             )
         parent = self.values
-        parent_key = self.resolver.scope_key
         self.values = Scope(parent)
-        self.resolver.scope_key = self.resolver.new_scope_key()
         try:
-            for formal, actual in zip(graph.inputs, inputs):
-                if isinstance(actual, LoweredValue):
-                    self.values[formal.name] = dataclasses.replace(actual, name=formal.name)
-                    continue
-                shape = self.resolver.dims_of(actual)
-                self.values[formal.name] = LoweredValue(formal.name, builders.dtype_of(actual), shape, value=actual)
-            self.add_initializers(graph)
-            self.lower_graph(graph)
-            outputs = []
-            for out in graph.outputs:
-                lowered = self.values.get(out.name)
-                if lowered is None:
-                    raise InvalidGraphError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
-                outputs.append(lowered if raw else self.materialize(lowered))
-            return outputs
+            with builders.region_scope():
+                for formal, actual in zip(graph.inputs, inputs):
+                    if isinstance(actual, LoweredValue):
+                        self.values[formal.name] = dataclasses.replace(actual, name=formal.name)
+                        continue
+                    shape = self.resolver.dims_of(actual)
+                    self.values[formal.name] = LoweredValue(formal.name, builders.dtype_of(actual), shape, value=actual)
+                self.add_initializers(graph)
+                self.lower_graph(graph)
+                outputs = []
+                for out in graph.outputs:
+                    lowered = self.values.get(out.name)
+                    if lowered is None:
+                        raise InvalidGraphError(f"subgraph '{graph.name}' output '{out.name}' is never produced")
+                    outputs.append(lowered if raw else self.materialize(lowered))
+                return outputs
         finally:
             self.values = parent
-            self.resolver.scope_key = parent_key
 
     def _lowered_result(self, name: str, result: Any) -> LoweredValue:
         if isinstance(result, SymbolicResult):

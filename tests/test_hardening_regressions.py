@@ -265,6 +265,28 @@ def test_max_pool_nan_follows_onnxruntime_kernels(dtype, rank, attrs, indices):
         np.testing.assert_array_equal(got[1], expected[1])
 
 
+@pytest.mark.parametrize(
+    ("dtype", "attrs"),
+    [("double", ""), ("float", ", dilations = [2, 2]"), ("double", ", strides = [2, 1], pads = [1, 0, 1, 1]")],
+)
+def test_max_pool_nan_first_element_rule_holds_on_symbolic_dims(dtype, attrs):
+    """The generic-kernel NaN rule with symbolic batch and spatial dims: one executable for every
+    shape, and a NaN wins a window exactly when it is the window's first in-bounds element."""
+    np_dtype = {"double": np.float64, "float": np.float32}[dtype]
+    model = _model(
+        f"g ({dtype}[N, 2, H, W] x) => ({dtype}[N, 2, P, Q] y) {{ y = MaxPool <kernel_shape = [2, 3]{attrs}> (x) }}"
+    )
+    compiled = onnx_stablehlo.compile(model, check=False)
+    assert compiled.artifact is not None, compiled.dynamic_error  # lowered once, symbolically
+    rng = np.random.default_rng(16)
+    for shape in [(1, 2, 6, 7), (3, 2, 9, 5)]:
+        x = rng.standard_normal(shape).astype(np_dtype)
+        x.reshape(-1)[rng.random(x.size) < 0.4] = np.nan
+        x[0, 0, 0, :3] = np.nan  # a window of NaNs
+        np.testing.assert_array_equal(compiled.run({"x": x})[0], ort_run(model, {"x": x})[0])
+    assert compiled.compile_count == 2
+
+
 @pytest.mark.parametrize("reduction", ["max", "min"])
 @pytest.mark.parametrize("axis", [0, 1])
 def test_scatter_elements_max_min_with_nan_folds_like_onnxruntime(reduction, axis):
@@ -287,6 +309,26 @@ def test_scatter_elements_max_min_with_nan_folds_like_onnxruntime(reduction, axi
         i = rng.integers(-(4 if axis else 3), 4 if axis else 3, shape).astype(np.int64)
         feeds = {"d": d, "i": i, "u": u}
         np.testing.assert_array_equal(onnx_stablehlo.compile(model).run(feeds)[0], ort_run(model, feeds)[0])
+
+
+@pytest.mark.parametrize("reduction", ["max", "min"])
+def test_scatter_elements_nan_fold_holds_on_symbolic_dims(reduction):
+    """onnxruntime's NaN fold with symbolic data and index dims: one executable, every shape."""
+    model = _model(
+        f"g (float[A, 4] d, int64[A, C] i, float[A, C] u) => (float[A, 4] y) "
+        f'{{ y = ScatterElements <axis = 1, reduction = "{reduction}"> (d, i, u) }}'
+    )
+    compiled = onnx_stablehlo.compile(model, check=False)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    rng = np.random.default_rng(61)
+    for shape in [(3, 5), (2, 7), (3, 5)]:
+        d = rng.standard_normal((shape[0], 4)).astype(np.float32)
+        u = rng.standard_normal(shape).astype(np.float32)
+        d[rng.random(d.shape) < 0.3] = np.nan
+        u[rng.random(u.shape) < 0.3] = np.nan
+        feeds = {"d": d, "i": rng.integers(-4, 4, shape).astype(np.int64), "u": u}
+        np.testing.assert_array_equal(compiled.run(feeds)[0], ort_run(model, feeds)[0])
+    assert compiled.compile_count == 2
 
 
 @pytest.mark.parametrize(
@@ -312,6 +354,30 @@ def test_conv_transpose_with_non_finite_weights_reaches_only_col2im_outputs(attr
             x.reshape(-1)[rng.random(x.size) < 0.1] = np.inf
         feeds = {"x": x, "w": w}
         _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("attrs", ["strides = [2, 2]", "group = 2, strides = [2, 1], pads = [1, 0, 0, 1]"])
+def test_conv_transpose_non_finite_weights_rule_holds_on_symbolic_dims(attrs):
+    """The col2im NaN/inf rule with symbolic batch and spatial dims (a dynamic-batch decoder):
+    one executable for every shape, outputs equal onnxruntime's, the finite branch included."""
+    model = _model(
+        f"g (float[N, 4, H, W] x, float[4, 3, 3, 3] w) => (float[N, M, P, Q] y) {{ y = ConvTranspose <{attrs}> (x, w) }}"
+    )
+    compiled = onnx_stablehlo.compile(model, check=False)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    rng = np.random.default_rng(1283)
+    for step, shape in enumerate([(1, 4, 4, 5), (3, 4, 6, 3), (2, 4, 5, 5)]):
+        x = rng.standard_normal(shape).astype(np.float32)
+        w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)
+        if step < 2:
+            for value, share in ((np.nan, 0.1), (np.inf, 0.05), (-np.inf, 0.05), (0.0, 0.05)):
+                w.reshape(-1)[rng.random(w.size) < share] = value
+                x.reshape(-1)[rng.random(x.size) < share / 2] = value
+        feeds = {"x": x, "w": w}
+        got, expected = compiled.run(feeds)[0], ort_run(model, feeds)[0]
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))  # NaN exactly where ORT has it
+        np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, equal_nan=True)
+    assert compiled.compile_count == 3
 
 
 @pytest.mark.parametrize(
@@ -386,3 +452,17 @@ def test_group_normalization_overflows_like_its_function_body(opset, factor):
         "b": rng.standard_normal(channels).astype(np.float32),
     }
     _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("step", [-(2**63), 2**63 - 1, -(2**62), 9])
+def test_slice_with_a_step_past_the_dim(step):
+    """Fuzz seed 50 case 2154 (test_slice_neg, extreme_inputs): a step of -2^63 has no int64
+    negation, and the lowering failed building the slice; a step past the dim takes one element."""
+    model = _model(
+        "g (float[20, 10, 5] x, int64[1] starts, int64[1] ends, int64[1] axes, int64[1] steps) => (float y) "
+        "{ y = Slice (x, starts, ends, axes, steps) }"
+    )
+    x = np.random.default_rng(2154).standard_normal((20, 10, 5)).astype(np.float32)
+    for start, end in ((0, -1), (-1, -(2**63)), (7, 2), (3, 2**62)):  # (3, 2^63-1): ORT takes one element, onnx.reference none
+        feeds = {"x": x, "starts": np.array([start]), "ends": np.array([end]), "axes": np.array([1]), "steps": np.array([step])}
+        _assert_matches_onnxruntime(model, feeds)

@@ -96,6 +96,26 @@ def erase(op: ir.Operation) -> None:
     op.erase()
 
 
+@contextlib.contextmanager
+def region_scope() -> Iterator[None]:
+    """Builds inside a region (an If branch a rule makes) with its own cache of dim sizes.
+
+    A size a builder emits inside the region must not be found again outside it (it would not
+    dominate its later uses); sizes emitted before the region are still used inside, as MLIR
+    regions see enclosing values. Without the importer's resolver (static shapes) it does nothing.
+    """
+    resolver = _RESOLVER.get()
+    if resolver is None or not hasattr(resolver, "new_scope_key"):
+        yield
+        return
+    parent_key = resolver.scope_key
+    resolver.scope_key = resolver.new_scope_key()
+    try:
+        yield
+    finally:
+        resolver.scope_key = parent_key
+
+
 def _is_static(dims: Sequence[Dim]) -> bool:
     return all(isinstance(d, (int, np.integer)) for d in dims)
 

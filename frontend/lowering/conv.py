@@ -252,8 +252,8 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         to the end for SAME_UPPER, to the start otherwise. SAME_* always gives ``in * stride``
         outputs as the spec says; onnxruntime clamps the total padding at zero, so its output is
         shorter when the kernel is smaller than the stride. NaN or inf weights reach only the
-        outputs onnxruntime's col2im gives them (``_non_finite_weights_like_col2im``; static
-        shapes only: with symbolic dims they multiply the padding zeros too).
+        outputs onnxruntime's col2im gives them (``_non_finite_weights_like_col2im``), on static
+        and symbolic shapes.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or negative pads.
         ShapeError: inconsistent shapes, group, kernel_shape or output_shape.
@@ -317,8 +317,7 @@ def lower_conv_transpose(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]
         return _crop(y, negative)
 
     y = transposed(x, w)
-    if all(windows.is_int(d) for d in (*builders.dims_of(x), *builders.dims_of(y))):
-        y = _non_finite_weights_like_col2im(x, w, y, transposed, groups)
+    y = _non_finite_weights_like_col2im(x, w, y, transposed, groups)
     return [_add_bias(ctx, y, 2)]
 
 
@@ -365,7 +364,7 @@ def _non_finite_weights_like_col2im(
     with ir.InsertionPoint(plain):
         stablehlo.return_([y])
     exact = op.false_branch.blocks.append()
-    with ir.InsertionPoint(exact):
+    with ir.InsertionPoint(exact), builders.region_scope():
 
         def classes(value: ir.Value) -> dict[str, ir.Value]:
             zero = builders.full_like(value, 0.0)
@@ -397,7 +396,7 @@ def _non_finite_weights_like_col2im(
         def stacked(pairs: Sequence[tuple[ir.Value, ir.Value]]) -> ir.Value:
             """``sum(transposed(a, b) for a, b in pairs)`` as one convolution: the pairs are
             stacked along the input channels, within each group."""
-            x_shape, w_shape = builders.static_shape_of(x), builders.static_shape_of(w)
+            x_shape, w_shape = builders.dims_of(x), builders.static_shape_of(w)
             n, c, spatial = x_shape[0], x_shape[1], x_shape[2:]
             per = c // groups
             lhs = [builders.reshape(a, [n, groups, 1, per, *spatial]) for a, _ in pairs]

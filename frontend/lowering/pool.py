@@ -93,7 +93,7 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         (onnxruntime's generic kernel, onnx.reference with strides or dilations) starts the
         running max at the window's first in-bounds element in row-major order and replaces it
         only by a greater one, so a NaN wins exactly when it is that first element (its index
-        then being the Indices output). With symbolic dims the generic case ignores NaN too.
+        then being the Indices output).
         MLAS's 2D/3D vector kernels let a NaN win by SIMD lane order (x86 ``maxps``), which is
         platform-dependent and not followed (docs/fuzzing.md).
     Raises:
@@ -124,8 +124,11 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         # float32 MLAS starts at the finite lowest value: a window of NaNs or -infs gives it.
         init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)
         (y,) = windows.reduce_window([x], [init], window, out, max_ignoring_nan)
-        if first_wins and all(windows.is_int(d) for d in (*shape, *out)):
-            first, _ = _first_in_window(x, _flat_index(shape), window, out)
+        if first_wins:
+            if all(windows.is_int(d) for d in (*shape, *out)):
+                first, _ = _first_in_window(x, _flat_index(shape), window, out)
+            else:
+                first = _first_in_window_symbolic(x, window, out)
             y = stablehlo.select(isnan(first), first, y)
         return [y]
     shape = ctx.input_static_shape(0)  # Indices need static shapes
@@ -176,6 +179,28 @@ def _first_in_window(
 
     first, index = windows.reduce_window([x, flat], [0, np.iinfo(np.int64).max], window, out, earlier)
     return first, index
+
+
+def _first_in_window_symbolic(x: ir.Value, window: windows.Window, out: Sequence[Dim]) -> ir.Value:
+    """Each window's first in-bounds element of ``x`` (row-major), for symbolic dims.
+
+    A window spans spatial dims only, so "first" is the lexicographic order of the spatial
+    coordinates: one ``iota`` per spatial dim rides along (padding holds int64 max in each).
+    """
+    dims = builders.dims_of(x)
+    spatial = range(2, len(dims))
+    coords = [builders.iota(dims, axis, DataType.INT64) for axis in spatial]
+
+    def earlier(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
+        take_a = builders.compare(a[-1], b[-1], "LT")
+        for lhs, rhs in zip(reversed(a[1:-1]), reversed(b[1:-1])):  # outer coordinates decide first
+            equal = builders.compare(lhs, rhs, "EQ")
+            take_a = stablehlo.or_(builders.compare(lhs, rhs, "LT"), stablehlo.and_(equal, take_a))
+        return [stablehlo.select(take_a, l, r) for l, r in zip(a, b)]
+
+    inits = [0] + [np.iinfo(np.int64).max] * len(coords)
+    first, *_ = windows.reduce_window([x, *coords], inits, window, out, earlier)
+    return first
 
 
 def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:

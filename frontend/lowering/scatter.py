@@ -136,8 +136,8 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     Dtypes: any data type; indices int32/int64 (negative counts from the end).
     Deviations: with reduction=none, duplicate indices leave one of the updates (unspecified
         which), as the spec allows. With reduction max/min and float data, NaN follows
-        onnxruntime's sequential fold (see ``_scatter_nan_like_onnxruntime``; static index
-        shapes only, XLA's NaN-propagating max/min otherwise).
+        onnxruntime's sequential fold (see ``_scatter_nan_like_onnxruntime``), on static and
+        symbolic shapes.
     Raises: UnsupportedAttributeError for an unknown reduction; ShapeError if indices and
         updates differ in shape.
     """
@@ -161,7 +161,7 @@ def lower_scatter_elements(ctx: LoweringContext, node: OnnxNode) -> list[ir.Valu
     )
     updates = ctx.input(2)
     nan_rule = reduction in ("max", "min") and dtypes.is_float(builders.dtype_of(data))
-    if nan_rule and is_static(index_shape) and is_static(shape):
+    if nan_rule:
         return [_scatter_nan_like_onnxruntime(data, points, updates, numbers, reduction)]
     return [_scatter(data, points, updates, numbers, reduction)]
 
@@ -181,8 +181,8 @@ def _scatter_nan_like_onnxruntime(
     dtype = builders.dtype_of(data)
     i64 = DataType.INT64
     shape = builders.dims_of(updates)
-    count = math.prod(shape)
-    order = builders.reshape(stablehlo.iota(builders.tensor_type([count], i64), 0), shape)
+    count = math.prod(shape)  # a SymbolicDim product when dims are symbolic
+    order = builders.reshape(builders.iota([count], 0, i64), shape)
     order = stablehlo.add(order, builders.splat(1, i64, shape))
     minus_one = builders.splat(-1, i64, shape)
     data_shape = builders.dims_of(data)

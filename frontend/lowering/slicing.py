@@ -224,6 +224,7 @@ def _slice(
             reverse.append(axis)
             first = dim - 1 - first
             step = -step
+        step = min(step, max(dim, 1))  # a step past the dim takes at most one element (-2^63 has no int64 negation)
         if count == 0:
             first, last = 0, 0
         else:
