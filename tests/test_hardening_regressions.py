@@ -466,3 +466,18 @@ def test_slice_with_a_step_past_the_dim(step):
     for start, end in ((0, -1), (-1, -(2**63)), (7, 2), (3, 2**62)):  # (3, 2^63-1): ORT takes one element, onnx.reference none
         feeds = {"x": x, "starts": np.array([start]), "ends": np.array([end]), "axes": np.array([1]), "steps": np.array([step])}
         _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("op", ["ReduceMin", "ReduceMax", "ReduceMean", "ArgMax", "ArgMin"])
+@pytest.mark.parametrize("keepdims", [3, -1, 2**31, 1, 0])
+def test_keepdims_other_than_zero_or_one_is_false_like_onnxruntime(op, keepdims):
+    """Fuzz seed 50 cases 3721, 6194, 7174 (DynamicQuantizeLinear's expanded function with
+    ReduceMin/ReduceMax keepdims 3, -1, 2^31): onnxruntime keeps the dims only for keepdims=1;
+    we kept them for any non-zero value, so y_scale came out [1] against a scalar."""
+    axis = "axis = 1" if op.startswith("Arg") else "axes = [1]"
+    model = onnx.parser.parse_model(
+        '<ir_version: 9, opset_import: ["" : 13]>\n'
+        f"g (float[2, 3] x) => (y) {{ y = {op} <{axis}, keepdims = {keepdims}> (x) }}"
+    )
+    feeds = {"x": np.random.default_rng(3721).standard_normal((2, 3)).astype(np.float32)}
+    _assert_matches_onnxruntime(model, feeds)

@@ -166,7 +166,7 @@ def _reduce(ctx: LoweringContext, node: OnnxNode, spec: _Reduction, axes_from_in
     axes = _reduce_axes(ctx, node, axes_from_input)
     if axes is None:
         axes = list(range(len(shape)))
-    keepdims = bool(node.attr_int("keepdims"))
+    keepdims = node.attr_int("keepdims") == 1  # 2, -1 ...: false, as onnxruntime and onnx.reference
     count = product([shape[a] for a in axes])
 
     compute = dtype
@@ -226,12 +226,15 @@ def _make_reduce(op_type: str, attr_since: tuple[int, ...], input_since: tuple[i
         f"revision {first_input}, an optional input from it on.\n"
         "Shapes: data [d0, ..., dn] (symbolic dims allowed); axes (input) [k] int64, must be constant.\n"
         f"Dtypes: {dtypes_doc}.\n"
+        + "Deviations: keepdims other than 0 and 1 (2, -1, ...) is false, as in onnxruntime and "
+        "onnx.reference (the spec says only 1 keeps the dims)."
         + (
-            "Deviations: the mean over an empty set is 0, as in onnxruntime and torch (the spec's "
-            "sum / count is NaN).\n"
+            " The mean over an empty set is 0, as in onnxruntime and torch (the spec's "
+            "sum / count is NaN)."
             if op_type == "ReduceMean"
             else ""
         )
+        + "\n"
         + "Raises: NonConstantInputError if `axes` is computed at run time; ShapeError for an axis out of range."
     )
     for version in attr_since + input_since:
@@ -269,7 +272,7 @@ def _arg_reduce(ctx: LoweringContext, node: OnnxNode, direction: str) -> ir.Valu
     dtype = builders.dtype_of(x)
     rank = len(shape)
     axis = ctx.attr_axis("axis", rank)
-    keepdims = bool(node.attr_int("keepdims"))
+    keepdims = node.attr_int("keepdims") == 1  # 2, -1 ...: false, as onnxruntime and onnx.reference
     last = bool(node.attr_int("select_last_index", 0))
     if dtype == DataType.BOOL:
         x, dtype = builders.convert(x, DataType.UINT8), DataType.UINT8
@@ -310,6 +313,8 @@ def lower_arg_max(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: data [d0, ..., dn] (symbolic dims allowed); result without (keepdims=0) or with a
         1 at `axis`.
     Dtypes: every numeric type.
+    Deviations: keepdims other than 0 and 1 (2, -1, ...) is false, as in onnxruntime
+        (onnx.reference keeps the dims for any non-zero value).
     Raises: ShapeError for an axis out of range.
     """
     return [_arg_reduce(ctx, node, "GT")]
@@ -326,6 +331,8 @@ def lower_arg_min(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Shapes: data [d0, ..., dn] (symbolic dims allowed); result without (keepdims=0) or with a
         1 at `axis`.
     Dtypes: every numeric type.
+    Deviations: keepdims other than 0 and 1 (2, -1, ...) is false, as in onnxruntime
+        (onnx.reference keeps the dims for any non-zero value).
     Raises: ShapeError for an axis out of range.
     """
     return [_arg_reduce(ctx, node, "LT")]
