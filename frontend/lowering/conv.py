@@ -686,9 +686,6 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         per_axis.append(axis_taps)
     indices, weights, valid = geometry.combine_taps(per_axis, lead)
     corners = 2**rank
-    if ctx.has_input(4):
-        mask = builders.reshape(builders.convert(ctx.input(4), compute), lead)
-        weights = stablehlo.multiply(weights, builders.broadcast_to(mask, [*lead, corners], dims=[0, 1, 2, 3]))
 
     group_channels = channels // offset_group
     x = builders.reshape(ctx.input(0), [batch, offset_group, group_channels, *dims])
@@ -699,6 +696,11 @@ def lower_deform_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     values = stablehlo.select(valid_full, values, builders.splat(0, compute, full))
     weighted = stablehlo.multiply(values, builders.broadcast_to(weights, full, dims=[0, 1, 2, 3, 4]))
     sampled = builders.reduce(weighted, [4], stablehlo.AddOp, 0)  # [N, G, K, P, C/G]
+    if ctx.has_input(4):
+        # after the bilinear sum, as onnxruntime does: an infinite mask must not meet the zero
+        # weight of an unused corner (0 x inf = NaN)
+        mask = builders.reshape(builders.convert(ctx.input(4), compute), lead)
+        sampled = stablehlo.multiply(sampled, builders.broadcast_to(mask, builders.dims_of(sampled), dims=[0, 1, 2, 3]))
     # Columns [N, group, C/group, K, P] against W [group, M/group, C/group, K].
     columns = builders.transpose(sampled, [0, 1, 4, 2, 3])
     columns = builders.reshape(columns, [batch, group, channels // group, taps, points])
