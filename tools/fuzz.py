@@ -2,7 +2,7 @@
 
 Usage::
 
-    python tools/fuzz.py [--cases N] [--seed S] [--first I] [--timeout SECONDS] [--memory-gb G]
+    python tools/fuzz.py [--cases N] [--seed S] [--first I] [--timeout SECONDS] [--memory-gb G] [--pause-file F]
                          [--source node|zoo|all] [--jobs N] [--out/--save-failures DIR]
                          [--log FILE [--resume]] [--json FILE] [--quick]
     python tools/fuzz.py --merge LOG [LOG ...] [--json FILE]
@@ -585,11 +585,14 @@ def run_cases(
     memory_gb: float = DEFAULT_MEMORY_GB,
     progress: Callable[[Result], None] | None = None,
     jobs: int = 1,
+    pause_file: Path | None = None,
 ) -> list[Result]:
     """Runs each case in a worker subprocess and classifies it (see the module docstring).
 
     ``jobs`` workers run in parallel, each its own subprocess with the timeout and memory cap;
-    the results come back sorted by case index, so they equal a ``jobs=1`` run's.
+    the results come back sorted by case index, so they equal a ``jobs=1`` run's. While
+    ``pause_file`` exists no case starts (those running finish; the workers wait idle, so no
+    stage times out): a long run can make room for a benchmark on the same machine.
     """
     memory = int(memory_gb * (1 << 30))
     lock = threading.Lock()
@@ -597,6 +600,8 @@ def run_cases(
     results: list[Result] = []
 
     def next_case() -> Case | None:
+        while pause_file is not None and pause_file.exists():
+            time.sleep(1.0)
         with lock:
             return next(source, None)
 
@@ -706,6 +711,7 @@ def fuzz(
     progress: Callable[[Result], None] | None = None,
     jobs: int = 1,
     skip: frozenset[int] = frozenset(),
+    pause_file: Path | None = None,
 ) -> list[Result]:
     """Runs cases ``first .. first + cases - 1`` of run ``seed`` (less those in ``skip``: a
     resumed run) on ``jobs`` workers; returns their results sorted by index. ``out``: failing
@@ -729,7 +735,7 @@ def fuzz(
         if progress is not None:
             progress(result)
 
-    return run_cases(generate(), timeout=timeout, memory_gb=memory_gb, progress=record, jobs=jobs)
+    return run_cases(generate(), timeout=timeout, memory_gb=memory_gb, progress=record, jobs=jobs, pause_file=pause_file)
 
 
 def write_case(folder: Path, result: Result, case: Case) -> Path:
@@ -808,6 +814,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="merge the --log files of shards into one summary (runs nothing)")
     parser.add_argument("--json", type=Path, help="write the summary here")
     parser.add_argument("--quick", action="store_true", help="100 cases")
+    parser.add_argument("--pause-file", type=Path,
+                        help="while this file exists no new case starts (make room for a benchmark; rm it to go on)")
     args = parser.parse_args(argv)
     if args.merge:
         results = merge_logs(args.merge)
@@ -836,7 +844,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         results = fuzz(cases, args.seed, first=args.first, source=args.source, timeout=args.timeout,
-                       memory_gb=args.memory_gb, out=args.out, progress=progress, jobs=args.jobs, skip=skip)
+                       memory_gb=args.memory_gb, out=args.out, progress=progress, jobs=args.jobs, skip=skip,
+                       pause_file=args.pause_file)
     finally:
         if log is not None:
             log.close()

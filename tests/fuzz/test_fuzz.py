@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -126,3 +128,27 @@ def test_logs_resume_and_merge(tmp_path, monkeypatch):
     assert [r.index for r in merged] == [0, 1, 2]
     assert fuzz.main(["--merge", str(log), str(other), "--json", str(summary_path)]) == 0
     assert json.loads(summary_path.read_text())["cases"] == 3
+
+
+def test_pause_file_holds_new_cases_until_it_is_removed(tmp_path):
+    """``--pause-file``: no case starts while the file exists; the run goes on once it is gone."""
+    pause = tmp_path / "pause"
+    pause.touch()
+    seeds = fuzz.load_seeds("node")
+    started = []
+
+    def cases():
+        for index in range(2):
+            started.append(index)
+            yield fuzz.make_case(seeds, 1, index)
+
+    def release():
+        time.sleep(3)
+        assert started == []  # held while the file exists
+        pause.unlink()
+
+    releaser = threading.Thread(target=release)
+    releaser.start()
+    results = fuzz.run_cases(cases(), pause_file=pause)
+    releaser.join()
+    assert [r.index for r in results] == [0, 1] and all(r.kind for r in results)
