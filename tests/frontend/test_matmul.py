@@ -268,7 +268,7 @@ def test_matmul_integer_matches_numpy(a_ty, b_ty, zero_points, rng):
 
 
 def test_matmul_integer_batched_zero_points_match_numpy(rng):
-    """N-D zero points: [..., M, 1] for A, [..., 1, N] for B; the product stays 8-bit in the dot."""
+    """N-D zero points: [..., M, 1] for A, [..., 1, N] for B."""
     model = parse(
         """<ir_version: 9, opset_import: ["" : 10]>
 g (uint8[2, 3, 4] a, int8[2, 4, 5] b, uint8[2, 3, 1] za, int8[2, 1, 5] zb) => (int32[2, 3, 5] y) {
@@ -285,7 +285,8 @@ g (uint8[2, 3, 4] a, int8[2, 4, 5] b, uint8[2, 3, 1] za, int8[2, 1, 5] zb) => (i
     b32 = feeds["b"].astype(np.int32) - feeds["zb"].astype(np.int32)
     assert_allclose_for_dtype(compile_and_run(model, feeds), [a32 @ b32])
     text = emitted_text(model)
-    assert "(tensor<2x3x4xui8>, tensor<2x4x5xi8>) -> tensor<2x3x5xi32>" in text
+    # the 8-bit product runs as an exact float32 GEMM (builders.exact_integer_product)
+    assert "(tensor<2x3x4xf32>, tensor<2x4x5xf32>) -> tensor<2x3x5xf32>" in text and "HIGHEST" in text
 
 
 def test_matmul_integer_matches_onnxruntime(rng):
@@ -393,3 +394,32 @@ def test_einsum_symbolic_dims(equation, inputs, output, shapes_of, rng):
         feeds,
         [(3, 4), (5, 2)],
     )
+
+
+@pytest.mark.parametrize(
+    ("a_ty", "b_ty", "k"),
+    [("uint8", "int8", 514), ("uint8", "int8", 1536), ("uint8", "int8", 1031), ("uint8", "uint8", 300),
+     ("int8", "int8", 2100)],
+    ids=["u8-i8-one-chunk", "u8-i8-3-chunks", "u8-i8-padded", "u8-u8-2-chunks", "i8-i8-3-chunks"],
+)
+def test_matmul_integer_float32_product_is_exact_at_the_extremes(a_ty, b_ty, k, rng):
+    """builders.exact_integer_product: every row and column at the largest magnitudes (255 x -128)
+    sums past 2^24 for a long K; the float32 chunks keep each partial sum exact, so the int32
+    result equals numpy's integer product bit for bit."""
+    lo = {"uint8": 0, "int8": -128}
+    hi = {"uint8": 255, "int8": 127}
+    model = parse(
+        f"""<ir_version: 9, opset_import: ["" : 10]>
+g ({a_ty}[2, 3, {k}] a, {b_ty}[{k}, 5] b) => (int32[2, 3, 5] y) {{
+  y = MatMulInteger (a, b)
+}}"""
+    )
+    a = rng.integers(lo[a_ty], hi[a_ty] + 1, (2, 3, k)).astype(a_ty)
+    b = rng.integers(lo[b_ty], hi[b_ty] + 1, (k, 5)).astype(b_ty)
+    extreme = {"uint8": 255, "int8": -127}  # odd products: their sums past 2^24 round in float32
+    a[0, 0] = extreme[a_ty]  # the (nearly) largest-magnitude row and column
+    b[:, 0] = extreme[b_ty]
+    want = a.astype(np.int64) @ b.astype(np.int64)
+    assert abs(int(want[0, 0, 0])) == k * abs(extreme[a_ty] * extreme[b_ty])
+    (got,) = compile_and_run(model, {"a": a, "b": b})
+    np.testing.assert_array_equal(got, want.astype(np.int32))
