@@ -3,6 +3,7 @@
 Usage::
 
     python bench/minilm.py [--flavour legacy|dynamo] [--ort-threads 2] [--seed 0]
+                           [--model PATH] [--shapes 1x16:20,64x12:5 ...]
 
 For each batch x sequence shape (1x16, 8x128, 32x128) it prints, as one markdown table:
 
@@ -17,6 +18,9 @@ For each batch x sequence shape (1x16, 8x128, 32x128) it prints, as one markdown
 
 Inputs are seeded random token ids within the vocabulary, full attention masks. Each shape gets
 its own ``compile`` (with ``input_shapes``), so conversion and compile times are per shape.
+``--model`` times another file with MiniLM's inputs and output instead of the fp32 export (the
+int8 files of ``tools/build_quantized.py``: ``~/.cache/onnx-stablehlo/all-MiniLM-L6-v2.int8-*.onnx``);
+``--shapes`` replaces the rows (``BATCHxSEQ:REPS``, comma-separated).
 This is a script, not a test; numbers depend on the machine (see the header it prints).
 """
 
@@ -128,14 +132,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random token ids")
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours on PJRT cuda, ORT with its CUDA EP")
     parser.add_argument("--quick", action="store_true", help="1x16 only")
+    parser.add_argument("--model", type=Path, help="a MiniLM-shaped ONNX file to time instead (e.g. an int8 one)")
+    parser.add_argument("--shapes", help="rows as BATCHxSEQ:REPS,... (default 1x16:20,8x128:10,32x128:5)")
     args = parser.parse_args(argv)
 
-    path = build_minilm.build_minilm(args.flavour)
+    path = args.model if args.model else build_minilm.build_minilm(args.flavour)
+    shapes = SHAPES[:1] if args.quick else SHAPES
+    if args.shapes:
+        shapes = tuple(
+            (int(size.split("x")[0]), int(size.split("x")[1]), int(reps))
+            for size, _, reps in (item.partition(":") for item in args.shapes.split(","))
+        )
     import jax
     import onnxruntime as ort
 
     print(
-        f"MiniLM-L6-v2 ({build_minilm.FLAVOURS[args.flavour].test_id}) on {platform.processor() or platform.machine()}, "
+        f"MiniLM-L6-v2 ({args.model.name if args.model else build_minilm.FLAVOURS[args.flavour].test_id}) on {platform.processor() or platform.machine()}, "
         f"{os.cpu_count()} CPUs; jax {jax.__version__}, onnxruntime {ort.__version__} "
         f"(intra_op_num_threads={args.ort_threads}, sequential); warm-up {WARMUP}, median of N reps\n"
     )
@@ -151,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max abs diff",
     ]
     rows, notes = [], []
-    for batch, sequence, reps in SHAPES[:1] if args.quick else SHAPES:
+    for batch, sequence, reps in shapes:
         result = bench_shape(path, batch, sequence, reps, args.ort_threads, args.seed, args.device)
         rows.append(
             [
