@@ -951,11 +951,13 @@ def _transformer_models() -> list[ZooModel]:
          "MobileNetV3-Small image classifier, written from the paper (random init)"),
         ("mobilenetv3-large", 22, _image_classifier_inputs, _TORCH,
          "MobileNetV3-Large image classifier, written from the paper (random init)"),
-        ("deeplabv3", 11, _segmentation_inputs, _TORCH,
+        ("deeplabv3", 9, _segmentation_inputs, _TORCH,
          "DeepLabV3 (MobileNetV2, output stride 8) segmenter, 513x513, 21-class logits (random init)"),
         ("whisper-encoder", 33, _whisper_encoder_inputs, _TORCH, "whisper-tiny encoder (random init)"),
         ("whisper-decoder", 198, _whisper_decoder_inputs, _TORCH, "whisper-tiny decoder + LM head (random init)"),
     ]
+    # Compiles of 10-20 s each on 2 cores: in the slow step (mobilenetv3-small stays in the default run).
+    slow_cnns = {"efficientnet-b0", "mobilenetv3-large", "deeplabv3"}
     models = []
     for arch, megabytes, inputs, requires, description in specs:
         for flavour, opset in (("legacy", 17), ("dynamo", 18)):
@@ -969,6 +971,7 @@ def _transformer_models() -> list[ZooModel]:
                     inputs=inputs,
                     requires=(*requires, *extra),
                     approx_mb=megabytes,
+                    always_slow=arch in slow_cnns,
                 )
             )
     return models
