@@ -61,8 +61,8 @@ def cached_file(model, directory: Path) -> Path | None:
     if model.source not in _BUILT_BY_TOOLS:
         return model.build(directory)
     if model.source == "transformers":
-        arch, _, flavour = model.name.partition("-")
-        path = directory / f"{arch}.{flavour}.onnx"
+        arch, flavour, opset = model.name.rsplit("-", 2)  # e.g. efficientnet-b0, legacy, opset17
+        path = directory / f"{arch}.{flavour}-{opset}.onnx"
     elif model.name in _MINILM_FILES:
         path = directory / _MINILM_FILES[model.name]
     else:
