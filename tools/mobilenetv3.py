@@ -21,8 +21,9 @@ with it only.
 Every convolution weight is He-normal (``kaiming_normal_``, fan in, ReLU gain), every bias zero,
 so that the unnormalized head (the ``NBN`` rows) keeps the features' scale and the logits come
 out of order 1 (PyTorch's default initialization shrinks them to about 0.04); the builder seeds
-``torch.manual_seed`` and calibrates the BatchNorm statistics. There is no dropout (the tables have none), so training and evaluation modes differ only in
-BatchNorm. torch is imported at module level: import this module lazily.
+``torch.manual_seed`` and calibrates the BatchNorm statistics. There is no dropout (the tables
+have none), so training and evaluation modes differ only in BatchNorm. torch is imported at
+module level: import this module lazily.
 """
 
 from __future__ import annotations

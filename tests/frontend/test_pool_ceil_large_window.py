@@ -40,6 +40,7 @@ def test_ceil_mode_window_larger_than_input_matches_onnxruntime(case, op, includ
 def test_window_larger_than_input_without_an_output_raises_shape_error(ceil_mode, kernel):
     """Floor mode, or a window overshooting by a whole stride, leaves no window: a ShapeError."""
     attributes = {"kernel_shape": [kernel], "strides": [2], "ceil_mode": ceil_mode}
-    model = parse(node_model_text("AveragePool", 18, [("x", "float", (1, 1, 7))], [("y", "float", (1, 1, 1))], attributes))
+    text = node_model_text("AveragePool", 18, [("x", "float", (1, 1, 7))], [("y", "float", (1, 1, 1))], attributes)
+    model = parse(text)
     with pytest.raises(ShapeError, match="larger than the padded input"):
         onnx_stablehlo.compile(model)(x=np.zeros((1, 1, 7), np.float32))
