@@ -32,9 +32,9 @@ mobilenetv2        ``MobileNetV2ForImageClassification``               pixel_val
                    (``MobileNetV2Config()``: 1.0 / 224, 1000 labels;
                    BatchNorm statistics calibrated, see
                    :func:`_calibrate_batch_norm`)
-efficientnet-b0    ``EfficientNetForImageClassification`` with the B0   pixel_values -> logits
+efficientnet-b0    ``EfficientNetForImageClassification``, the B0      pixel_values -> logits
                    configuration :data:`EFFICIENTNET_B0` (BatchNorm
-                   calibrated)
+                   scales reset, statistics calibrated)
 deeplabv3          ``MobileNetV2ForSemanticSegmentation`` (DeepLabV3   pixel_values -> logits
                    head, :data:`DEEPLABV3`: output stride 8, 513,      (N, 21, 65, 65)
                    21 classes; BatchNorm calibrated)
