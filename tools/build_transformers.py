@@ -1,4 +1,5 @@
-"""Builds ONNX exports of randomly initialised Hugging Face ``transformers`` models, offline.
+"""Builds ONNX exports of randomly initialised Hugging Face ``transformers`` models (and
+MobileNetV3, which transformers lacks), offline.
 
 Every architecture is instantiated from its configuration class (no weights are downloaded),
 with ``torch.manual_seed(0)`` before construction so the random weights are reproducible, and
@@ -31,6 +32,15 @@ mobilenetv2        ``MobileNetV2ForImageClassification``               pixel_val
                    (``MobileNetV2Config()``: 1.0 / 224, 1000 labels;
                    BatchNorm statistics calibrated, see
                    :func:`_calibrate_batch_norm`)
+efficientnet-b0    ``EfficientNetForImageClassification``, the B0      pixel_values -> logits
+                   configuration :data:`EFFICIENTNET_B0` (BatchNorm
+                   scales reset, statistics calibrated)
+deeplabv3          ``MobileNetV2ForSemanticSegmentation`` (DeepLabV3   pixel_values -> logits
+                   head, :data:`DEEPLABV3`: output stride 8, 513,      (N, 21, 65, 65)
+                   21 classes; BatchNorm calibrated)
+mobilenetv3-small  MobileNetV3 written from the paper's Tables 1/2     pixel_values -> logits
+mobilenetv3-large  (``tools/mobilenetv3.py``; transformers has none;
+                   BatchNorm calibrated)
 whisper-encoder    ``WhisperModel(WhisperConfig()).encoder``           input_features ->
                    (``WhisperConfig()`` defaults are whisper-tiny)     last_hidden_state
 whisper-decoder    Whisper-tiny decoder + ``proj_out``                 decoder_input_ids,
@@ -72,6 +82,22 @@ from _export import export_onnx  # noqa: E402
 
 SEED = 0
 """``torch.manual_seed`` applied before each model is constructed."""
+
+EFFICIENTNET_B0 = {
+    "width_coefficient": 1.0,
+    "depth_coefficient": 1.0,
+    "image_size": 224,
+    "hidden_dim": 1280,
+    "dropout_rate": 0.2,
+    "num_labels": 1000,
+}
+"""EfficientNet-B0 (the published google/efficientnet-b0 configuration): ``EfficientNetConfig()``
+defaults are B7 (width 2.0, depth 3.1, 600x600, 2560 features)."""
+
+DEEPLABV3 = {"output_stride": 8, "image_size": 513, "num_labels": 21, "classifier_dropout_prob": 0.1}
+"""DeepLabV3 on MobileNetV2 as published (google/deeplabv3_mobilenet_v2_1.0_513): atrous
+convolutions from output stride 8 on (the ``MobileNetV2Config()`` default, 32, has none),
+513x513 input, the 21 PASCAL VOC classes; logits at 65x65."""
 
 SMALL_LLAMA = {
     "vocab_size": 32000,
@@ -223,26 +249,34 @@ def _resnet50():
     return _positional(model, ("pixel_values",), "logits")
 
 
-def _calibrate_batch_norm(model, batches: int = 4) -> None:
+def _calibrate_batch_norm(model, batches: int = 4, size: int = 224, reset_affine: bool = False) -> None:
     """Sets every BatchNorm's running statistics from forward passes on random images.
 
     Fresh BatchNorm layers have mean 0 and variance 1; with MobileNetV2's N(0, 0.02) conv
     initialization the activations then shrink layer after layer and the logits come out near
     1e-21, which would make any comparison vacuous. Statistics gathered in training mode (a
-    cumulative average over ``batches`` seeded batches) normalize each layer as a trained
-    network's would, giving logits of order 1.
+    cumulative average over ``batches`` seeded batches of ``size`` x ``size`` images) normalize
+    each layer as a trained network's would, giving logits of order 1.
+
+    ``reset_affine`` also sets every BatchNorm's scale to 1 and shift to 0 (BatchNorm's own
+    initialization) first: transformers' EfficientNet initialization draws the scales from
+    N(0, 0.02) like a convolution's weights, which shrinks the activations 50-fold per layer
+    (logits near 1e-31) whatever the statistics.
     """
     import torch
 
     norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)]
     for norm in norms:
+        if reset_affine:
+            torch.nn.init.ones_(norm.weight)
+            torch.nn.init.zeros_(norm.bias)
         norm.reset_running_stats()
         norm.momentum = None  # cumulative moving average
     generator = torch.Generator().manual_seed(SEED + 1)
     model.train()
     with torch.no_grad():
         for _ in range(batches):
-            model(pixel_values=torch.randn(8, 3, 224, 224, generator=generator))
+            model(pixel_values=torch.randn(8, 3, size, size, generator=generator))
     model.eval()
 
 
@@ -252,6 +286,33 @@ def _mobilenetv2():
     model = _seeded(lambda: MobileNetV2ForImageClassification(MobileNetV2Config(num_labels=1000)))
     _calibrate_batch_norm(model)
     return _positional(model, ("pixel_values",), "logits")
+
+
+def _efficientnet_b0():
+    from transformers import EfficientNetConfig, EfficientNetForImageClassification
+
+    model = _seeded(lambda: EfficientNetForImageClassification(EfficientNetConfig(**EFFICIENTNET_B0)))
+    _calibrate_batch_norm(model, reset_affine=True)
+    return _positional(model, ("pixel_values",), "logits")
+
+
+def _deeplabv3():
+    from transformers import MobileNetV2Config, MobileNetV2ForSemanticSegmentation
+
+    model = _seeded(lambda: MobileNetV2ForSemanticSegmentation(MobileNetV2Config(**DEEPLABV3)))
+    _calibrate_batch_norm(model, batches=2, size=DEEPLABV3["image_size"])
+    return _positional(model, ("pixel_values",), "logits")
+
+
+def _mobilenetv3(variant: str) -> Callable[[], object]:
+    def make():
+        from mobilenetv3 import MobileNetV3
+
+        model = _seeded(lambda: MobileNetV3(variant))
+        _calibrate_batch_norm(model)
+        return model
+
+    return make
 
 
 def _whisper():
@@ -386,6 +447,39 @@ ARCHITECTURES: dict[str, Architecture] = {
             _image_example(),
             {"pixel_values": {0: "batch"}},
             {"logits": {0: "batch"}},
+        ),
+        Architecture(
+            "efficientnet-b0",
+            "EfficientNetForImageClassification, B0 config: 224x224, 1280 features, 1000 labels",
+            _efficientnet_b0,
+            ("pixel_values",),
+            ("logits",),
+            _image_example(),
+            {"pixel_values": {0: "batch"}},
+            {"logits": {0: "batch"}},
+        ),
+        Architecture(
+            "deeplabv3",
+            "MobileNetV2ForSemanticSegmentation (DeepLabV3 head), output stride 8, 513x513, 21 classes",
+            _deeplabv3,
+            ("pixel_values",),
+            ("logits",),
+            _image_example(DEEPLABV3["image_size"]),
+            {"pixel_values": {0: "batch"}},
+            {"logits": {0: "batch"}},
+        ),
+        *(
+            Architecture(
+                f"mobilenetv3-{variant}",
+                f"MobileNetV3-{variant.capitalize()} from the paper's table (tools/mobilenetv3.py), 224x224, 1000 labels",
+                _mobilenetv3(variant),
+                ("pixel_values",),
+                ("logits",),
+                _image_example(),
+                {"pixel_values": {0: "batch"}},
+                {"logits": {0: "batch"}},
+            )
+            for variant in ("small", "large")
         ),
         Architecture(
             "whisper-encoder",

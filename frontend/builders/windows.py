@@ -95,7 +95,9 @@ def window(
     zero (``clamp_same``), pooling keeps it negative as the pooling specs' formula does (the
     first window then starts inside the input). VALID pads nothing; NOTSET uses ``pads``. With
     ``ceil_mode`` a last partial window is kept unless it would start in the end padding (the
-    rule of MaxPool-22/AveragePool-22, and onnxruntime's).
+    rule of MaxPool-22/AveragePool-22, and onnxruntime's); a window larger than the padded
+    input then still gives one output while it overshoots by less than a stride (the specs'
+    ``ceil((in + pads - k) / s) + 1``).
 
     A symbolic spatial size gives a symbolic output size and, for SAME_* with strides, symbolic
     pads (see the module docstring for what raises a ShapeError).
@@ -153,7 +155,10 @@ def window(
     for size, s, k, (begin, end) in zip(spatial_shape, strides, effective, pads):
         span = size + begin + end - k
         if is_int(span):
-            if span < 0:
+            # In ceil_mode a window larger than the padded input still gives ceil(span / s) + 1 >= 1
+            # outputs while span > -s (EfficientNet's AvgPool2d(1280, ceil_mode=True) on 7x7): one
+            # window over the whole input, its tail in the uncounted ceil_mode padding.
+            if span < 0 and not (ceil_mode and span > -s):
                 raise ctx.error(f"the window ({k}) is larger than the padded input ({size + begin + end})", ShapeError)
             count = (-(-span // s) if ceil_mode else span // s) + 1
             if ceil_mode and (count - 1) * s >= size + begin:

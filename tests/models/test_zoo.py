@@ -53,7 +53,8 @@ def test_zoo_model_matches_onnxruntime(model: zoo.ZooModel):
 
 def test_zoo_lists_every_model_family_of_the_issue():
     names = set(zoo.MODELS)
-    for arch in ("bert", "distilbert", "gpt2", "llama", "vit", "resnet50", "mobilenetv2"):
+    for arch in ("bert", "distilbert", "gpt2", "llama", "vit", "resnet50", "mobilenetv2", "efficientnet-b0",
+                 "mobilenetv3-small", "mobilenetv3-large", "deeplabv3"):
         assert {f"{arch}-legacy-opset17", f"{arch}-dynamo-opset18"} <= names
     for part in ("encoder", "decoder"):
         assert {f"whisper-{part}-legacy-opset17", f"whisper-{part}-dynamo-opset18"} <= names

@@ -1,0 +1,34 @@
+"""bench/zoo.py finds each transformers zoo model's cached export under the builder's file name.
+
+The zoo names a model ``{arch}-{flavour}-opset{N}`` and tools/build_transformers.py writes
+``{arch}.{flavour}-opset{N}.onnx``; architecture names with a hyphen (efficientnet-b0,
+whisper-encoder) must map too. Needs no model: the paths are compared, not opened.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import build_transformers  # tools/ is put on sys.path by conftest.py
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _bench_zoo():
+    spec = importlib.util.spec_from_file_location("bench_zoo", ROOT / "bench" / "zoo.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bench_zoo_looks_up_the_builders_file_names(tmp_path):
+    bench = _bench_zoo()
+    checked = 0
+    for name, arch in build_transformers.ARCHITECTURES.items():
+        for flavour in build_transformers.FLAVOURS.values():
+            model = bench.zoo.MODELS[f"{name}-{flavour.name}-opset{flavour.opset}"]
+            (tmp_path / arch.file_name(flavour)).write_bytes(b"")
+            assert bench.cached_file(model, tmp_path) == tmp_path / arch.file_name(flavour), model.name
+            checked += 1
+    assert checked == 2 * len(build_transformers.ARCHITECTURES) >= 26
