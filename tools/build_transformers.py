@@ -174,6 +174,14 @@ def _text_example(vocab_size: int, with_token_types: bool) -> Callable[[], tuple
     return make
 
 
+def _image_model(name: str, description: str, build: Callable, size: int = 224) -> "Architecture":
+    """An image model: ``pixel_values [batch, 3, size, size]`` in, ``logits`` out, batch dynamic."""
+    return Architecture(
+        name, description, build, ("pixel_values",), ("logits",), _image_example(size),
+        {"pixel_values": {0: "batch"}}, {"logits": {0: "batch"}},
+    )
+
+
 def _image_example(size: int = 224) -> Callable[[], tuple]:
     def make():
         import torch
@@ -418,66 +426,36 @@ ARCHITECTURES: dict[str, Architecture] = {
             {n: _BATCH_SEQ for n in _TEXT2},
             {"logits": _BATCH_SEQ},
         ),
-        Architecture(
+        _image_model(
             "vit",
             "ViTForImageClassification(ViTConfig()): ViT-B/16, 224x224, 1000 labels",
             _vit,
-            ("pixel_values",),
-            ("logits",),
-            _image_example(),
-            {"pixel_values": {0: "batch"}},
-            {"logits": {0: "batch"}},
         ),
-        Architecture(
+        _image_model(
             "resnet50",
             "ResNetForImageClassification(ResNetConfig()): ResNet-50, 1000 labels",
             _resnet50,
-            ("pixel_values",),
-            ("logits",),
-            _image_example(),
-            {"pixel_values": {0: "batch"}},
-            {"logits": {0: "batch"}},
         ),
-        Architecture(
+        _image_model(
             "mobilenetv2",
             "MobileNetV2ForImageClassification(MobileNetV2Config()): 1.0 width, 224x224, 1000 labels",
             _mobilenetv2,
-            ("pixel_values",),
-            ("logits",),
-            _image_example(),
-            {"pixel_values": {0: "batch"}},
-            {"logits": {0: "batch"}},
         ),
-        Architecture(
+        _image_model(
             "efficientnet-b0",
             "EfficientNetForImageClassification, B0 config: 224x224, 1280 features, 1000 labels",
             _efficientnet_b0,
-            ("pixel_values",),
-            ("logits",),
-            _image_example(),
-            {"pixel_values": {0: "batch"}},
-            {"logits": {0: "batch"}},
         ),
-        Architecture(
+        _image_model(
             "deeplabv3",
             "MobileNetV2ForSemanticSegmentation (DeepLabV3 head), output stride 8, 513x513, 21 classes",
-            _deeplabv3,
-            ("pixel_values",),
-            ("logits",),
-            _image_example(DEEPLABV3["image_size"]),
-            {"pixel_values": {0: "batch"}},
-            {"logits": {0: "batch"}},
+            _deeplabv3, DEEPLABV3["image_size"],
         ),
         *(
-            Architecture(
+            _image_model(
                 f"mobilenetv3-{variant}",
                 f"MobileNetV3-{variant.capitalize()} from the paper's table (tools/mobilenetv3.py), 224x224, 1000 labels",
                 _mobilenetv3(variant),
-                ("pixel_values",),
-                ("logits",),
-                _image_example(),
-                {"pixel_values": {0: "batch"}},
-                {"logits": {0: "batch"}},
             )
             for variant in ("small", "large")
         ),
