@@ -472,16 +472,55 @@ def _integer_conv(
     if w_zp is not None:
         w = stablehlo.subtract(w, w_zp)
     # Padding with zeros after the zero-point shift pads with the zero point, as the spec says.
-    return _convolution(
-        x,
-        w,
+    exact_in_float32 = _integer_conv_bound(ctx, x_index, w_index, x_zp_index, w_zp_index) <= _EXACT_FLOAT32
+    compute = DataType.FLOAT if exact_in_float32 else DataType.INT32
+    y = _convolution(
+        builders.convert(x, compute),
+        builders.convert(w, compute),
         strides=window.strides,
         padding=window.pads,
         lhs_dilation=[1] * len(kernel),
         rhs_dilation=window.dilations,
         groups=groups,
-        result_dtype=DataType.INT32,
+        result_dtype=compute,
     )
+    return builders.convert(y, DataType.INT32)
+
+
+_EXACT_FLOAT32 = 1 << 24
+"""Integers up to 2^24 are float32s: a float32 sum whose terms' magnitudes add up to at most
+this is exact in any order."""
+
+
+def _integer_conv_bound(ctx: LoweringContext, x_index: int, w_index: int, x_zp_index: int, w_zp_index: int) -> int:
+    """An upper bound of ``sum |x'| |w'|`` over any output's window (x', w' zero-point shifted).
+
+    XLA CPU runs an int32 convolution as a plain loop, 15-20x slower than its float32 one
+    (``[1, 64, 56, 56]`` by ``[64, 64, 3, 3]``: 105-114 against 5-8 ms on 2 cores), so the
+    convolution runs in float32 (HIGHEST precision) when this bound is at most 2^24: every partial
+    sum is then an exact integer in float32, and the result equals the int32 convolution. The
+    bound is ``max |x'|`` (from x's dtype and a constant zero point) times the largest per-filter
+    ``sum |w'|`` of constant weights (else the filter size times ``max |w'|``).
+    """
+    def extent(index: int, zp_index: int) -> tuple[int, np.ndarray | None]:
+        info = np.iinfo(dtypes.numpy_dtype(ctx.input_dtype(index)))
+        if not ctx.has_input(zp_index):
+            return max(-int(info.min), int(info.max)), None
+        if not ctx.is_constant_input(zp_index):
+            return int(info.max) - int(info.min), None
+        zp = np.asarray(ctx.constant_input(zp_index), np.int64).reshape(-1)
+        return int(max(np.abs(int(info.min) - zp).max(), np.abs(int(info.max) - zp).max())), zp
+
+    x_extent, _ = extent(x_index, x_zp_index)
+    w_extent, w_zp = extent(w_index, w_zp_index)
+    w_shape = ctx.input_static_shape(w_index)
+    taps = math.prod(w_shape[1:])
+    if ctx.is_constant_input(w_index) and (w_zp is not None or not ctx.has_input(w_zp_index)):
+        w = np.asarray(ctx.constant_input(w_index), np.int64).reshape(w_shape[0], taps)
+        if w_zp is not None:
+            w = w - (w_zp.reshape(-1, 1) if w_zp.size == w_shape[0] else w_zp.reshape(()))
+        return x_extent * int(np.abs(w).sum(axis=1).max(initial=0))
+    return x_extent * w_extent * taps
 
 
 @lowering("ConvInteger", since=10)

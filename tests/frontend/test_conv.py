@@ -283,6 +283,41 @@ def test_qlinear_conv_matches_onnxruntime(per_channel, dtype, rng):
     check_node("QLinearConv", 10, inputs, {"pads": [1, 1, 1, 1], "strides": [2, 1]})
 
 
+@pytest.mark.parametrize(
+    ("weights", "constant", "float32"),
+    [("typical", True, True), ("extreme", True, False), ("typical", False, False)],
+    ids=["constant-typical-float32", "constant-extreme-int32", "runtime-int32"],
+)
+def test_conv_integer_runs_in_float32_only_when_every_partial_sum_is_exact(weights, constant, float32, rng):
+    """_integer_conv_bound: 64 input channels x 3x3 = 576 taps. Constant int8 weights of typical
+    size bound every sum below 2^24, so the convolution runs in float32; all -128 (or weights only
+    known at run time: 255 x 255 x 576) could pass 2^24, so it stays int32. Results equal
+    onnx.reference's integer convolution either way."""
+    import onnx
+    import onnx.numpy_helper
+
+    x = rng.integers(0, 256, (1, 64, 5, 5)).astype(np.uint8)
+    w = (rng.integers(-20, 21, (4, 64, 3, 3)) if weights == "typical" else np.full((4, 64, 3, 3), -128)).astype(np.int8)
+    w_decl = "" if constant else ", int8[4, 64, 3, 3] w"
+    model = onnx.parser.parse_model(
+        f"""<ir_version: 9, opset_import: ["" : 10]>
+g (uint8[1, 64, 5, 5] x, uint8 xz{w_decl}) => (int32[1, 4, 5, 5] y) {{
+  y = ConvInteger <pads = [1, 1, 1, 1]> (x, w, xz)
+}}"""
+    )
+    feeds = {"x": x, "xz": np.array(0, np.uint8)}
+    if constant:
+        model.graph.initializer.append(onnx.numpy_helper.from_array(w, "w"))
+    else:
+        feeds["w"] = w
+    text = emitted_text(model)
+    convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
+    assert convolutions and all(("xf32>" in line) == float32 for line in convolutions)
+    (got,) = onnx_stablehlo.compile(model, check=False).run(feeds)
+    (want,) = reference_run(model, feeds)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_conv_integer_rejects_int16_input():
     model = parse(node_model_text("ConvInteger", 10, [("x", "int16", (1, 1, 3, 3)), ("w", "uint8", (1, 1, 2, 2))],
                          [("y", "int32", (1, 1, 2, 2))], {}))
