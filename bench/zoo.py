@@ -60,6 +60,9 @@ def cached_file(model, directory: Path) -> Path | None:
     """The model's file when building it is only a lookup: shipped in a package, or already cached."""
     if model.source not in _BUILT_BY_TOOLS:
         return model.build(directory)
+    if model.name.startswith("int8-"):  # tools/build_quantized.py's output for an exported CNN
+        path = directory / "quantized" / f"{model.name.removeprefix('int8-')}.onnx"
+        return path if path.is_file() else None
     if model.source in ("transformers", "torch"):  # tools/build_transformers.py
         arch, flavour, opset = model.name.rsplit("-", 2)  # e.g. efficientnet-b0, legacy, opset17
         path = directory / f"{arch}.{flavour}-{opset}.onnx"

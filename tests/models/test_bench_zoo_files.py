@@ -32,3 +32,20 @@ def test_bench_zoo_looks_up_the_builders_file_names(tmp_path):
             assert bench.cached_file(model, tmp_path) == tmp_path / arch.file_name(flavour), model.name
             checked += 1
     assert checked == 2 * len(build_transformers.ARCHITECTURES) >= 26
+
+
+def test_bench_zoo_finds_the_quantized_exports(tmp_path):
+    """int8 CNNs of exported models are tools/build_quantized.py's files under quantized/."""
+    import build_quantized
+
+    bench = _bench_zoo()
+    (tmp_path / "quantized").mkdir()
+    found = 0
+    for name in build_quantized.MODELS:
+        model = bench.zoo.MODELS[f"int8-{name}"]
+        if model.source not in bench._BUILT_BY_TOOLS:
+            continue  # a packaged model: built from its wheel, not looked up
+        (tmp_path / "quantized" / f"{name}.onnx").write_bytes(b"")
+        assert bench.cached_file(model, tmp_path) == tmp_path / "quantized" / f"{name}.onnx"
+        found += 1
+    assert found >= 8
