@@ -472,8 +472,10 @@ def _integer_conv(
     if w_zp is not None:
         w = stablehlo.subtract(w, w_zp)
     # Padding with zeros after the zero-point shift pads with the zero point, as the spec says.
-    exact_in_float32 = _integer_conv_bound(ctx, x_index, w_index, x_zp_index, w_zp_index) <= _EXACT_FLOAT32
-    compute = DataType.FLOAT if exact_in_float32 else DataType.INT32
+    if _integer_conv_bound(ctx, x_index, w_index, x_zp_index, w_zp_index) <= _EXACT_FLOAT32:
+        compute = DataType.FLOAT
+    else:  # float64 holds every 8-bit convolution's sums exactly (2^53); TPUs have no float64
+        compute = DataType.DOUBLE if builders.float64_allowed() else DataType.INT32
     y = _convolution(
         builders.convert(x, compute),
         builders.convert(w, compute),
@@ -498,7 +500,9 @@ def _integer_conv_bound(ctx: LoweringContext, x_index: int, w_index: int, x_zp_i
     XLA CPU runs an int32 convolution as a plain loop, 15-20x slower than its float32 one
     (``[1, 64, 56, 56]`` by ``[64, 64, 3, 3]``: 105-114 against 5-8 ms on 2 cores), so the
     convolution runs in float32 (HIGHEST precision) when this bound is at most 2^24: every partial
-    sum is then an exact integer in float32, and the result equals the int32 convolution. The
+    sum is then an exact integer in float32, and the result equals the int32 convolution; past
+    it, in float64 (exact for any 8-bit convolution below 2^53), int32 where float64 is not
+    allowed (TPU). The
     bound is ``max |x'|`` (from x's dtype and a constant zero point) times the largest per-filter
     ``sum |w'|`` of constant weights (else the filter size times ``max |w'|``).
     """

@@ -286,12 +286,12 @@ def test_qlinear_conv_matches_onnxruntime(per_channel, dtype, rng):
 @pytest.mark.parametrize(
     ("weights", "constant", "float32"),
     [("typical", True, True), ("extreme", True, False), ("typical", False, False)],
-    ids=["constant-typical-float32", "constant-extreme-int32", "runtime-int32"],
+    ids=["constant-typical-float32", "constant-extreme-float64", "runtime-float64"],
 )
 def test_conv_integer_runs_in_float32_only_when_every_partial_sum_is_exact(weights, constant, float32, rng):
     """_integer_conv_bound: 64 input channels x 3x3 = 576 taps. Constant int8 weights of typical
     size bound every sum below 2^24, so the convolution runs in float32; all -128 (or weights only
-    known at run time: 255 x 255 x 576) could pass 2^24, so it stays int32. Results equal
+    known at run time: 255 x 255 x 576) could pass 2^24, so it runs in float64. Results equal
     onnx.reference's integer convolution either way."""
     import onnx
     import onnx.numpy_helper
@@ -312,7 +312,8 @@ g (uint8[1, 64, 5, 5] x, uint8 xz{w_decl}) => (int32[1, 4, 5, 5] y) {{
         feeds["w"] = w
     text = emitted_text(model)
     convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
-    assert convolutions and all(("xf32>" in line) == float32 for line in convolutions)
+    operands = [line.split(" : (")[-1].split(",")[0] for line in convolutions]
+    assert operands and all(o.endswith("xf32>" if float32 else "xf64>") for o in operands), operands
     (got,) = onnx_stablehlo.compile(model, check=False).run(feeds)
     (want,) = reference_run(model, feeds)
     np.testing.assert_array_equal(got, want)
