@@ -472,21 +472,27 @@ def _integer_conv(
     if w_zp is not None:
         w = stablehlo.subtract(w, w_zp)
     # Padding with zeros after the zero-point shift pads with the zero point, as the spec says.
-    if _integer_conv_bound(ctx, x_index, w_index, x_zp_index, w_zp_index) <= _EXACT_FLOAT32:
-        compute = DataType.FLOAT
-    else:  # float64 holds every 8-bit convolution's sums exactly (2^53); TPUs have no float64
-        compute = DataType.DOUBLE if builders.float64_allowed() else DataType.INT32
-    y = _convolution(
-        builders.convert(x, compute),
-        builders.convert(w, compute),
-        strides=window.strides,
-        padding=window.pads,
-        lhs_dilation=[1] * len(kernel),
-        rhs_dilation=window.dilations,
-        groups=groups,
-        result_dtype=compute,
-    )
-    return builders.convert(y, DataType.INT32)
+    chunks = _float32_channel_chunks(ctx, x_index, w_index, x_zp_index, w_zp_index, groups)
+    if chunks is None:
+        return _convolution(
+            x, w, strides=window.strides, padding=window.pads, lhs_dilation=[1] * len(kernel),
+            rhs_dilation=window.dilations, groups=groups, result_dtype=DataType.INT32,
+        )
+    total = None
+    for start, stop in chunks:
+        part = _convolution(
+            builders.convert(builders.slice_axis(x, 1, start, stop) if len(chunks) > 1 else x, DataType.FLOAT),
+            builders.convert(builders.slice_axis(w, 1, start, stop) if len(chunks) > 1 else w, DataType.FLOAT),
+            strides=window.strides,
+            padding=window.pads,
+            lhs_dilation=[1] * len(kernel),
+            rhs_dilation=window.dilations,
+            groups=groups,
+            result_dtype=DataType.FLOAT,
+        )
+        part = builders.convert(part, DataType.INT32)
+        total = part if total is None else stablehlo.add(total, part)
+    return total
 
 
 _EXACT_FLOAT32 = 1 << 24
@@ -494,17 +500,21 @@ _EXACT_FLOAT32 = 1 << 24
 this is exact in any order."""
 
 
-def _integer_conv_bound(ctx: LoweringContext, x_index: int, w_index: int, x_zp_index: int, w_zp_index: int) -> int:
-    """An upper bound of ``sum |x'| |w'|`` over any output's window (x', w' zero-point shifted).
+def _float32_channel_chunks(
+    ctx: LoweringContext, x_index: int, w_index: int, x_zp_index: int, w_zp_index: int, groups: int
+) -> list[tuple[int, int]] | None:
+    """Input-channel ranges whose float32 convolutions are each exact, or None (int32 it is).
 
-    XLA CPU runs an int32 convolution as a plain loop, 15-20x slower than its float32 one
-    (``[1, 64, 56, 56]`` by ``[64, 64, 3, 3]``: 105-114 against 5-8 ms on 2 cores), so the
-    convolution runs in float32 (HIGHEST precision) when this bound is at most 2^24: every partial
-    sum is then an exact integer in float32, and the result equals the int32 convolution; past
-    it, in float64 (exact for any 8-bit convolution below 2^53), int32 where float64 is not
-    allowed (TPU). The
-    bound is ``max |x'|`` (from x's dtype and a constant zero point) times the largest per-filter
-    ``sum |w'|`` of constant weights (else the filter size times ``max |w'|``).
+    XLA CPU runs an int32 convolution as a plain loop, 15-40x slower than its float32 one
+    (``[1, 64, 56, 56]`` by ``[64, 64, 3, 3]``: 105-114 against 5-8 ms; ``[1, 512, 7, 7]`` by
+    ``[512, 512, 3, 3]``: 870 against 22-42 ms; float64 is slower still, 1.4 s). A float32
+    convolution (HIGHEST precision) is exact when every output's ``sum |x'| |w'|`` is at most
+    2^24: its partial sums are then integers float32 holds. That bound is ``max |x'|`` (x's dtype
+    and a constant zero point) times the largest per-filter ``sum |w'|`` over the channels
+    convolved (constant weights; else their count times ``max |w'|``). Past it (ResNet-50's 3x3
+    convolutions over 512 channels), the input channels are split into ranges that each fit,
+    convolved apart and added in int32 (``group == 1`` only; a grouped convolution past the
+    bound stays int32).
     """
     def extent(index: int, zp_index: int) -> tuple[int, np.ndarray | None]:
         info = np.iinfo(dtypes.numpy_dtype(ctx.input_dtype(index)))
@@ -518,13 +528,21 @@ def _integer_conv_bound(ctx: LoweringContext, x_index: int, w_index: int, x_zp_i
     x_extent, _ = extent(x_index, x_zp_index)
     w_extent, w_zp = extent(w_index, w_zp_index)
     w_shape = ctx.input_static_shape(w_index)
-    taps = math.prod(w_shape[1:])
+    channels = w_shape[1]
+    # |w'| per filter, input channel and tap: the constant weights' own, else the dtype's bound
     if ctx.is_constant_input(w_index) and (w_zp is not None or not ctx.has_input(w_zp_index)):
-        w = np.asarray(ctx.constant_input(w_index), np.int64).reshape(w_shape[0], taps)
+        w = np.asarray(ctx.constant_input(w_index), np.int64).reshape(w_shape[0], channels, -1)
         if w_zp is not None:
-            w = w - (w_zp.reshape(-1, 1) if w_zp.size == w_shape[0] else w_zp.reshape(()))
-        return x_extent * int(np.abs(w).sum(axis=1).max(initial=0))
-    return x_extent * w_extent * taps
+            w = w - (w_zp.reshape(-1, 1, 1) if w_zp.size == w_shape[0] else w_zp.reshape(()))
+        per_channel = np.abs(w).sum(axis=2)  # [M, C/group]
+    else:
+        per_channel = np.full((w_shape[0], channels), w_extent * math.prod(w_shape[2:]), np.int64)
+    for count in range(1, (channels if groups == 1 else 1) + 1):
+        bounds = np.linspace(0, channels, count + 1).round().astype(int)
+        ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+        if all(x_extent * int(per_channel[:, a:b].sum(axis=1).max()) <= _EXACT_FLOAT32 for a, b in ranges):
+            return ranges
+    return None
 
 
 @lowering("ConvInteger", since=10)

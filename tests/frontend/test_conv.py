@@ -284,20 +284,22 @@ def test_qlinear_conv_matches_onnxruntime(per_channel, dtype, rng):
 
 
 @pytest.mark.parametrize(
-    ("weights", "constant", "float32"),
-    [("typical", True, True), ("extreme", True, False), ("typical", False, False)],
-    ids=["constant-typical-float32", "constant-extreme-float64", "runtime-float64"],
+    ("weights", "constant", "chunks"),
+    [("typical", True, 1), ("extreme", True, 2), ("typical", False, 2)],
+    ids=["constant-typical-one", "constant-extreme-chunked", "runtime-chunked"],
 )
-def test_conv_integer_runs_in_float32_only_when_every_partial_sum_is_exact(weights, constant, float32, rng):
-    """_integer_conv_bound: 64 input channels x 3x3 = 576 taps. Constant int8 weights of typical
-    size bound every sum below 2^24, so the convolution runs in float32; all -128 (or weights only
-    known at run time: 255 x 255 x 576) could pass 2^24, so it runs in float64. Results equal
-    onnx.reference's integer convolution either way."""
+def test_conv_integer_runs_in_float32_chunks_whose_sums_are_exact(weights, constant, chunks, rng):
+    """_float32_channel_chunks: 64 input channels x 3x3 taps. Constant int8 weights of typical
+    size bound every sum below 2^24: one float32 convolution. All -127 (odd products: 576 x 255 x
+    127 = 18.7M, past 2^24, would round in one float32 sum), or weights known only at run time
+    (255 x 128 per product), could pass 2^24 over 64 channels, so the channels are split into two
+    float32 convolutions added in int32. Results equal onnx.reference's either way."""
     import onnx
     import onnx.numpy_helper
 
     x = rng.integers(0, 256, (1, 64, 5, 5)).astype(np.uint8)
-    w = (rng.integers(-20, 21, (4, 64, 3, 3)) if weights == "typical" else np.full((4, 64, 3, 3), -128)).astype(np.int8)
+    x[..., 1:4, 1:4] = 255  # an output whose 576 products are all 255 x w
+    w = (rng.integers(-20, 21, (4, 64, 3, 3)) if weights == "typical" else np.full((4, 64, 3, 3), -127)).astype(np.int8)
     w_decl = "" if constant else ", int8[4, 64, 3, 3] w"
     model = onnx.parser.parse_model(
         f"""<ir_version: 9, opset_import: ["" : 10]>
@@ -311,9 +313,8 @@ g (uint8[1, 64, 5, 5] x, uint8 xz{w_decl}) => (int32[1, 4, 5, 5] y) {{
     else:
         feeds["w"] = w
     text = emitted_text(model)
-    convolutions = [line for line in text.splitlines() if "stablehlo.convolution" in line]
-    operands = [line.split(" : (")[-1].split(",")[0] for line in convolutions]
-    assert operands and all(o.endswith("xf32>" if float32 else "xf64>") for o in operands), operands
+    operands = [line.split(" : (")[-1].split(",")[0] for line in text.splitlines() if "stablehlo.convolution" in line]
+    assert len(operands) == chunks and all(o.endswith("xf32>") for o in operands), operands
     (got,) = onnx_stablehlo.compile(model, check=False).run(feeds)
     (want,) = reference_run(model, feeds)
     np.testing.assert_array_equal(got, want)
