@@ -481,3 +481,17 @@ def test_keepdims_other_than_zero_or_one_is_false_like_onnxruntime(op, keepdims)
     )
     feeds = {"x": np.random.default_rng(3721).standard_normal((2, 3)).astype(np.float32)}
     _assert_matches_onnxruntime(model, feeds)
+
+
+@pytest.mark.parametrize("dtype", ["float", "float16", "double"])
+@pytest.mark.parametrize("attrs", ["strides = [2, 2], ceil_mode = 1", "strides = [1, 1]", "strides = [1, 2]"])
+def test_max_pool_with_a_one_element_window_returns_the_element(dtype, attrs):
+    """Fuzz seed 50 #20751 (test_maxpool_2d_ceil_output_size_reduce_by_one, nan_inputs): a 1x1
+    kernel over -inf gave the float32 MLAS start value -3.4e38; onnxruntime returns the element
+    itself, NaN and -inf included."""
+    np_dtype = {"double": np.float64, "float": np.float32, "float16": np.float16}[dtype]
+    model = _model(f"g ({dtype}[1, 2, 3, 4] x) => ({dtype} y) {{ y = MaxPool <kernel_shape = [1, 1], {attrs}> (x) }}")
+    x = np.random.default_rng(20751).standard_normal((1, 2, 3, 4)).astype(np_dtype)
+    x.reshape(-1)[::3] = np.nan
+    x.reshape(-1)[1::5] = -np.inf
+    np.testing.assert_array_equal(onnx_stablehlo.compile(model, check=False).run({"x": x})[0], ort_run(model, {"x": x})[0])

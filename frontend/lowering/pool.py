@@ -95,7 +95,8 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         only by a greater one, so a NaN wins exactly when it is that first element (its index
         then being the Indices output).
         MLAS's 2D/3D vector kernels let a NaN win by SIMD lane order (x86 ``maxps``), which is
-        platform-dependent and not followed (docs/fuzzing.md).
+        platform-dependent and not followed (docs/fuzzing.md). A window of one element (kernel
+        all 1s) gives that element, NaN and -inf included, as onnxruntime does.
     Raises:
         UnsupportedAttributeError: an unknown auto_pad or storage_order, negative pads.
         ShapeError: kernel_shape missing or of the wrong length; a symbolic dim.
@@ -120,6 +121,11 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     # onnxruntime's generic kernel (see Deviations): a NaN first element of a window wins.
     generic_kernel = dtype not in (DataType.FLOAT, DataType.FLOAT16) or wants_indices or any(d > 1 for d in window.dilations)
     first_wins = is_float and generic_kernel
+    if not wants_indices and all(k == 1 for k in window.kernel):
+        # A 1x1... window holds one element, which onnxruntime returns as it is (NaN and -inf
+        # included: fuzz seed 50 #20751); XLA's maximum from -inf gives exactly that element.
+        (y,) = windows.reduce_window([x], [dtypes.lowest(dtype)], window, out, lambda a, b: [stablehlo.maximum(a[0], b[0])])
+        return [y]
     if not wants_indices:
         # float32 MLAS starts at the finite lowest value: a window of NaNs or -infs gives it.
         init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)
