@@ -215,9 +215,9 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
 
     Each block of ``block`` values of A's rows is quantized to int8 with its own scale
     ``max|a| / 127`` (``q = round_half_even(a * 127 / max|a|)``, 0 for an all-zero block); each
-    block's integer dot product with the centered weights ``q_w - zero_point`` is exact in int32
-    (one int8 dot_general batched over the blocks), then scaled by ``scale_a * scale_w`` and the
-    blocks summed in float32.
+    block's integer dot product with the centered weights ``q_w - zero_point`` is exact (one
+    float32 dot_general batched over the blocks whose sums stay below 2^24, else int32), then
+    scaled by ``scale_a * scale_w`` and the blocks summed in float32.
 
     ``weight`` [N, blocks, block] int32 (centered), ``scales`` [N, blocks, 1] float32.
     """
@@ -240,17 +240,25 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
         stablehlo.multiply(a_blocks, builders.broadcast_to(inverse, block_shape))
     )
     quantized = stablehlo.clamp(builders.full_like(quantized, -127.0), quantized, builders.full_like(quantized, 127.0))
-    narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
-    lhs, rhs = builders.convert(quantized, narrow), builders.convert(weight, narrow)
     rank = len(block_shape)
-    numbers = stablehlo.DotDimensionNumbers.get(
-        lhs_batching_dimensions=[rank - 2], rhs_batching_dimensions=[1],
-        lhs_contracting_dimensions=[rank - 1], rhs_contracting_dimensions=[2],
-    )
     out_shape = (blocks, *lead, n)
-    dots = builders.record(
-        stablehlo.dot_general(builders.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers), out_shape
-    )
+    # Each block's sum of |q| |w'| is at most block * 127 * (2^bits - 1): within 2^24 it is exact
+    # in a float32 dot (XLA CPU's int32 dot is a plain loop: builders.exact_integer_product).
+    if block * 127 * ((1 << bits) - 1) <= 1 << 24:
+        dots = builders.dot_general(
+            quantized, builders.convert(weight, DataType.FLOAT), lhs_batch=[rank - 2], rhs_batch=[1],
+            lhs_contracting=[rank - 1], rhs_contracting=[2], precision="HIGHEST",
+        )
+    else:
+        narrow = DataType.INT8 if bits <= 4 else DataType.INT32  # 8-bit q - zero_point spans [-255, 255]
+        lhs, rhs = builders.convert(quantized, narrow), builders.convert(weight, narrow)
+        numbers = stablehlo.DotDimensionNumbers.get(
+            lhs_batching_dimensions=[rank - 2], rhs_batching_dimensions=[1],
+            lhs_contracting_dimensions=[rank - 1], rhs_contracting_dimensions=[2],
+        )
+        dots = builders.record(
+            stablehlo.dot_general(builders.tensor_type(out_shape, DataType.INT32), lhs, rhs, numbers), out_shape
+        )
     a_scale = builders.transpose(builders.reshape(a_scale, (*lead, blocks)), [len(lead), *range(len(lead))])  # [blocks, ...]
     w_scale = builders.transpose(builders.reshape(scales, (n, blocks)), [1, 0])  # [blocks, N]
     scale = stablehlo.multiply(
