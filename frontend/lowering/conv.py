@@ -582,18 +582,22 @@ def lower_qlinear_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     f32 = DataType.FLOAT
 
     def scale(index: int, per_channel: bool) -> ir.Value:
+        """The scale as ``[M]`` (one per output channel; a scalar is repeated)."""
         value = builders.convert(ctx.input(index), f32)
         size = math.prod(builders.static_shape_of(value))
         if size == 1:
-            return builders.broadcast_to(builders.reshape(value, []), shape)
+            return builders.broadcast_to(builders.reshape(value, []), [shape[1]])
         if per_channel and size == shape[1]:
-            return builders.broadcast_to(builders.reshape(value, [size]), shape, dims=[1])
+            return builders.reshape(value, [size])
         accepted = f"a scalar or {shape[1]} values" if per_channel else "a scalar"
         raise ctx.error(f"scale '{node.input_names[index]}' must be {accepted}", ShapeError)
 
     # builders.divide: XLA would turn the division by a constant y_scale into a multiplication by
-    # its rounded reciprocal, an ulp off onnxruntime's multiplier (flips some roundings).
+    # its rounded reciprocal, an ulp off onnxruntime's multiplier (flips some roundings). The
+    # multiplier is per output channel, so it is computed on [M] and broadcast (computing it at
+    # the output's size put a full-size barriered constant and divide in every layer).
     multiplier = builders.divide(stablehlo.multiply(scale(1, False), scale(4, True)), scale(6, False))
+    multiplier = builders.broadcast_to(multiplier, shape, dims=[1])
     y = stablehlo.multiply(builders.convert(acc, f32), multiplier)
     y = stablehlo.round_nearest_even(y)
     out_dtype = ctx.input_dtype(7) if ctx.has_input(7) else DataType.UINT8
