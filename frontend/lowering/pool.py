@@ -131,11 +131,8 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)
         (y,) = windows.reduce_window([x], [init], window, out, max_ignoring_nan)
         if first_wins:
-            if all(windows.is_int(d) for d in (*shape, *out)):
-                first, _ = _first_in_window(x, _flat_index(shape), window, out)
-            else:
-                first = _first_in_window_symbolic(x, window, out)
-            y = stablehlo.select(isnan(first), first, y)
+            nan = builders.splat(float("nan"), dtype, builders.dims_of(y))
+            y = stablehlo.select(_first_is_nan(x, window, out), nan, y)
         return [y]
     shape = ctx.input_static_shape(0)  # Indices need static shapes
     storage_order = node.attr_int("storage_order", 0)
@@ -187,26 +184,32 @@ def _first_in_window(
     return first, index
 
 
-def _first_in_window_symbolic(x: ir.Value, window: windows.Window, out: Sequence[Dim]) -> ir.Value:
-    """Each window's first in-bounds element of ``x`` (row-major), for symbolic dims.
+def _first_is_nan(x: ir.Value, window: windows.Window, out: Sequence[Dim]) -> ir.Value:
+    """Whether each window's first in-bounds element of ``x`` (row-major) is NaN, as bool.
 
-    A window spans spatial dims only, so "first" is the lexicographic order of the spatial
-    coordinates: one ``iota`` per spatial dim rides along (padding holds int64 max in each).
+    A window spans spatial dims only, so "first" is the smallest row-major spatial position.
+    One ``reduce_window(min)`` over int64 keys ``2 * position + isnan(x)`` finds it (padding
+    holds an even int64 max, never NaN); sizes of symbolic dims enter the position as run-time
+    values. Integer keys carry no cotangent, so autodiff passes over this (a variadic
+    reduce_window of values has no VJP).
     """
     dims = builders.dims_of(x)
-    spatial = range(2, len(dims))
-    coords = [builders.iota(dims, axis, DataType.INT64) for axis in spatial]
-
-    def earlier(a: list[ir.Value], b: list[ir.Value]) -> list[ir.Value]:
-        take_a = builders.compare(a[-1], b[-1], "LT")
-        for lhs, rhs in zip(reversed(a[1:-1]), reversed(b[1:-1])):  # outer coordinates decide first
-            equal = builders.compare(lhs, rhs, "EQ")
-            take_a = stablehlo.or_(builders.compare(lhs, rhs, "LT"), stablehlo.and_(equal, take_a))
-        return [stablehlo.select(take_a, l, r) for l, r in zip(a, b)]
-
-    inits = [0] + [np.iinfo(np.int64).max] * len(coords)
-    first, *_ = windows.reduce_window([x, *coords], inits, window, out, earlier)
-    return first
+    i64 = DataType.INT64
+    position = None
+    for axis in range(2, len(dims)):
+        coord = builders.iota(dims, axis, i64)
+        if position is None:
+            position = coord
+            continue
+        size = builders.broadcast_to(builders.dim_value(dims[axis]), dims, dims=[])
+        position = stablehlo.add(stablehlo.multiply(position, size), coord)
+    two = builders.broadcast_to(builders.constant(np.array(2, np.int64)), dims, dims=[])
+    key = stablehlo.add(stablehlo.multiply(position, two), builders.convert(builders.compare(x, x, "NE"), i64))
+    padding = np.iinfo(np.int64).max - 1
+    (smallest,) = windows.reduce_window([key], [padding], window, out, lambda a, b: [stablehlo.minimum(a[0], b[0])])
+    out_dims = builders.dims_of(smallest)
+    parity = stablehlo.remainder(smallest, builders.broadcast_to(builders.constant(np.array(2, np.int64)), out_dims, dims=[]))
+    return builders.compare(parity, builders.broadcast_to(builders.constant(np.array(1, np.int64)), out_dims, dims=[]), "EQ")
 
 
 def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:
