@@ -222,8 +222,8 @@ def exact_integer_product(a: ir.Value, b: ir.Value) -> ir.Value:
     ``K * max|a| * max|b| <= 2^24`` sums them exactly (``HIGHEST`` precision: no TF32 passes
     on GPU) and converts back to the same int32 as the integer GEMM. A longer K (uint8 x int8:
     K > 514) is split into chunks that each fit, as a batched dot_general whose int32 results
-    are added; a longer K with batched ``b``, a symbolic K, or wider integer types keep the
-    int32 dot_general.
+    are added (with symbolic rows, in chunks that divide K); a longer K with batched ``b``, a
+    symbolic K, or wider integer types keep the int32 dot_general.
     """
     i32, f32 = DataType.INT32, DataType.FLOAT
     a_type, b_type = dtype_of(a), dtype_of(b)
@@ -234,9 +234,12 @@ def exact_integer_product(a: ir.Value, b: ir.Value) -> ir.Value:
     limit = _EXACT_FLOAT32 // (_MAGNITUDE[a_type] * _MAGNITUDE[b_type])
     if k <= limit:
         return convert(matmul(convert(a, f32), convert(b, f32), precision="HIGHEST"), i32)
-    if len(b_shape) != 2 or not all(isinstance(d, int) for d in a_shape):
+    if len(b_shape) != 2:
         return matmul(a, b, result_dtype=i32)
     chunks = -(-k // limit)
+    static = all(isinstance(d, int) for d in a_shape)
+    if not static:  # symbolic rows (a dynamic-shape artifact): chunks that divide K, no padding
+        chunks = next(c for c in range(chunks, k + 1) if k % c == 0)
     width = -(-k // chunks)
     padded = chunks * width
     lead = a_shape[:-1]

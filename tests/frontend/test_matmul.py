@@ -423,3 +423,26 @@ g ({a_ty}[2, 3, {k}] a, {b_ty}[{k}, 5] b) => (int32[2, 3, 5] y) {{
     assert abs(int(want[0, 0, 0])) == k * abs(extreme[a_ty] * extreme[b_ty])
     (got,) = compile_and_run(model, {"a": a, "b": b})
     np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+def test_matmul_integer_chunks_hold_on_symbolic_rows(rng):
+    """A dynamic-shape artifact (symbolic batch and sequence, K = 1536 as MiniLM's FFN output
+    projection): the K chunks divide K, so the float32 path needs no padding of symbolic rows."""
+    model = parse(
+        """<ir_version: 9, opset_import: ["" : 10]>
+g (uint8[B, S, 1536] a, int8[1536, 7] b) => (int32[B, S, 7] y) {
+  y = MatMulInteger (a, b)
+}"""
+    )
+    dots = [line.split(" : (")[-1] for line in onnx_stablehlo.lower(model).text.splitlines() if "dot_general" in line]
+    assert dots == ["tensor<?x?x3x512xf32>, tensor<3x512x7xf32>) -> tensor<3x?x?x7xf32>"]
+    compiled = onnx_stablehlo.compile(model)
+    assert compiled.artifact is not None, compiled.dynamic_error
+    for shape in [(1, 3), (2, 5)]:
+        a = rng.integers(0, 256, (*shape, 1536)).astype(np.uint8)
+        a[..., 0, :] = 255
+        b = rng.integers(-128, 128, (1536, 7)).astype(np.int8)
+        b[:, 0] = -127
+        (got,) = compiled.run({"a": a, "b": b})
+        np.testing.assert_array_equal(got, a.astype(np.int64) @ b.astype(np.int64))
+    assert compiled.compile_count == 2
