@@ -19,7 +19,7 @@ For each batch x sequence shape (1x16, 8x128, 32x128) it prints, as one markdown
 Inputs are seeded random token ids within the vocabulary, full attention masks. Each shape gets
 its own ``compile`` (with ``input_shapes``), so conversion and compile times are per shape.
 ``--model`` times another file with MiniLM's inputs and output instead of the fp32 export (the
-int8 files of ``tools/build_quantized.py``: ``~/.cache/onnx-stablehlo/all-MiniLM-L6-v2.int8-*.onnx``);
+int8 files of ``tools/build_minilm_variants.py``: ``~/.cache/onnx-stablehlo/all-MiniLM-L6-v2.int8-*.onnx``);
 ``--shapes`` replaces the rows (``BATCHxSEQ:REPS``, comma-separated).
 This is a script, not a test; numbers depend on the machine (see the header it prints).
 """
