@@ -85,9 +85,11 @@ from onnx_stablehlo.frontend.builders.core import (
 )
 from onnx_stablehlo.frontend.builders.gather import take
 from onnx_stablehlo.frontend.builders.linalg import (
+    EXACT_FLOAT32_SUM,
     broadcast_onto,
     centered,
     dot_general,
+    exact_integer_product,
     integer_matmul,
     matmul,
     row_parameter,
@@ -162,6 +164,8 @@ __all__ = [
     "if_with_branches",
     "increment",
     "integer_matmul",
+    "exact_integer_product",
+    "EXACT_FLOAT32_SUM",
     "iota",
     "leaky_relu",
     "logical_and",

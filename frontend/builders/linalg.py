@@ -38,7 +38,7 @@ from onnx_stablehlo.frontend.builders.reduce import reduce
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.shapes import product as _product
 
-__all__ = ["dot_general", "matmul", "integer_matmul", "exact_integer_product", "broadcast_onto", "centered", "row_parameter"]
+__all__ = ["dot_general", "matmul", "integer_matmul", "exact_integer_product", "EXACT_FLOAT32_SUM", "broadcast_onto", "centered", "row_parameter"]
 
 
 _NARROW_FLOATS = (DataType.FLOAT16, DataType.BFLOAT16)
@@ -206,9 +206,9 @@ def integer_matmul(a: ir.Value, b: ir.Value, a_zero: ir.Value | None, b_zero: ir
     return product
 
 
-_EXACT_FLOAT32 = 1 << 24
-"""Every integer of magnitude up to 2^24 is a float32, so a float32 sum whose terms' magnitudes
-add up to at most this is exact in any order (FMA included)."""
+EXACT_FLOAT32_SUM = 1 << 24
+"""Every integer of magnitude up to 2^24 is a float32, so a float32 sum of integer terms whose
+magnitudes add up to at most this is exact in any order (FMA included)."""
 
 _MAGNITUDE = {DataType.INT8: 128, DataType.UINT8: 255}
 
@@ -231,7 +231,7 @@ def exact_integer_product(a: ir.Value, b: ir.Value) -> ir.Value:
     k = a_shape[-1]
     if a_type not in _MAGNITUDE or b_type not in _MAGNITUDE or not isinstance(k, int):
         return matmul(a, b, result_dtype=i32)
-    limit = _EXACT_FLOAT32 // (_MAGNITUDE[a_type] * _MAGNITUDE[b_type])
+    limit = EXACT_FLOAT32_SUM // (_MAGNITUDE[a_type] * _MAGNITUDE[b_type])
     if k <= limit:
         return convert(matmul(convert(a, f32), convert(b, f32), precision="HIGHEST"), i32)
     if len(b_shape) != 2:

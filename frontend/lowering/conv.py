@@ -495,11 +495,6 @@ def _integer_conv(
     return total
 
 
-_EXACT_FLOAT32 = 1 << 24
-"""Integers up to 2^24 are float32s: a float32 sum whose terms' magnitudes add up to at most
-this is exact in any order."""
-
-
 def _float32_channel_chunks(
     ctx: LoweringContext, x_index: int, w_index: int, x_zp_index: int, w_zp_index: int, groups: int
 ) -> list[tuple[int, int]] | None:
@@ -540,7 +535,7 @@ def _float32_channel_chunks(
     for count in range(1, (channels if groups == 1 else 1) + 1):
         bounds = np.linspace(0, channels, count + 1).round().astype(int)
         ranges = [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
-        if all(x_extent * int(per_channel[:, a:b].sum(axis=1).max()) <= _EXACT_FLOAT32 for a, b in ranges):
+        if all(x_extent * int(per_channel[:, a:b].sum(axis=1).max()) <= builders.EXACT_FLOAT32_SUM for a, b in ranges):
             return ranges
     return None
 
