@@ -86,7 +86,7 @@ class CallPlan:
             if not array.flags.c_contiguous:
                 array = np.ascontiguousarray(array)
             arguments.append(transfer(array))
-        results = [np.asarray(r) for r in self._execute(arguments + self.constants)]
+        results = pjrt.to_host(self._execute(arguments + self.constants))
         if self.check_messages:
             raise_failed_checks(self.check_messages, results.pop())
         return results

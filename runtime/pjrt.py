@@ -435,6 +435,18 @@ def _array_type() -> type:
     return _jax.ArrayImpl
 
 
+_NUMPY_MAX_DIMS = 64
+
+
 def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:
-    """Copies device arrays back to numpy."""
+    """Copies device arrays back to numpy.
+
+    Raises:
+        ExecutionError: a result has more dims than numpy holds (64; a rewired graph that
+            broadcasts rank up, fuzz seed 50 #47972).
+    """
+    for index, array in enumerate(arrays):
+        rank = len(getattr(array, "shape", ()))
+        if rank > _NUMPY_MAX_DIMS:
+            raise ExecutionError(f"output {index} has {rank} dims; numpy arrays hold at most {_NUMPY_MAX_DIMS}")
     return [np.asarray(a) for a in arrays]

@@ -495,3 +495,17 @@ def test_max_pool_with_a_one_element_window_returns_the_element(dtype, attrs):
     x.reshape(-1)[::3] = np.nan
     x.reshape(-1)[1::5] = -np.inf
     np.testing.assert_array_equal(onnx_stablehlo.compile(model, check=False).run({"x": x})[0], ort_run(model, {"x": x})[0])
+
+
+def test_an_output_of_more_than_64_dims_is_a_typed_error():
+    """Fuzz seed 50 #47972 (a rewired expanded LayerNormalization): XLA ran a graph whose output
+    has more dims than numpy holds, and numpy's raw ValueError reached the caller. Every result
+    goes through pjrt.to_host (the checked path and the call plans), which now refuses it."""
+    from onnx_stablehlo.runtime import pjrt
+
+    class DeviceResult:  # what XLA hands back: a 65-dim array numpy cannot hold
+        shape = (1,) * 64 + (2,)
+
+    with pytest.raises(errors.ExecutionError, match="65 dims"):
+        pjrt.to_host([np.zeros(2, np.float32), DeviceResult()])
+    assert pjrt.to_host([np.arange(3)])[0].tolist() == [0, 1, 2]
