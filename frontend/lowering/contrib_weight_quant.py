@@ -244,7 +244,7 @@ def _int8_blockwise_product(a: ir.Value, weight: ir.Value, scales: ir.Value, k: 
     out_shape = (blocks, *lead, n)
     # Each block's sum of |q| |w'| is at most block * 127 * (2^bits - 1): within 2^24 it is exact
     # in a float32 dot (XLA CPU's int32 dot is a plain loop: builders.exact_integer_product).
-    if block * 127 * ((1 << bits) - 1) <= 1 << 24:
+    if block * 127 * ((1 << bits) - 1) <= builders.EXACT_FLOAT32_SUM:
         dots = builders.dot_general(
             quantized, builders.convert(weight, DataType.FLOAT), lhs_batch=[rank - 2], rhs_batch=[1],
             lhs_contracting=[rank - 1], rhs_contracting=[2], precision="HIGHEST",

@@ -481,8 +481,8 @@ def _integer_conv(
     total = None
     for start, stop in chunks:
         part = _convolution(
-            builders.convert(builders.slice_axis(x, 1, start, stop) if len(chunks) > 1 else x, DataType.FLOAT),
-            builders.convert(builders.slice_axis(w, 1, start, stop) if len(chunks) > 1 else w, DataType.FLOAT),
+            builders.convert(builders.slice_axis(x, 1, start, stop), DataType.FLOAT),  # the whole axis: x itself
+            builders.convert(builders.slice_axis(w, 1, start, stop), DataType.FLOAT),
             strides=window.strides,
             padding=window.pads,
             lhs_dilation=[1] * len(kernel),

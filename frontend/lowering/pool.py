@@ -203,13 +203,14 @@ def _first_is_nan(x: ir.Value, window: windows.Window, out: Sequence[Dim]) -> ir
             continue
         size = builders.broadcast_to(builders.dim_value(dims[axis]), dims, dims=[])
         position = stablehlo.add(stablehlo.multiply(position, size), coord)
-    two = builders.broadcast_to(builders.constant(np.array(2, np.int64)), dims, dims=[])
-    key = stablehlo.add(stablehlo.multiply(position, two), builders.convert(builders.compare(x, x, "NE"), i64))
+    key = stablehlo.add(
+        stablehlo.multiply(position, builders.splat(2, i64, dims)), builders.convert(builders.compare(x, x, "NE"), i64)
+    )
     padding = np.iinfo(np.int64).max - 1
     (smallest,) = windows.reduce_window([key], [padding], window, out, lambda a, b: [stablehlo.minimum(a[0], b[0])])
     out_dims = builders.dims_of(smallest)
-    parity = stablehlo.remainder(smallest, builders.broadcast_to(builders.constant(np.array(2, np.int64)), out_dims, dims=[]))
-    return builders.compare(parity, builders.broadcast_to(builders.constant(np.array(1, np.int64)), out_dims, dims=[]), "EQ")
+    parity = stablehlo.remainder(smallest, builders.splat(2, i64, out_dims))
+    return builders.compare(parity, builders.splat(1, i64, out_dims), "EQ")
 
 
 def _column_major_indices(indices: ir.Value, shape: Sequence[int]) -> ir.Value:
