@@ -481,7 +481,9 @@ def _integer_conv(
     total = None
     for start, stop in chunks:
         part = _convolution(
-            builders.convert(builders.slice_axis(x, 1, start, stop), DataType.FLOAT),  # the whole axis: x itself
+            # Ranges index W's C/group axis; a grouped convolution has the one whole range, and
+            # x's axis (C channels) is then not sliced.
+            builders.convert(x if groups > 1 else builders.slice_axis(x, 1, start, stop), DataType.FLOAT),
             builders.convert(builders.slice_axis(w, 1, start, stop), DataType.FLOAT),
             strides=window.strides,
             padding=window.pads,

@@ -320,6 +320,50 @@ g (uint8[1, 64, 5, 5] x, uint8 xz{w_decl}) => (int32[1, 4, 5, 5] y) {{
     np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("constant", [True, False], ids=["constant-w", "runtime-w"])
+@pytest.mark.parametrize(("channels", "group"), [(6, 2), (8, 8)], ids=["group-2", "depthwise"])
+def test_grouped_qlinear_conv_matches_onnxruntime(channels, group, constant, rng):
+    """A grouped QLinearConv (MobileNetV2's depthwise convolutions): the float32 path convolves
+    all C channels of x against W's C/group, never a slice of x (CI failure of aa2aa33:
+    feature_group_count = 8 with 1 input channel). Weights are 7-bit against onnxruntime (its
+    AVX2 u8s8 kernel for group > 1 sums pairs of products in int16 with saturation, as
+    quantizers' reduce_range assumes); full-range weights are checked against onnx.reference."""
+    import onnx
+    import onnx.numpy_helper
+
+    w = rng.integers(-63, 64, (channels, channels // group, 3, 3)).astype(np.int8)
+    w_decl = "" if constant else f", int8[{channels}, {channels // group}, 3, 3] w"
+    model = onnx.parser.parse_model(
+        f"""<ir_version: 9, opset_import: ["" : 10]>
+g (uint8[2, {channels}, 7, 6] x{w_decl}) => (uint8[2, {channels}, 4, 3] y) {{
+  xs = Constant <value = float {{0.05}}> ()
+  xz = Constant <value = uint8 {{3}}> ()
+  ws = Constant <value = float {{0.02}}> ()
+  wz = Constant <value = int8 {{0}}> ()
+  ys = Constant <value = float {{0.7}}> ()
+  yz = Constant <value = uint8 {{128}}> ()
+  y = QLinearConv <group = {group}, pads = [1, 1, 1, 1], strides = [2, 2]> (x, xs, xz, w, ws, wz, ys, yz)
+}}"""
+    )
+    feeds = {"x": rng.integers(0, 256, (2, channels, 7, 6)).astype(np.uint8)}
+    if constant:
+        model.graph.initializer.append(onnx.numpy_helper.from_array(w, "w"))
+    else:
+        feeds["w"] = w
+    assert f"feature_group_count = {group}" in emitted_text(model)
+    (got,) = compile_and_run(model, feeds)
+    (want,) = ort_run(model, feeds)
+    np.testing.assert_array_equal(got, want)
+    full = rng.integers(-127, 128, w.shape).astype(np.int8)
+    if constant:
+        model.graph.initializer[-1].CopyFrom(onnx.numpy_helper.from_array(full, "w"))
+    else:
+        feeds["w"] = full
+    (got,) = compile_and_run(model, feeds)
+    (want,) = reference_run(model, feeds)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_conv_integer_rejects_int16_input():
     model = parse(node_model_text("ConvInteger", 10, [("x", "int16", (1, 1, 3, 3)), ("w", "uint8", (1, 1, 2, 2))],
                          [("y", "int32", (1, 1, 2, 2))], {}))
