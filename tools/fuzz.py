@@ -93,6 +93,11 @@ OPEN_DISAGREEMENTS = {
     ("test_resize", "nan_inputs", ("nearest", "antialias")): "Resize cubic with inf at a tap whose "
     "weight rounds to zero in onnxruntime's float32 coordinates only (1 of 135 random cases); "
     "linear/cubic taps otherwise follow onnxruntime",
+    ("test_linear_attention", "extreme_inputs", ()): "a MatMul whose products overflow float32 "
+    "with both signs: a fused multiply-add (XLA's dot, numpy.matmul's BLAS) keeps the exact "
+    "product finite, so an accumulator at -inf stays -inf; separately rounded products (onnxruntime's "
+    "MLAS here) are -inf and +inf, summed to NaN; onnx.reference's numpy.matmul answers -inf for one "
+    "batch element and NaN for the other in the same step (seed 50 #33090)",
 }
 """Disagreements with onnxruntime that are documented residuals: onnxruntime's answer depends on
 its platform or algorithm there (docs/fuzzing.md); every other failure of a fuzz run is new."""
@@ -104,10 +109,6 @@ def open_disagreement(result: "Result") -> str | None:
         return None
     for (prefix, mutation, excluded), reason in OPEN_DISAGREEMENTS.items():
         if result.seed.startswith(prefix) and result.mutation == mutation and not any(p in result.seed for p in excluded):
-            return reason
-    return None
-    for (prefix, mutation), reason in OPEN_DISAGREEMENTS.items():
-        if result.seed.startswith(prefix) and result.mutation == mutation:
             return reason
     return None
 

@@ -75,6 +75,8 @@ def test_a_longer_fuzz_run_finds_nothing_new():
 def test_open_disagreements_cover_only_their_op_and_mutation():
     known = fuzz.Result(3, "test_maxpool_2d_default", "nan_inputs", "disagree", "inf against nan")
     assert "MaxPool" in fuzz.open_disagreement(known)
+    fma = fuzz.Result(33090, "test_linear_attention_gated_delta_mqa_expanded", "extreme_inputs", "disagree")
+    assert "fused multiply-add" in fuzz.open_disagreement(fma)
     for other in (
         fuzz.Result(3, "test_maxpool_2d_default", "drop_attribute", "disagree"),
         fuzz.Result(3, "test_add", "nan_inputs", "disagree"),
@@ -82,6 +84,8 @@ def test_open_disagreements_cover_only_their_op_and_mutation():
         fuzz.Result(3, "test_maxpool_3d_dilations", "nan_inputs", "disagree"),  # the generic kernel: followed
         fuzz.Result(3, "test_maxpool_with_argmax_2d_precomputed_pads", "nan_inputs", "disagree"),
         fuzz.Result(3, "test_resize_downsample_scales_linear_antialias", "nan_inputs", "disagree"),
+        fuzz.Result(3, "test_linear_attention_gated_delta_mqa_expanded", "nan_inputs", "disagree"),
+        fuzz.Result(3, "test_matmul_2d", "extreme_inputs", "disagree"),
     ):
         assert fuzz.open_disagreement(other) is None
 
