@@ -8,7 +8,8 @@ Each row is one ONNX TopK model; interleaved rounds time ``run`` (numpy in, nump
 and onnxruntime's ``InferenceSession.run`` (2 intra-op threads, or the CUDA execution provider)
 and print the median milliseconds per call and ours/ORT. Outputs are checked against
 onnxruntime first (indices exactly, values to 1e-6). float32 rows take ``chlo.top_k`` (XLA's
-partial selection), other dtypes the sort + slice lowering.
+partial selection) or, for a large k, a sort of packed keys; int64 and float64 rows with k <= 16
+select in rounds of reductions (``_top_k_rounds``); the rest is the sort + slice lowering.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ CASES = [
     ("sort 3x20x50 (k=n)", (3, 20, 50), 50, -1, 1, np.float32),
     ("argsort 8x4096 (k=n)", (8, 4096), 4096, -1, 0, np.float32),
     ("topk int64 3x20x50", (3, 20, 50), 5, -1, 1, np.int64),
+    ("topk int64 64x1000 k=10", (64, 1000), 10, -1, 1, np.int64),
+    ("topk float64 3x20x50", (3, 20, 50), 5, -1, 1, np.float64),
 ]
 
 

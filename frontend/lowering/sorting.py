@@ -7,6 +7,8 @@
                                  -> static shape, other k, float32 and 8/16-bit types:
                                     chlo.top_k on a canonical copy of x (XLA CPU runs it as a
                                     partial selection; see _top_k_selection)
+                                 -> static shape, k <= 16, int64, uint64, float64: k rounds of
+                                    reductions over uint64 keys (_top_k_rounds)
                                  -> otherwise: stablehlo.sort of (x, iota) along the axis with
                                     a comparator that breaks ties by index, then stablehlo.slice
 
@@ -89,6 +91,8 @@ def _top_k(ctx: LoweringContext, k: int, axis: int, largest: bool) -> list[ir.Va
         return _top_k_packed_sort(x, k, axis, largest)
     if static and builders.dtype_of(x) in _SELECTION_DTYPES:
         return _top_k_selection(x, k, axis, largest)
+    if static and builders.dtype_of(x) in _ROUNDS_DTYPES and 0 < k <= _MAX_ROUNDS:
+        return _top_k_rounds(x, k, axis, largest)
     values, indices = _sort_with_indices(x, axis, descending=largest)
     return [_slice_front(values, axis, k), _slice_front(indices, axis, k)]
 
@@ -102,6 +106,78 @@ _SELECTION_DTYPES = (
 
 # Dtypes whose values map to 32 order-preserving bits (through float32, or as int32/uint32).
 _PACKED_DTYPES = _SELECTION_DTYPES + (DataType.INT32, DataType.UINT32)
+
+
+# 64-bit dtypes (no room for an index beside the value in a uint64 key): a small k selects in
+# rounds of reductions instead of a sort of (values, indices).
+_ROUNDS_DTYPES = (DataType.INT64, DataType.UINT64, DataType.DOUBLE)
+_MAX_ROUNDS = 16
+
+
+def _top_k_rounds(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:
+    """TopK of a static 64-bit ``x`` as ``k`` rounds of two single-operand reductions.
+
+    The values are mapped to uint64 keys whose unsigned order is the wanted order (int64: the
+    sign bit flipped; float64: NaN made +NaN and -0.0 made +0.0, then negative bit patterns
+    flipped whole and others given the sign bit; all bits flipped again for ``largest``). Each
+    round takes the minimum key among the positions not yet taken, then the lowest such position
+    holding it (ties by lower index, as the spec asks), and marks it taken; the value is decoded
+    from the key.
+
+    XLA CPU calls a sort's comparator per comparison when it sorts (values, indices), but runs a
+    one-operand reduction as a fused loop: measured with jax on 2 loaded cores, int64 3x20x50
+    k=5 0.14-0.25 ms against 0.61-0.69 ms for the sort, 64x1000 k=10 2.2-2.5 ms against 18-20
+    ms. The rounds grow with ``k`` (64x1000 k=100 would take longer than the sort), hence
+    ``k <= _MAX_ROUNDS``.
+
+    Deviation: as the other paths, a selected float64 -0.0 is returned as +0.0 and a NaN as the
+    canonical +NaN (indices are exact).
+    """
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
+    n = shape[axis]
+    u64_type = builders.tensor_type(shape, DataType.UINT64)
+    sign_bit = builders.splat(1 << 63, DataType.UINT64, shape)
+    if dtype == DataType.UINT64:
+        ordered = x
+    elif dtype == DataType.INT64:  # two's complement: flipping the sign bit gives unsigned order
+        ordered = stablehlo.xor(stablehlo.bitcast_convert(u64_type, x), sign_bit)
+    else:
+        zero = builders.splat(0.0, DataType.DOUBLE, shape)
+        nan = builders.splat(float("nan"), DataType.DOUBLE, shape)
+        f64 = stablehlo.select(builders.compare(x, x, "NE"), nan, x)
+        f64 = stablehlo.select(builders.compare(f64, zero, "EQ"), zero, f64)
+        bits = stablehlo.bitcast_convert(u64_type, f64)
+        negative = builders.compare(stablehlo.and_(bits, sign_bit), sign_bit, "EQ")
+        ordered = stablehlo.select(negative, stablehlo.not_(bits), stablehlo.or_(bits, sign_bit))
+    if largest:
+        ordered = stablehlo.not_(ordered)
+    positions = builders.iota(shape, axis, DataType.INT64)
+    taken = builders.splat(False, DataType.BOOL, shape)
+    all_ones = builders.splat((1 << 64) - 1, DataType.UINT64, shape)
+    past_end = builders.splat(n, DataType.INT64, shape)
+    keys, indices = [], []
+    for _ in range(k):
+        key = builders.reduce(stablehlo.select(taken, all_ones, ordered), [axis], stablehlo.minimum, (1 << 64) - 1, keepdims=True)
+        key_full = builders.broadcast_to(key, shape)
+        holds = stablehlo.and_(stablehlo.not_(taken), builders.compare(ordered, key_full, "EQ"))
+        index = builders.reduce(stablehlo.select(holds, positions, past_end), [axis], stablehlo.minimum, n, keepdims=True)
+        taken = stablehlo.or_(taken, builders.compare(positions, builders.broadcast_to(index, shape), "EQ"))
+        keys.append(key)
+        indices.append(index)
+    key = stablehlo.concatenate(keys, axis) if k > 1 else keys[0]
+    index = stablehlo.concatenate(indices, axis) if k > 1 else indices[0]
+    top_shape = builders.dims_of(key)
+    if largest:
+        key = stablehlo.not_(key)
+    top_sign = builders.splat(1 << 63, DataType.UINT64, top_shape)
+    if dtype == DataType.UINT64:
+        return [key, index]
+    if dtype == DataType.INT64:
+        return [stablehlo.bitcast_convert(builders.tensor_type(top_shape, dtype), stablehlo.xor(key, top_sign)), index]
+    was_positive = builders.compare(stablehlo.and_(key, top_sign), top_sign, "EQ")
+    bits = stablehlo.select(was_positive, stablehlo.xor(key, top_sign), stablehlo.not_(key))
+    return [stablehlo.bitcast_convert(builders.tensor_type(top_shape, DataType.DOUBLE), bits), index]
 
 
 def _top_k_selection(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:

@@ -103,9 +103,34 @@ def test_top_k_orders_nan_as_numpy_sort_does(largest):
 
 
 def test_top_k_is_a_sort_with_an_index_operand():
-    text = emitted_text(top_k_model(11, np.float64, (3, 7), 3, 1))
+    # float64 with k past _MAX_ROUNDS (a smaller k selects in rounds: see the test below)
+    text = emitted_text(top_k_model(11, np.float64, (3, 40), 17, 1))
     assert '"stablehlo.sort"' in text and "stablehlo.iota" in text
     assert "stablehlo.slice" in text and "chlo.top_k" not in text
+
+
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+@pytest.mark.parametrize("axis", [1, 0], ids=["last-axis", "axis0"])
+@pytest.mark.parametrize("dtype", [np.int64, np.uint64, np.float64], ids=["i64", "u64", "f64"])
+def test_top_k_of_64_bit_types_selects_in_rounds_of_reductions(dtype, axis, largest, rng):
+    """_top_k_rounds (static, k <= 16): no sort, and onnxruntime's values and indices on the
+    type's extremes, ties, NaN and signed zeros."""
+    if dtype == np.float64:
+        special = np.array([np.nan, -0.0, 0.0, np.inf, -np.inf, 1e308, -1e308, 5e-324, np.nan, 0.0, -0.0])
+    else:
+        info = np.iinfo(dtype)
+        special = np.array([info.min, info.max, 0, 1, info.max, info.min, 2, 1, 0], dtype)
+    row = np.concatenate([special.astype(dtype), _tied(20, dtype, rng)])
+    x = np.stack([row, rng.permutation(row), row[::-1]], axis=0)
+    if axis == 0:
+        x = np.ascontiguousarray(x.T)
+    model = top_k_model(11, dtype, x.shape, 9, axis, largest=largest)
+    text = emitted_text(model)
+    assert '"stablehlo.sort"' not in text and "stablehlo.reduce" in text
+    values, indices = compile_and_run(model, {"x": x})
+    expected_values, expected_indices = oracle_run(model, {"x": x})
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values, expected_values)  # -0.0 == 0.0 here (see the rule's deviation)
 
 
 def test_top_k_of_static_float32_is_a_selection_and_symbolic_is_a_sort():
