@@ -317,8 +317,9 @@ def lower_top_k(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     Dtypes: every real numeric type of the revision.
     Deviations: ``sorted=0`` (order unspecified) returns sorted results too. float32, 8- and
         16-bit types with static shapes (XLA's TopK, see ``_top_k_selection``, or for a large
-        ``k`` one sort of packed uint64 keys, see ``_top_k_packed_sort``): a selected -0.0 is
-        returned as 0.0 (a NaN as +NaN); indices match onnxruntime's.
+        ``k`` one sort of packed uint64 keys, see ``_top_k_packed_sort``) and float64 with a
+        static shape and ``k <= 16`` (``_top_k_rounds``): a selected -0.0 is returned as 0.0
+        (a NaN as +NaN); indices match onnxruntime's.
     Raises: NonConstantInputError if K is computed at run time; ShapeError if K exceeds the
         axis size.
     """
