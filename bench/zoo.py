@@ -41,6 +41,9 @@ def _load_zoo():
     spec = importlib.util.spec_from_file_location("tools_zoo", REPO_ROOT / "tools" / "zoo.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up while the file runs
+    # The builders in tools/ say ``import zoo``; with bench/ first on sys.path that would be this
+    # script, so the name is bound to tools/zoo.py before any builder runs.
+    sys.modules["zoo"] = module
     spec.loader.exec_module(module)
     return module
 
@@ -138,13 +141,13 @@ def main(argv: list[str] | None = None) -> int:
         if missing:
             skipped.append(f"{model.name} (needs {', '.join(missing)})")
             continue
-        path = model.build(directory) if args.build else cached_file(model, directory)
-        if path is None:
-            skipped.append(f"{model.name} (not built: --build, or tools/zoo.py --build {model.name})")
-            continue
-        try:
+        try:  # one failing model (its build or its run) must not hide the others' numbers
+            path = model.build(directory) if args.build else cached_file(model, directory)
+            if path is None:
+                skipped.append(f"{model.name} (not built: --build, or tools/zoo.py --build {model.name})")
+                continue
             rows.append(measure(model, path, args.device, rounds))
-        except Exception as error:  # one failing model must not hide the others' numbers
+        except Exception as error:
             first = str(error).strip().splitlines()[0][:100] if str(error).strip() else ""
             rows.append([model.name, "-", "-", "-", "-", "-", f"{type(error).__name__}: {first}", "-"])
         print(f"# {model.name}: done", file=sys.stderr, flush=True)

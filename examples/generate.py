@@ -1,4 +1,6 @@
-"""Generates text tokens with a KV-cache decoder compiled by onnx_stablehlo, next to onnxruntime.
+"""Generates text tokens with a KV-cache decoder compiled by onnx_stablehlo.
+
+(``bench/generate.py`` runs the same decoders next to onnxruntime and compares the tokens.)
 
 Builds (offline, cached) the int4 Llama that onnxruntime-genai's model builder writes
 (``tools/build_genai.py``) or the GPT-2 decoder with past (``tools/build_decoder_with_past.py``),

@@ -261,6 +261,12 @@ def _prepared_feeds(model, args: argparse.Namespace, shapes: dict[str, tuple[int
             raise UsageError(
                 f"--input {name}: expected rank {len(declared)} {_dims_text(declared)}, got shape {array.shape}"
             )
+    for name, shape in (shapes or {}).items():
+        declared = values[name].shape
+        if declared is not None and len(declared) != len(shape):
+            raise UsageError(
+                f"--input-shape {name}: expected rank {len(declared)} {_dims_text(declared)}, got {list(shape)}"
+            )
     generated: list[str] = []
     if len(feeds) < len(values):
         for name, array in generated_inputs(model, shapes, seed=args.seed, dims=dims, given=feeds).items():
@@ -286,15 +292,16 @@ def _note_generated(exc: OnnxStableHLOError, generated: list[str]) -> None:
         )
 
 
-def _dims_from_feeds(model, feeds: dict[str, np.ndarray], dims: dict[str, int] | None) -> dict[str, int]:
-    """Named dim sizes read off the given feeds (``batch`` from input_ids' shape, say)."""
+def _dims_from_feeds(model, feeds: dict[str, tuple[int, ...]], dims: dict[str, int] | None) -> dict[str, int]:
+    """Named dim sizes read off the shapes of the given feeds and ``--input-shape`` options
+    (``batch`` from input_ids' shape, say)."""
     from onnx_stablehlo.frontend.importer import graph_input_values
 
     sizes = dict(dims or {})
     for value in graph_input_values(model.graph):
         if value.name not in feeds or value.shape is None:
             continue
-        for dim, size in zip(value.shape, np.shape(feeds[value.name])):
+        for dim, size in zip(value.shape, feeds[value.name]):
             name = getattr(dim, "value", None)
             if isinstance(name, str) and name:
                 sizes.setdefault(name, int(size))
@@ -351,7 +358,7 @@ def generated_inputs(
 
     rng = np.random.default_rng(seed)
     given = given or {}
-    dims = _dims_from_feeds(model, given, dims)
+    dims = _dims_from_feeds(model, {**(shapes or {}), **{n: np.shape(a) for n, a in given.items()}}, dims)
     missing = {
         getattr(d, "value", None)
         for value in graph_input_values(model.graph)

@@ -25,7 +25,8 @@ the folder's mtime shows that someone else added or deleted an entry, and at lea
 
 Settings (read when the process first compiles, or given to :class:`ExecutableCache`):
 
-- ``ONNX_STABLEHLO_EXECUTABLE_CACHE``: the folder (default
+- ``ONNX_STABLEHLO_EXECUTABLE_CACHE``: the folder (default ``$ONNX_STABLEHLO_CACHE/executables``
+  when that variable, the model builders' cache folder, is set, else
   ``~/.cache/onnx-stablehlo/executables``, or under ``$XDG_CACHE_HOME``); ``0``, ``off`` or
   ``none`` turns the cache off.
 - ``ONNX_STABLEHLO_EXECUTABLE_CACHE_BYTES``: the size cap in bytes (default 2 GiB).
@@ -289,6 +290,8 @@ def _from_environment() -> ExecutableCache | None:
         return None
     if setting:
         directory = Path(setting)
+    elif os.environ.get("ONNX_STABLEHLO_CACHE", "").strip():  # the project's one cache folder
+        directory = Path(os.environ["ONNX_STABLEHLO_CACHE"].strip()).expanduser() / "executables"
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         directory = Path(base) / "onnx-stablehlo" / "executables"

@@ -151,6 +151,13 @@ def test_input_mistakes_are_named(command, symbolic_model, tmp_path, capsys):
         "error: input 'x' has symbolic dims [batch, 4] without a size; give --dim batch=N, "
         "--input-shape x=N,4 or --input x=FILE.npy"
     ]
+    # --input-shape: its rank is checked before any other input is generated, and its named
+    # dims size the other inputs (ids [batch] from x's batch).
+    assert _error_lines([command, model, "--input-shape", "x=3,4,4"], capsys) == [
+        "error: --input-shape x: expected rank 2 [batch, 4], got [3, 4, 4]"
+    ]
+    assert main([command, model, "--input-shape", "x=3,4"]) == 0
+    assert "input ids: generated int64 [3]" in capsys.readouterr().out
 
 
 def test_unnamed_symbolic_dims_ask_for_an_input_shape(tmp_path, capsys):

@@ -130,6 +130,20 @@ def test_executable_cache_environment_sets_folder_and_cap(monkeypatch, tmp_path)
         executable_cache._from_environment()
 
 
+def test_executable_cache_follows_the_project_cache_folder(monkeypatch, tmp_path):
+    """Without its own setting the cache lives in ``$ONNX_STABLEHLO_CACHE/executables`` (the
+    folder the model builders use), so one variable keeps everything out of ``~/.cache``."""
+    monkeypatch.delenv(executable_cache.ENV_DIRECTORY, raising=False)
+    monkeypatch.setenv("ONNX_STABLEHLO_CACHE", str(tmp_path))
+    assert executable_cache._from_environment().directory == tmp_path / "executables"
+    monkeypatch.setenv(executable_cache.ENV_DIRECTORY, str(tmp_path / "own"))
+    assert executable_cache._from_environment().directory == tmp_path / "own"
+    monkeypatch.delenv(executable_cache.ENV_DIRECTORY)
+    monkeypatch.delenv("ONNX_STABLEHLO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert executable_cache._from_environment().directory == tmp_path / "xdg" / "onnx-stablehlo" / "executables"
+
+
 _CHILD = """
 import json, sys
 import numpy as np
