@@ -80,7 +80,12 @@ def _grid_axis_taps(f: builders.Arith, coord: ir.Value, size: int, mode: str, pa
         x = f.mul(f.mul(f.add(coord, 1.0), 0.5), size - 1)
     else:
         x = f.mul(f.sub(f.mul(f.add(coord, 1.0), size), 1.0), 0.5)
-    # The padding mode applies to each tap, never to x itself (as in onnxruntime and PyTorch).
+    # The padding mode applies to each tap (as in onnxruntime and PyTorch), except that linear
+    # ``border`` clamps x itself first, as onnxruntime does: the same taps and weights for a
+    # finite x (both taps of an outside x read the edge pixel), and an infinite x reads the edge
+    # pixel instead of turning the weights into inf - inf = NaN (fuzz seed 50 #76054).
+    if mode == "linear" and padding == "border":
+        x = f.clamp(x, 0.0, size - 1.0)
     if mode == "nearest":
         x = stablehlo.round_nearest_even(x)  # ties to even, as PyTorch
         positions: list[tuple[ir.Value, ir.Value | None]] = [(x, None)]

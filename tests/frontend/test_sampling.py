@@ -51,6 +51,22 @@ def test_grid_sample_3d_matches_onnxruntime(mode, padding_mode, align_corners, r
     assert_allclose_for_dtype(compile_and_run(model, feeds), ort_run(model, feeds))
 
 
+@pytest.mark.parametrize("align_corners", [0, 1], ids=["half-pixel", "align-corners"])
+def test_grid_sample_linear_border_clamps_infinite_coordinates(align_corners, rng):
+    """Linear ``border`` clamps the unnormalized coordinate before its taps: an infinite or huge
+    coordinate reads the edge pixel, as onnx.reference does (fuzz seed 50 #76054: -inf gave NaN
+    weights, inf - inf). onnxruntime agrees on that case; on others it converts such coordinates
+    to integer indices (undefined in C++), so onnx.reference is the oracle here."""
+    model = parse(_grid_sample_model((1, 2, 3, 4), (1, 2, 5, 2), 20, mode="linear", padding_mode="border",
+                                     align_corners=align_corners))
+    grid = _grid(rng, (1, 2, 5, 2))
+    grid.reshape(-1)[[0, 3, 5, 6, 9, 12, 17]] = [-np.inf, np.inf, -np.inf, 1e30, -1e30, np.inf, -1e30]
+    feeds = {"x": rng.standard_normal((1, 2, 3, 4)).astype(np.float32), "grid": grid}
+    (got,) = compile_and_run(model, feeds)
+    assert np.isfinite(got).all()
+    assert_allclose_for_dtype([got], reference_run(model, feeds))
+
+
 # Not border: onnx.reference clamps the cubic sampling position, onnxruntime and the rule each tap.
 @pytest.mark.parametrize("padding_mode", ["zeros", "reflection"])
 @pytest.mark.parametrize("shape", [((1, 1, 3, 4, 4), (1, 2, 2, 2, 3)), ((2, 3, 6), (2, 5, 1))], ids=["3d", "1d"])
