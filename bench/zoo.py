@@ -137,6 +137,10 @@ def main(argv: list[str] | None = None) -> int:
             continue
         if args.quick and model.approx_mb > 15:
             continue
+        if model.run_sequence is not None and not model.inputs(np.random.default_rng(model.seed)):
+            # a decoder: no single-call feeds, only its prompt + decode steps (run_sequence)
+            skipped.append(f"{model.name} (a decoder: python bench/generate.py)")
+            continue
         missing = model.missing_requirements()
         if missing:
             skipped.append(f"{model.name} (needs {', '.join(missing)})")
