@@ -108,6 +108,62 @@ _SELECTION_DTYPES = (
 _PACKED_DTYPES = _SELECTION_DTYPES + (DataType.INT32, DataType.UINT32)
 
 
+# Key width -> the (unsigned, signed, float) dtypes of that width.
+_KEY_DTYPES = {
+    32: (DataType.UINT32, DataType.INT32, DataType.FLOAT),
+    64: (DataType.UINT64, DataType.INT64, DataType.DOUBLE),
+}
+
+
+def _ordered_bits(x: ir.Value, width: int, largest: bool) -> ir.Value:
+    """``x`` as unsigned ``width``-bit keys whose unsigned order is TopK's order (ascending, or
+    descending with ``largest``: all bits flipped).
+
+    The unsigned dtype is its own key; the signed one has its sign bit flipped (two's
+    complement); anything else goes through the float dtype of that width (exact for the types
+    the callers pass), every NaN made +NaN and -0.0 made +0.0 (onnxruntime: NaN above every
+    number, -0.0 equal to 0.0), and then negative bit patterns are flipped whole and the others
+    given the sign bit. :func:`_from_ordered_bits` inverts it.
+    """
+    unsigned, signed, floating = _KEY_DTYPES[width]
+    dtype = builders.dtype_of(x)
+    shape = builders.dims_of(x)
+    key_type = builders.tensor_type(shape, unsigned)
+    sign_bit = builders.splat(1 << (width - 1), unsigned, shape)
+    if dtype == unsigned:
+        ordered = x
+    elif dtype == signed:
+        ordered = stablehlo.xor(stablehlo.bitcast_convert(key_type, x), sign_bit)
+    else:
+        f = builders.convert(x, floating)
+        zero = builders.splat(0.0, floating, shape)
+        nan = builders.splat(float("nan"), floating, shape)
+        f = stablehlo.select(builders.compare(f, f, "NE"), nan, f)
+        f = stablehlo.select(builders.compare(f, zero, "EQ"), zero, f)
+        bits = stablehlo.bitcast_convert(key_type, f)
+        negative = builders.compare(stablehlo.and_(bits, sign_bit), sign_bit, "EQ")
+        ordered = stablehlo.select(negative, stablehlo.not_(bits), stablehlo.or_(bits, sign_bit))
+    return stablehlo.not_(ordered) if largest else ordered
+
+
+def _from_ordered_bits(ordered: ir.Value, dtype: DataType, largest: bool) -> ir.Value:
+    """The values of ``dtype`` whose :func:`_ordered_bits` keys are ``ordered`` (a selected -0.0
+    comes back as +0.0 and a NaN as +NaN)."""
+    width = 32 if builders.dtype_of(ordered) == DataType.UINT32 else 64
+    unsigned, signed, floating = _KEY_DTYPES[width]
+    shape = builders.dims_of(ordered)
+    if largest:
+        ordered = stablehlo.not_(ordered)
+    sign_bit = builders.splat(1 << (width - 1), unsigned, shape)
+    if dtype == unsigned:
+        return ordered
+    if dtype == signed:
+        return stablehlo.bitcast_convert(builders.tensor_type(shape, dtype), stablehlo.xor(ordered, sign_bit))
+    was_positive = builders.compare(stablehlo.and_(ordered, sign_bit), sign_bit, "EQ")
+    bits = stablehlo.select(was_positive, stablehlo.xor(ordered, sign_bit), stablehlo.not_(ordered))
+    return builders.convert(stablehlo.bitcast_convert(builders.tensor_type(shape, floating), bits), dtype)
+
+
 # 64-bit dtypes (no room for an index beside the value in a uint64 key): a small k selects in
 # rounds of reductions instead of a sort of (values, indices).
 _ROUNDS_DTYPES = (DataType.INT64, DataType.UINT64, DataType.DOUBLE)
@@ -117,10 +173,8 @@ _MAX_ROUNDS = 16
 def _top_k_rounds(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:
     """TopK of a static 64-bit ``x`` as ``k`` rounds of two single-operand reductions.
 
-    The values are mapped to uint64 keys whose unsigned order is the wanted order (int64: the
-    sign bit flipped; float64: NaN made +NaN and -0.0 made +0.0, then negative bit patterns
-    flipped whole and others given the sign bit; all bits flipped again for ``largest``). Each
-    round takes the minimum key among the positions not yet taken, then the lowest such position
+    The values are mapped to uint64 keys whose unsigned order is the wanted order
+    (:func:`_ordered_bits`). Each round takes the minimum key among the positions not yet taken, then the lowest such position
     holding it (ties by lower index, as the spec asks), and marks it taken; the value is decoded
     from the key.
 
@@ -136,22 +190,7 @@ def _top_k_rounds(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Valu
     dtype = builders.dtype_of(x)
     shape = builders.dims_of(x)
     n = shape[axis]
-    u64_type = builders.tensor_type(shape, DataType.UINT64)
-    sign_bit = builders.splat(1 << 63, DataType.UINT64, shape)
-    if dtype == DataType.UINT64:
-        ordered = x
-    elif dtype == DataType.INT64:  # two's complement: flipping the sign bit gives unsigned order
-        ordered = stablehlo.xor(stablehlo.bitcast_convert(u64_type, x), sign_bit)
-    else:
-        zero = builders.splat(0.0, DataType.DOUBLE, shape)
-        nan = builders.splat(float("nan"), DataType.DOUBLE, shape)
-        f64 = stablehlo.select(builders.compare(x, x, "NE"), nan, x)
-        f64 = stablehlo.select(builders.compare(f64, zero, "EQ"), zero, f64)
-        bits = stablehlo.bitcast_convert(u64_type, f64)
-        negative = builders.compare(stablehlo.and_(bits, sign_bit), sign_bit, "EQ")
-        ordered = stablehlo.select(negative, stablehlo.not_(bits), stablehlo.or_(bits, sign_bit))
-    if largest:
-        ordered = stablehlo.not_(ordered)
+    ordered = _ordered_bits(x, 64, largest)
     positions = builders.iota(shape, axis, DataType.INT64)
     taken = builders.splat(False, DataType.BOOL, shape)
     all_ones = builders.splat((1 << 64) - 1, DataType.UINT64, shape)
@@ -167,17 +206,7 @@ def _top_k_rounds(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Valu
         indices.append(index)
     key = stablehlo.concatenate(keys, axis) if k > 1 else keys[0]
     index = stablehlo.concatenate(indices, axis) if k > 1 else indices[0]
-    top_shape = builders.dims_of(key)
-    if largest:
-        key = stablehlo.not_(key)
-    top_sign = builders.splat(1 << 63, DataType.UINT64, top_shape)
-    if dtype == DataType.UINT64:
-        return [key, index]
-    if dtype == DataType.INT64:
-        return [stablehlo.bitcast_convert(builders.tensor_type(top_shape, dtype), stablehlo.xor(key, top_sign)), index]
-    was_positive = builders.compare(stablehlo.and_(key, top_sign), top_sign, "EQ")
-    bits = stablehlo.select(was_positive, stablehlo.xor(key, top_sign), stablehlo.not_(key))
-    return [stablehlo.bitcast_convert(builders.tensor_type(top_shape, DataType.DOUBLE), bits), index]
+    return [_from_ordered_bits(key, dtype, largest), index]
 
 
 def _top_k_selection(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:
@@ -246,25 +275,8 @@ def _top_k_packed_sort(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir
     Deviation: as ``_top_k_selection``, a selected -0.0 is returned as +0.0 and a NaN as the
     canonical +NaN (indices are exact).
     """
-    dtype = builders.dtype_of(x)
     shape = builders.dims_of(x)
-    u32_type = builders.tensor_type(shape, DataType.UINT32)
-    sign_bit = builders.splat(0x80000000, DataType.UINT32, shape)
-    if dtype == DataType.UINT32:
-        ordered = x
-    elif dtype == DataType.INT32:  # two's complement: flipping the sign bit gives unsigned order
-        ordered = stablehlo.xor(stablehlo.bitcast_convert(u32_type, x), sign_bit)
-    else:
-        f32 = builders.convert(x, DataType.FLOAT)
-        zero = builders.splat(0.0, DataType.FLOAT, shape)
-        nan = builders.splat(float("nan"), DataType.FLOAT, shape)
-        f32 = stablehlo.select(builders.compare(f32, f32, "NE"), nan, f32)
-        f32 = stablehlo.select(builders.compare(f32, zero, "EQ"), zero, f32)
-        bits = stablehlo.bitcast_convert(u32_type, f32)
-        negative = builders.compare(stablehlo.and_(bits, sign_bit), sign_bit, "EQ")
-        ordered = stablehlo.select(negative, stablehlo.not_(bits), stablehlo.or_(bits, sign_bit))
-    if largest:
-        ordered = stablehlo.not_(ordered)
+    ordered = _ordered_bits(x, 32, largest)
     thirty_two = builders.splat(32, DataType.UINT64, shape)
     keys = stablehlo.or_(
         stablehlo.shift_left(builders.convert(ordered, DataType.UINT64), thirty_two),
@@ -276,19 +288,7 @@ def _top_k_packed_sort(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir
     low = builders.splat(0xFFFFFFFF, DataType.UINT64, top_shape)
     indices = builders.convert(stablehlo.and_(keys, low), DataType.INT64)
     ordered = builders.convert(stablehlo.shift_right_logical(keys, builders.splat(32, DataType.UINT64, top_shape)), DataType.UINT32)
-    if largest:
-        ordered = stablehlo.not_(ordered)
-    top_sign = builders.splat(0x80000000, DataType.UINT32, top_shape)
-    if dtype == DataType.UINT32:
-        return [ordered, indices]
-    if dtype == DataType.INT32:
-        return [stablehlo.bitcast_convert(builders.tensor_type(top_shape, dtype), stablehlo.xor(ordered, top_sign)), indices]
-    was_positive = builders.compare(stablehlo.and_(ordered, top_sign), top_sign, "EQ")
-    bits = stablehlo.select(
-        was_positive, stablehlo.and_(ordered, builders.splat(0x7FFFFFFF, DataType.UINT32, top_shape)), stablehlo.not_(ordered)
-    )
-    values = stablehlo.bitcast_convert(builders.tensor_type(top_shape, DataType.FLOAT), bits)
-    return [builders.convert(values, dtype), indices]
+    return [_from_ordered_bits(ordered, builders.dtype_of(x), largest), indices]
 
 
 @lowering("TopK", since=1)
