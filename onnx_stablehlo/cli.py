@@ -292,16 +292,16 @@ def _note_generated(exc: OnnxStableHLOError, generated: list[str]) -> None:
         )
 
 
-def _dims_from_feeds(model, feeds: dict[str, tuple[int, ...]], dims: dict[str, int] | None) -> dict[str, int]:
+def _dims_from_shapes(model, shapes: dict[str, tuple[int, ...]], dims: dict[str, int] | None) -> dict[str, int]:
     """Named dim sizes read off the shapes of the given feeds and ``--input-shape`` options
     (``batch`` from input_ids' shape, say)."""
     from onnx_stablehlo.frontend.importer import graph_input_values
 
     sizes = dict(dims or {})
     for value in graph_input_values(model.graph):
-        if value.name not in feeds or value.shape is None:
+        if value.name not in shapes or value.shape is None:
             continue
-        for dim, size in zip(value.shape, feeds[value.name]):
+        for dim, size in zip(value.shape, shapes[value.name]):
             name = getattr(dim, "value", None)
             if isinstance(name, str) and name:
                 sizes.setdefault(name, int(size))
@@ -358,7 +358,7 @@ def generated_inputs(
 
     rng = np.random.default_rng(seed)
     given = given or {}
-    dims = _dims_from_feeds(model, {**(shapes or {}), **{n: np.shape(a) for n, a in given.items()}}, dims)
+    dims = _dims_from_shapes(model, {**(shapes or {}), **{n: np.shape(a) for n, a in given.items()}}, dims)
     missing = {
         getattr(d, "value", None)
         for value in graph_input_values(model.graph)

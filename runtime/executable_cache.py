@@ -288,10 +288,11 @@ def _from_environment() -> ExecutableCache | None:
     setting = os.environ.get(ENV_DIRECTORY, "").strip()
     if setting.lower() in _OFF:
         return None
+    project = os.environ.get("ONNX_STABLEHLO_CACHE", "").strip()  # the project's one cache folder
     if setting:
         directory = Path(setting)
-    elif os.environ.get("ONNX_STABLEHLO_CACHE", "").strip():  # the project's one cache folder
-        directory = Path(os.environ["ONNX_STABLEHLO_CACHE"].strip()).expanduser() / "executables"
+    elif project:
+        directory = Path(project).expanduser() / "executables"
     else:
         base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
         directory = Path(base) / "onnx-stablehlo" / "executables"
