@@ -2,10 +2,11 @@
 
 Usage::
 
-    python bench/overhead.py [--quick] [--rounds 7] [--calls 2000] [--device cpu|cuda]
+    python bench/overhead.py [--quick] [--rounds 7] [--calls 2000] [--gap-us 300] [--device cpu|cuda]
 
 Models are small enough that the work is negligible and the time is overhead: a
-scikit-learn-sized MLP (1x4 -> 8 -> 3), an Einsum, a CumSum and a roll (Slice + Concat).
+scikit-learn-sized MLP (1x4 -> 8 -> 3), an Einsum, a CumSum, a roll (Slice + Concat) and a
+64-row linear layer with a softmax.
 For each, interleaved rounds time ``calls`` back-to-back calls of
 
 * ``run``: numpy feeds in, numpy outputs back (what a caller usually does);
@@ -71,20 +72,42 @@ def models(rng: np.random.Generator) -> dict[str, tuple[onnx.ModelProto, dict[st
         [oh.make_tensor_value_info("x", f32, [4, 16])], [oh.make_tensor_value_info("y", f32, [4, 16])],
         [starts, ends, zero, three, axes],
     )
+    w3 = onh.from_array(rng.standard_normal((16, 10)).astype(np.float32), "w3")
+    b3 = onh.from_array(rng.standard_normal(10).astype(np.float32), "b3")
+    linear = _model(
+        [oh.make_node("MatMul", ["x", "w3"], ["a"]), oh.make_node("Add", ["a", "b3"], ["b"]),
+         oh.make_node("Softmax", ["b"], ["y"])],
+        [oh.make_tensor_value_info("x", f32, [64, 16])], [oh.make_tensor_value_info("y", f32, [64, 10])], [w3, b3],
+    )
     return {
         "mlp 1x4->8->3": (mlp, {"x": rng.standard_normal((1, 4)).astype(np.float32)}),
         "einsum bij,bjk": (einsum, {"a": rng.standard_normal((2, 3, 4)).astype(np.float32),
                                     "b": rng.standard_normal((2, 4, 5)).astype(np.float32)}),
         "cumsum 4x16": (cumsum, {"x": rng.standard_normal((4, 16)).astype(np.float32)}),
         "roll 4x16": (roll, {"x": rng.standard_normal((4, 16)).astype(np.float32)}),
+        # 64 rows: past PJRT's "cheap computation" size, so jax's default CPU client would hand
+        # it to a worker thread (runtime/pjrt.py: _prefer_inline_cpu_execution)
+        "linear 64x16->10 softmax": (linear, {"x": rng.standard_normal((64, 16)).astype(np.float32)}),
     }
 
 
-def per_call_us(fn, calls: int) -> float:
-    start = time.perf_counter()
+def per_call_us(fn, calls: int, gap_us: float = 0.0) -> float:
+    """Mean microseconds per call of ``calls`` calls; with ``gap_us``, each call is timed alone
+    after that much busy Python work (a caller doing something between calls)."""
+    if not gap_us:
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        return (time.perf_counter() - start) / calls * 1e6
+    total = 0.0
     for _ in range(calls):
+        until = time.perf_counter() + gap_us * 1e-6
+        while time.perf_counter() < until:
+            pass
+        start = time.perf_counter()
         fn()
-    return (time.perf_counter() - start) / calls * 1e6
+        total += time.perf_counter() - start
+    return total / calls * 1e6
 
 
 def ort_session(model: onnx.ModelProto, device: str):
@@ -96,7 +119,9 @@ def ort_session(model: onnx.ModelProto, device: str):
     return ort.InferenceSession(model.SerializeToString(), options, providers=providers)
 
 
-def measure(name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds: int, calls: int) -> list[str]:
+def measure(
+    name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds: int, calls: int, gap_us: float = 0.0,
+) -> list[str]:
     ours = onnx_stablehlo.compile(model, device)
     session = ort_session(model, device)
     for ours_out, ort_out in zip(ours.run(feeds), session.run(None, feeds)):
@@ -129,7 +154,7 @@ def measure(name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds:
         per_call_us(fn, max(calls // 10, 10))  # warm-up
     for _ in range(rounds):
         for key, fn in timed.items():
-            samples[key].append(per_call_us(fn, calls))
+            samples[key].append(per_call_us(fn, calls, gap_us))
     med = {k: statistics.median(v) for k, v in samples.items()}
     return [
         name, f"{med['run']:.0f}", f"{med['run_device']:.0f}", f"{med['ORT']:.0f}",
@@ -144,14 +169,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument(
+        "--gap-us", type=float, default=0.0,
+        help="busy Python work before each timed call, in us (a caller that does something between calls)",
+    )
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     cases = models(rng)
     if args.quick:
         cases = dict(list(cases.items())[:1])
         args.rounds, args.calls = 3, 300
-    rows = [measure(name, m, feeds, args.device, args.rounds, args.calls) for name, (m, feeds) in cases.items()]
-    print(f"# per-call time (us), median of {args.rounds} interleaved rounds of {args.calls} calls, device {args.device}")
+    rows = [measure(name, m, feeds, args.device, args.rounds, args.calls, args.gap_us) for name, (m, feeds) in cases.items()]
+    gap = f", {args.gap_us:g} us of Python work before each call" if args.gap_us else ""
+    print(f"# per-call time (us), median of {args.rounds} interleaved rounds of {args.calls} calls{gap}, device {args.device}")
     print(_timing.markdown_table(
         ["model", "run", "run_device", "ORT", "run/ORT", "run_device/ORT", "execute only", "inputs to device"], rows,
     ))

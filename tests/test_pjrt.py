@@ -66,3 +66,46 @@ def test_memory_mapped_array_is_copied_out_block_by_block(tmp_path, monkeypatch)
     buffer = pjrt.to_device(np.asarray(mapped), device)
     del mapped
     np.testing.assert_array_equal(pjrt.to_host([buffer])[0], values)
+
+
+_INLINE_PROBE = """
+import numpy as np, onnx, onnx.helper as oh
+import jax
+import onnx_stablehlo
+graph = oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "g",
+                      [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2])],
+                      [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2])])
+model = onnx_stablehlo.compile(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]), "cpu")
+assert model.run({"x": np.array([-1.0, 2.0], np.float32)})[0].tolist() == [0.0, 2.0]
+print(jax.config.values["jax_cpu_enable_async_dispatch"])
+"""
+
+
+@pytest.mark.parametrize(("env", "expected"), [({}, "False"), ({"ONNX_STABLEHLO_CPU_ASYNC_DISPATCH": "1"}, "True")])
+def test_cpu_client_made_here_runs_inline_unless_opted_out(env, expected):
+    """The CPU client made by us runs executions on the caller's thread (no worker wake-up per
+    call); ONNX_STABLEHLO_CPU_ASYNC_DISPATCH=1 keeps jax's async default. A fresh process, as
+    the setting only applies before jax makes its CPU client."""
+    import os
+    import subprocess
+    import sys
+
+    environment = {k: v for k, v in os.environ.items() if k != "ONNX_STABLEHLO_CPU_ASYNC_DISPATCH"}
+    out = subprocess.run(
+        [sys.executable, "-c", _INLINE_PROBE], env={**environment, **env}, capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == expected
+
+
+def test_cpu_client_made_by_the_user_is_left_alone():
+    """When the user's jax made its CPU client first, its setting is not changed (the private
+    ``xla_bridge.backends_are_initialized`` this relies on must exist: it fails on an upgrade)."""
+    import jax
+    from jax._src import xla_bridge
+
+    jax.devices("cpu")
+    assert xla_bridge.backends_are_initialized()
+    before = jax.config.values["jax_cpu_enable_async_dispatch"]
+    pjrt._prefer_inline_cpu_execution()
+    assert jax.config.values["jax_cpu_enable_async_dispatch"] == before
