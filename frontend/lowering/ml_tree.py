@@ -1,8 +1,11 @@
 """Lowering rules: ``ai.onnx.ml`` tree ensembles.
 
-    TreeEnsemble*(x)         -> every tree walked at once: a [N, T] tensor of node indices
-                                advanced depth times by gathers of the node tables; leaf
-                                weights gathered [N, T, K] and reduced over the trees
+    TreeEnsemble*(x)         -> the leaf each row reaches in each tree, [N, T], by one of:
+                                QuickScorer bitvectors (trees of depth >= 6 with few branch
+                                nodes: every test at once, masks ANDed per tree, the first set
+                                bit); or every tree walked at once, a [N, T] tensor of node
+                                indices advanced depth times by gathers of the node tables.
+                                Then leaf weights gathered [N, T, K] and reduced over the trees
 
 Spec: the ai.onnx.ml operators (onnx.ai/onnx/operators/onnx_aionnxml_*.html). Where the spec
 leaves a result open, these rules follow onnxruntime's CPU kernels (the oracle of the tests),
@@ -254,13 +257,141 @@ def _branch(x_value: ir.Value, threshold: ir.Value, mode: int) -> ir.Value:
     return builders.compare(x_value, threshold, _COMPARISONS[mode])
 
 
+@dataclasses.dataclass
+class _Bitvectors:
+    """The trees as QuickScorer lays them out: every tree's branch nodes in slots, one bitvector
+    of the tree's leaves per slot.
+
+    Leaves are numbered in depth-first order, true child first; leaf ``j`` is bit ``63 - j % 64``
+    of word ``j // 64``. A slot's mask has zeros for the leaves of its node's true subtree: the
+    leaves a row cannot reach when the node's test fails. ANDing the masks of the failed tests
+    leaves the reached leaf as the first set bit (Lucchese et al., "QuickScorer", SIGIR 2015).
+    """
+
+    node: np.ndarray  # int32 [I, T]: the branch node in slot i of tree t, -1 for padding
+    masks: np.ndarray  # uint64 [I, T, W]
+    leaves: np.ndarray  # int32 [T, 64 W]: the global index of each tree's j-th leaf
+
+    @property
+    def words(self) -> int:
+        return self.masks.shape[2]
+
+
+# A bitvector pass costs about one vector op per (row, tree, slot, word) plus a fixed part (the
+# feature values materialized, the first set bit, the leaf lookup); a walk step a few dependent
+# gathers per (row, tree). Measured on the scikit-learn/LightGBM/XGBoost zoo models (64 rows, in
+# one process, interleaved): bitvectors win for depth 8-17 and slots x words up to 2.5x the
+# depth (LightGBM and HistGradientBoosting regressors 2.2-2.4x faster, extra trees 1.4x, random
+# forests 1.1x), the walk for depth 3-4 (gradient boosting on iris 1.5x, XGBoost 1.3x).
+_BITVECTOR_MIN_DEPTH = 6
+_BITVECTOR_SLOTS_PER_STEP = 2.5
+
+
+def _bitvectors(forest: _Forest, depth: int) -> _Bitvectors | None:
+    """QuickScorer's layout of ``forest``, or None when the walk is cheaper or it does not apply
+    (set membership tests, trees with shared or too many nodes)."""
+    branch = forest.mode != _LEAF
+    if depth < max(_BITVECTOR_MIN_DEPTH, 1) or (forest.mode == 6).any():
+        return None
+    budget = 2 * len(forest.mode)  # a node reached twice (a DAG) is laid out twice; stop early
+    trees: list[tuple[list[tuple[int, int, int]], list[int]]] = []
+    for root in forest.roots.tolist():
+        slots: list[list[int]] = []  # [node, first leaf of the true subtree, end of it]
+        leaves: list[int] = []
+        stack: list[tuple[bool, int]] = [(True, root)]
+        while stack:
+            visit, item = stack.pop()
+            if not visit:  # the true subtree of slot `item` is done
+                slots[item][2] = len(leaves)
+                continue
+            budget -= 1
+            if budget < 0:
+                return None
+            if not branch[item]:
+                leaves.append(item)
+                continue
+            slots.append([item, len(leaves), -1])
+            stack += [(True, int(forest.false_next[item])), (False, len(slots) - 1), (True, int(forest.true_next[item]))]
+        trees.append(([tuple(slot) for slot in slots], leaves))
+    width = max(len(slots) for slots, _ in trees)
+    words = -(-max(len(leaves) for _, leaves in trees) // 64)
+    if width * words > _BITVECTOR_SLOTS_PER_STEP * depth:
+        return None
+    node = np.full((width, len(trees)), -1, np.int32)
+    masks = np.full((width, len(trees), words), np.iinfo(np.uint64).max, np.uint64)
+    leaf_table = np.zeros((len(trees), 64 * words), np.int32)
+    bit = np.uint64(1) << (np.uint64(63) - np.arange(64, dtype=np.uint64))  # leaf j -> bit 63 - j
+    for t, (slots, leaves) in enumerate(trees):
+        leaf_table[t, : len(leaves)] = leaves
+        for i, (index, first, end) in enumerate(slots):
+            node[i, t] = index
+            for j in range(first, end):
+                masks[i, t, j // 64] &= ~bit[j % 64]
+    return _Bitvectors(node, masks, leaf_table)
+
+
+def _walk_bitvectors(forest: _Forest, layout: _Bitvectors, x: ir.Value, modes: list[int]) -> ir.Value:
+    """:func:`_walk` by bitvectors: every branch test at once, ANDed masks, the first set bit."""
+    n_rows = builders.dims_of(x)[0]
+    width, n_trees = layout.node.shape
+    words = layout.words
+    dtype = builders.dtype_of(x)
+    slot_node = np.maximum(layout.node, 0)  # padding slots test node 0; their masks are all ones
+    value = builders.reshape(builders.take(x, forest.feature[slot_node].reshape(-1).astype(np.int64), 1), (n_rows, width, n_trees))
+    # materialized apart: fused into the reduction below, XLA CPU gathers x per (row, slot, tree)
+    # in a scalar loop (lightgbm-regressor-diabetes: 360 -> 230 us per call)
+    value = stablehlo.optimization_barrier([value])
+    shape = (n_rows, width, n_trees)
+    threshold = builders.broadcast_to(
+        builders.constant(forest.threshold[slot_node].astype(dtypes.numpy_dtype(dtype))), shape, dims=[1, 2]
+    )
+    outcomes = {mode: _branch(value, threshold, mode) for mode in modes}
+    take_true = outcomes[modes[0]]
+    if len(modes) > 1:
+        node_mode = builders.broadcast_to(builders.constant(forest.mode[slot_node].astype(np.int32)), shape, dims=[1, 2])
+        for mode in modes[1:]:
+            is_mode = builders.compare(node_mode, builders.splat(mode, DataType.INT32, shape), "EQ")
+            take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
+    tracks = forest.missing_true[slot_node] & (layout.node >= 0)
+    if tracks.any():
+        nan = builders.compare(value, value, "NE")
+        take_true = stablehlo.or_(take_true, stablehlo.and_(nan, builders.broadcast_to(builders.constant(tracks), shape, dims=[1, 2])))
+    wide = (*shape, words)
+    masks = builders.broadcast_to(builders.constant(layout.masks), wide, dims=[1, 2, 3])
+    kept = stablehlo.select(
+        builders.broadcast_to(take_true, wide, dims=[0, 1, 2]), builders.splat(np.iinfo(np.uint64).max, DataType.UINT64, wide), masks
+    )
+    bits = builders.reduce(kept, [1], stablehlo.and_, int(np.iinfo(np.uint64).max))  # [N, T, W]
+    first = builders.convert(stablehlo.count_leading_zeros(bits), DataType.INT32)  # 64 for a zero word
+    if words > 1:
+        offsets = builders.broadcast_to(builders.constant(np.arange(words, dtype=np.int32) * 64), (n_rows, n_trees, words), dims=[2])
+        none = builders.splat(64 * words - 1, DataType.INT32, (n_rows, n_trees, words))
+        candidates = stablehlo.select(
+            builders.compare(first, builders.splat(64, DataType.INT32, (n_rows, n_trees, words)), "LT"),
+            stablehlo.add(first, offsets), none,
+        )
+        first = builders.reduce(candidates, [2], stablehlo.minimum, 64 * words - 1)
+    position = builders.reshape(first, (n_rows, n_trees))
+    base = builders.broadcast_to(builders.constant(np.arange(n_trees, dtype=np.int32) * (64 * words)), (n_rows, n_trees), dims=[1])
+    return builders.take(builders.constant(layout.leaves.reshape(-1)), stablehlo.add(position, base), 0)
+
+
 def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
-    """The global index of the leaf each row reaches in each tree: int32 ``[N, T]``."""
+    """The global index of the leaf each row reaches in each tree: int32 ``[N, T]``.
+
+    Trees of depth 6 or more with few branch nodes per tree use QuickScorer's bitvectors
+    (:class:`_Bitvectors`, :func:`_bitvectors` says when), others a walk of ``depth`` steps,
+    each gathering every (row, tree)'s next node.
+    """
     n_rows = builders.dims_of(x)[0]
     features = builders.dims_of(x)[1]
     branch = forest.mode != _LEAF
     if branch.any() and isinstance(features, int) and forest.feature[branch].max() >= features:
         raise ctx.error(f"a node tests feature {int(forest.feature[branch].max())} of {features}", ShapeError)
+    depth = forest.depth
+    layout = _bitvectors(forest, depth)
+    if layout is not None:
+        return _walk_bitvectors(forest, layout, x, sorted(set(forest.mode[branch].tolist())))
     dtype = builders.dtype_of(x)
     shape = (n_rows, len(forest.roots))
     state = builders.broadcast_to(builders.constant(forest.roots.astype(np.int32)), shape, dims=[1])
@@ -283,7 +414,7 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
                 position += 1
         member_table = builders.constant(rows.astype(dtypes.numpy_dtype(dtype)))
         member_rows = builders.constant(row_of)
-    for _ in range(forest.depth):
+    for _ in range(depth):
         link = _gather_table(links, state)
         feature = builders.reshape(builders.slice_axis(link, 2, 0, 1), shape)
         on_true = builders.reshape(builders.slice_axis(link, 2, 1, 2), shape)
@@ -354,7 +485,7 @@ def _base_values(node: OnnxNode) -> np.ndarray | None:
 @lowering("TreeEnsembleRegressor", since=3, domain=ml.ML)  # 3 added the *_as_tensor (float64) attributes
 @lowering("TreeEnsembleRegressor", since=5, domain=ml.ML)  # 5 deprecated the op for TreeEnsemble (same semantics)
 def lower_tree_ensemble_regressor(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
-    """Lowers TreeEnsembleRegressor to a walk of every tree at once (see :func:`_walk`).
+    """Lowers TreeEnsembleRegressor to every tree evaluated at once (see :func:`_walk`).
 
     Spec: ai.onnx.ml TreeEnsembleRegressor-1, 3, 5.
     Shapes: X [N, F] or [F]; Y [N, n_targets] float32.

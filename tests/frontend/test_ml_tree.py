@@ -48,11 +48,21 @@ def _tree_inputs(rng: np.random.Generator, rows: int, features: int, thresholds:
 # Tree ensembles --------------------------------------------------------------------------------
 
 
+@pytest.fixture(params=["bitvectors", "walk"])
+def strategy(request, monkeypatch):
+    """Both tree evaluations: QuickScorer bitvectors (small trees) and the step-by-step walk."""
+    from onnx_stablehlo.frontend.lowering import ml_tree
+
+    monkeypatch.setattr(ml_tree, "_BITVECTOR_SLOTS_PER_STEP", 10**6 if request.param == "bitvectors" else 0)
+    monkeypatch.setattr(ml_tree, "_BITVECTOR_MIN_DEPTH", 0)
+    return request.param
+
+
 @pytest.mark.parametrize(
     ("aggregate", "post"),
     [("SUM", "NONE"), ("AVERAGE", "LOGISTIC"), ("MIN", "SOFTMAX"), ("MAX", "SOFTMAX_ZERO")],
 )
-def test_tree_ensemble_regressor_every_mode_missing_values(aggregate, post, rng):
+def test_tree_ensemble_regressor_every_mode_missing_values(aggregate, post, strategy, rng):
     thresholds = np.array([-1.0, 0.0, 0.5, 2.0])
     nodes, leaves = _random_trees(rng, n_trees=5, depth=3, features=4, modes=MODES, thresholds=thresholds)
     targets = {k: [] for k in ("treeids", "nodeids", "ids", "weights")}
@@ -166,8 +176,87 @@ def test_tree_ensemble_5_set_membership_and_missing_values(aggregate, rng):
     assert_allclose_for_dtype(actual, expected)
 
 
-def test_tree_walk_has_no_loop_per_tree(rng):
-    """200 trees of depth 3 emit 3 walk steps, not 200: the gather count does not grow with trees."""
+def _regressor(nodes, leaves, features: int):
+    node = helper.make_node(
+        "TreeEnsembleRegressor", ["X"], ["Y"], domain=ML, n_targets=1,
+        nodes_treeids=nodes["treeids"], nodes_nodeids=nodes["nodeids"], nodes_featureids=nodes["featureids"],
+        nodes_modes=nodes["modes"], nodes_values=nodes["values"], nodes_truenodeids=nodes["truenodeids"],
+        nodes_falsenodeids=nodes["falsenodeids"], nodes_missing_value_tracks_true=nodes["missing"],
+        target_treeids=[t for t, _ in leaves], target_nodeids=[n for _, n in leaves], target_ids=[0] * len(leaves),
+        target_weights=[(k % 16 - 8) / 8 for k in range(len(leaves))],  # sums exact in any order
+    )
+    return ml_model(node, [feature_input(features)], [helper.make_tensor_value_info("Y", TensorProto.FLOAT, ["N", 1])])
+
+
+def test_small_trees_are_bitvectors_without_a_gather_per_tree_or_step(rng, monkeypatch):
+    """200 trees of depth 3 as bitvectors (the depth rule off): every test at once, one AND per
+    slot; three gathers whatever the number of trees or the depth (feature values, each tree's
+    reached leaf, the leaf values)."""
+    from onnx_stablehlo.frontend.lowering import ml_tree
+
+    monkeypatch.setattr(ml_tree, "_BITVECTOR_MIN_DEPTH", 0)
+    nodes, leaves = _random_trees(rng, n_trees=200, depth=3, features=4, modes=["BRANCH_LEQ"], thresholds=np.array([0.0]))
+    model = _regressor(nodes, leaves, 4)
+    text = onnx_stablehlo.lower(model).text
+    assert text.count("#stablehlo.gather<") == 3
+    assert "stablehlo.count_leading_zeros" in text
+    x = rng.normal(size=(7, 4)).astype(np.float32)
+    actual, expected = run_both(model, {"X": x})
+    assert_allclose_for_dtype(actual, expected)
+
+
+def test_chain_trees_of_over_64_leaves_use_several_bitvector_words(rng):
+    """Trees of 99 branch nodes in a chain (depth 99, 100 leaves: two 64-bit words per slot),
+    the chain going on the true side at some nodes and the false side at others."""
+    from onnx_stablehlo.frontend.lowering import ml_tree
+
+    chain = 99
+    nodes = {k: [] for k in ("treeids", "nodeids", "featureids", "modes", "values", "truenodeids", "falsenodeids", "missing")}
+    leaves = []
+    for tree in range(3):
+        sides = rng.integers(2, size=chain)
+        for k in range(chain):  # branch node k is node id 2k; its leaf child is 2k + 1
+            nxt = 2 * k + 2  # the next branch node, or the last leaf
+            true_id, false_id = (nxt, 2 * k + 1) if sides[k] else (2 * k + 1, nxt)
+            for key, value in (("treeids", tree), ("nodeids", 2 * k), ("featureids", int(rng.integers(3))),
+                               ("modes", str(rng.choice(MODES[:4]))), ("values", float(rng.normal())),
+                               ("truenodeids", true_id), ("falsenodeids", false_id), ("missing", int(rng.integers(2)))):
+                nodes[key].append(value)
+        for leaf in [2 * k + 1 for k in range(chain)] + [2 * chain]:
+            for key, value in (("treeids", tree), ("nodeids", leaf), ("featureids", 0), ("modes", "LEAF"), ("values", 0.0),
+                               ("truenodeids", 0), ("falsenodeids", 0), ("missing", 0)):
+                nodes[key].append(value)
+            leaves.append((tree, leaf))
+    model = _regressor(nodes, leaves, 3)
+    text = onnx_stablehlo.lower(model).text
+    assert "stablehlo.count_leading_zeros" in text and "tensor<?x99x3x2xui64>" in text
+    assert ml_tree._BITVECTOR_SLOTS_PER_STEP * chain >= 2 * chain  # the layout rule admits it
+    x = rng.normal(size=(64, 3)).astype(np.float32) * 1.5
+    x[rng.random(x.shape) < 0.1] = np.nan
+    actual, expected = run_both(model, {"X": x})
+    assert_allclose_for_dtype(actual, expected)
+
+
+def test_deep_complete_trees_walk_with_no_loop_per_tree(rng):
+    """Complete trees of depth 7 (127 branch nodes, 128 leaves each) are too wide for
+    bitvectors: 7 walk steps of 4 gathers (node links, feature values, thresholds, missing-value
+    tracks), then the leaf values, whatever the number of trees."""
+    nodes, leaves = _random_trees(rng, n_trees=20, depth=7, features=4, modes=["BRANCH_LEQ"], thresholds=np.array([0.0]))
+    model = _regressor(nodes, leaves, 4)
+    text = onnx_stablehlo.lower(model).text
+    assert text.count("#stablehlo.gather<") == 7 * 4 + 1
+    assert "count_leading_zeros" not in text
+    x = rng.normal(size=(9, 4)).astype(np.float32)
+    actual, expected = run_both(model, {"X": x})
+    assert_allclose_for_dtype(actual, expected)
+
+
+def test_tree_walk_has_no_loop_per_tree(rng, monkeypatch):
+    """200 trees of depth 3 walked (bitvectors off) emit 3 walk steps, not 200: the gather
+    count does not grow with trees."""
+    from onnx_stablehlo.frontend.lowering import ml_tree
+
+    monkeypatch.setattr(ml_tree, "_BITVECTOR_SLOTS_PER_STEP", 0)
     nodes, leaves = _random_trees(rng, n_trees=200, depth=3, features=4, modes=["BRANCH_LEQ"], thresholds=np.array([0.0]))
     node = helper.make_node(
         "TreeEnsembleRegressor", ["X"], ["Y"], domain=ML, n_targets=1,
