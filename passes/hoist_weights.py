@@ -13,6 +13,13 @@ free and would only cost memory), and moves them into a new function::
 ``onnx.hoisted_weights = N`` counts them). ``CompiledModel`` compiles ``@hoisted_weights`` on
 its own, runs it once per set of weights, keeps its results on the device and passes them to
 every call of ``@main``. Numerics are unchanged: the same ops run, only earlier.
+
+Filled weights are hoisted too, with or without weight arguments: a splat constant or a
+broadcast (ONNX ``ConstantOfShape``/``Expand`` of a scalar: the onnx wheel's "light" models
+build every weight that way) of at least ``SPLAT_MIN_ELEMENTS`` that reaches a ``dot_general``
+or ``convolution`` through ops on constants alone. XLA turns such a constant back into a
+broadcast and materializes it on every call, because a dot or convolution does not fuse its
+operands (light-bvlc-alexnet: 234 MB of fills per call, 119 -> 22 ms once they are hoisted).
 """
 
 from __future__ import annotations
@@ -30,6 +37,11 @@ __all__ = ["HoistWeightsPass", "HOISTED_FUNCTION", "split_hoisted"]
 
 HOISTED_FUNCTION = "hoisted_weights"
 HOISTED_COUNT_ATTR = "onnx.hoisted_weights"
+
+SPLAT_MIN_ELEMENTS = 1 << 14
+"""The smallest filled constant hoisted for a contraction (64 KB of float32)."""
+
+_CONTRACTIONS = ("stablehlo.dot_general", "stablehlo.dot", "stablehlo.convolution")
 
 
 def _size(value: ir.Value) -> int | None:
@@ -61,8 +73,6 @@ class HoistWeightsPass(ModulePass):
                 return PassResult(modified=False)
             block = main.regions[0].blocks[0]
             weights = list(block.arguments)[self.num_inputs :]
-            if not weights:
-                return PassResult(modified=False)
             moved, needed = self._analyse(block, weights)
             if not needed:
                 return PassResult(modified=False)
@@ -93,20 +103,21 @@ class HoistWeightsPass(ModulePass):
             for result in op.results:
                 from_weights[result] = depends[key]
             candidates.append(op)
+        candidate_keys = {_op_key(op) for op in candidates}
+        filled = _filled_weights(candidates, candidate_keys, depends)
         # A growing op (broadcast, pad) whose result @main needs stays in @main: it fuses with its
         # users for free, while hoisting it would keep the grown tensor alive. Last op first, so
-        # a chain of them stays together.
-        candidate_keys = {_op_key(op) for op in candidates}
+        # a chain of them stays together. Filled weights of contractions are the exception.
         kept: set[int] = set()
         for op in reversed(candidates):
             key = _op_key(op)
-            if key in growing and any(
+            if key in growing and key not in filled and any(
                 _op_key(use.owner) not in candidate_keys or _op_key(use.owner) in kept
                 for result in op.results
                 for use in result.uses
             ):
                 kept.add(key)
-        moved = [op for op in candidates if depends[_op_key(op)] and _op_key(op) not in kept]
+        moved = [op for op in candidates if (depends[_op_key(op)] or _op_key(op) in filled) and _op_key(op) not in kept]
         moved_keys = {_op_key(op) for op in moved}
         needed: list[ir.Value] = []
         for op in moved:
@@ -166,6 +177,39 @@ class HoistWeightsPass(ModulePass):
             attrs += [ir.DictAttr.get({})] * (len(block.arguments) - len(attrs))
             main.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs)
         main.attributes[HOISTED_COUNT_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(needed))
+
+
+def _filled_weights(candidates: list[ir.Operation], candidate_keys: set[int], depends: dict[int, bool]) -> set[int]:
+    """Keys of the constant-only candidates to hoist as filled weights (see the module doc): ops
+    derived from a splat constant or a broadcast, with at least ``SPLAT_MIN_ELEMENTS`` elements,
+    whose results reach a contraction through candidates."""
+    by_key = {_op_key(op): op for op in candidates}
+    splat: set[int] = set()
+    for op in candidates:  # in order: operands before users
+        key = _op_key(op)
+        if depends[key]:
+            continue
+        if op.name == "stablehlo.constant":
+            value = op.attributes["value"]
+            if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
+                splat.add(key)
+        elif op.name == "stablehlo.broadcast_in_dim" or any(
+            (source := defining_op(v)) is not None and _op_key(source) in splat for v in op.operands
+        ):
+            splat.add(key)
+    reaching: set[int] = set()
+    for op in reversed(candidates):  # users before operands
+        key = _op_key(op)
+        if key not in splat:
+            continue
+        for result in op.results:
+            for use in result.uses:
+                user = _op_key(use.owner)
+                owner = use.owner.operation if hasattr(use.owner, "operation") else use.owner
+                if owner.name in _CONTRACTIONS or (user in candidate_keys and user in reaching):
+                    reaching.add(key)
+    # (a small constant a hoisted broadcast reads is cloned into @hoisted_weights, not moved)
+    return {key for key in reaching if max((_size(r) or 0) for r in by_key[key].results) >= SPLAT_MIN_ELEMENTS}
 
 
 # Control flow whose branches and bodies may read values from above: weight-only ops inside

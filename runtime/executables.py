@@ -502,7 +502,7 @@ class Executables:
             with lowered.context, ir.Location.unknown():
                 UnrollDepthwiseConvPass().run(lowered.module)
                 ConvKernelLayoutPass().run(lowered.module)
-        if not options.hoist_weights or options.weights != "args" or not lowered.parameter_names or entry != "main":
+        if not options.hoist_weights or options.weights != "args" or entry != "main":
             return 0
         with lowered.context, ir.Location.unknown():
             HoistWeightsPass(num_inputs=len(lowered.input_types)).run(lowered.module)

@@ -87,6 +87,54 @@ def test_weight_work_inside_an_if_branch_is_hoisted(rng):
     assert compiled.compile_count == 1
 
 
+def _filled_weights_model(size: int) -> onnx.ModelProto:
+    """The onnx wheel's light models' shape: no initializers, every weight a ConstantOfShape,
+    read by a MatMul and by a Conv (through the kernel-layout transpose); plus a filled tensor
+    of the same size that only an Add reads."""
+    def shape(name, dims):
+        return oh.make_node("Constant", [], [name], value=onh.from_array(np.array(dims, np.int64)))
+
+    def fill(name, dims, value):
+        return [shape(name + "_shape", dims),
+                oh.make_node("ConstantOfShape", [name + "_shape"], [name],
+                             value=onh.from_array(np.array([value], np.float32)))]
+
+    graph = oh.make_graph(
+        [*fill("w", [8, size], 0.125), *fill("k", [size // 8, 8, 3, 3], -0.25), *fill("bias", [1, size], 0.5),
+         oh.make_node("MatMul", ["x", "w"], ["m"]), oh.make_node("Add", ["m", "bias"], ["y"]),
+         oh.make_node("Conv", ["img", "k"], ["z"], pads=[1, 1, 1, 1])],
+        "filled",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8]),
+         oh.make_tensor_value_info("img", onnx.TensorProto.FLOAT, [1, 8, 5, 5])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, size]),
+         oh.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [1, size // 8, 5, 5])],
+    )
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 19)])
+
+
+@pytest.mark.parametrize("size", [4096, 8])
+def test_filled_weights_of_contractions_are_hoisted_without_initializers(size, rng):
+    """A ConstantOfShape weight of at least SPLAT_MIN_ELEMENTS read by a MatMul or a Conv runs
+    once in @hoisted_weights (XLA would fill it on every call); a small one, and a large fill an
+    Add reads (it fuses), stay in @main. Outputs equal onnxruntime's."""
+    from onnx_stablehlo.passes.hoist_weights import SPLAT_MIN_ELEMENTS
+
+    model = _filled_weights_model(size)
+    compiled = onnx_stablehlo.compile(model)
+    feeds = {"x": rng.standard_normal((2, 8)).astype(np.float32), "img": rng.standard_normal((1, 8, 5, 5)).astype(np.float32)}
+    for actual, expected in zip(compiled.run(feeds), ort_run(model, feeds)):
+        np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-5)
+    text = compiled.mlir
+    if 8 * size < SPLAT_MIN_ELEMENTS:
+        assert "@hoisted_weights" not in text
+        return
+    main, hoisted = text.split("func.func public @hoisted_weights")
+    assert "onnx.hoisted_weights = 2" in main  # the MatMul weight and the Conv kernel (HWIO)
+    assert f"dense<1.250000e-01> : tensor<8x{size}xf32>" in hoisted
+    assert "stablehlo.transpose" in hoisted and "dense<-2.500000e-01>" in hoisted  # the kernel, in HWIO
+    assert "dense<5.000000e-01>" in main and "dense<5.000000e-01>" not in hoisted  # the Add's fill stays
+
+
 def test_inline_weights_and_hoist_weights_false_leave_main_alone(rng):
     model = _conv_and_int8_model(rng)
     feeds = {"x": rng.standard_normal((1, 3, 6, 6)).astype(np.float32)}
