@@ -58,7 +58,9 @@ class HoistWeightsPass(ModulePass):
     Ops with side effects, ops on dynamic shapes and ops with regions are never moved, except
     reductions (``reduce``, ``reduce_window``) whose bodies only combine their own arguments.
     Ops inside ``if``/``case``/``while`` regions are moved too when they read weights alone
-    (a value from above, so the region reads the hoisted result instead).
+    (a value from above, so the region reads the hoisted result instead). A filled weight (a
+    splat constant or broadcast of at least ``SPLAT_MIN_ELEMENTS`` reaching a ``dot_general``
+    or ``convolution`` through constant-only ops) is moved even with no weight arguments.
     """
 
     name: ClassVar[str] = "hoist-weights"

@@ -83,3 +83,31 @@ func.func @main(%x: tensor<2x3xf32>, %w: tensor<4x3xf32>) -> tensor<2x4xf32> {
   }) : (tensor<i1>) -> tensor<2x4xf32>
   return %r : tensor<2x4xf32>
 }
+
+// -----
+
+// A filled weight (ConstantOfShape: a splat constant) that a dot reads moves to
+// @hoisted_weights even with no weight arguments: XLA would refill it on every call. The
+// same-sized fill an add reads stays (it fuses), and so does a small filled dot operand.
+
+// CHECK-LABEL: func.func @main
+// CHECK-SAME:    (%[[X:.*]]: tensor<2x8xf32>, %[[W:.*]]: tensor<8x4096xf32>)
+// CHECK-SAME:    onnx.hoisted_weights = 1
+// CHECK:         %[[D:.*]] = stablehlo.dot_general %[[X]], %[[W]]
+// CHECK:         %[[FILL:.*]] = stablehlo.constant dense<5.000000e-01> : tensor<2x4096xf32>
+// CHECK:         stablehlo.add %[[D]], %[[FILL]]
+// CHECK:         %[[SMALL:.*]] = stablehlo.constant dense<2.000000e+00> : tensor<8x4xf32>
+// CHECK:         stablehlo.dot_general %[[X]], %[[SMALL]]
+// CHECK-LABEL: func.func public @hoisted_weights
+// CHECK-SAME:    () -> tensor<8x4096xf32>
+// CHECK:         %[[C:.*]] = stablehlo.constant dense<1.250000e-01> : tensor<8x4096xf32>
+// CHECK:         return %[[C]]
+func.func @main(%x: tensor<2x8xf32>) -> (tensor<2x4096xf32>, tensor<2x4xf32>) {
+  %w = stablehlo.constant dense<0.125> : tensor<8x4096xf32>
+  %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<2x8xf32>, tensor<8x4096xf32>) -> tensor<2x4096xf32>
+  %fill = stablehlo.constant dense<0.5> : tensor<2x4096xf32>
+  %y = stablehlo.add %d, %fill : tensor<2x4096xf32>
+  %small = stablehlo.constant dense<2.0> : tensor<8x4xf32>
+  %z = stablehlo.dot_general %x, %small, contracting_dims = [1] x [0] : (tensor<2x8xf32>, tensor<8x4xf32>) -> tensor<2x4xf32>
+  return %y, %z : tensor<2x4096xf32>, tensor<2x4xf32>
+}
