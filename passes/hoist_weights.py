@@ -192,7 +192,10 @@ def _filled_weights(candidates: list[ir.Operation], candidate_keys: set[int], de
         if depends[key]:
             continue
         if op.name == "stablehlo.constant":
-            value = op.attributes["value"]
+            try:
+                value = op.attributes["value"]
+            except TypeError:  # an element type the bindings cannot cast (complex): left alone
+                continue
             if isinstance(value, ir.DenseElementsAttr) and value.is_splat:
                 splat.add(key)
         elif op.name == "stablehlo.broadcast_in_dim" or any(
