@@ -257,6 +257,27 @@ def _branch(x_value: ir.Value, threshold: ir.Value, mode: int) -> ir.Value:
     return builders.compare(x_value, threshold, _COMPARISONS[mode])
 
 
+def _goes_true(
+    value: ir.Value, outcomes: dict[int, ir.Value], node_mode: ir.Value | None, tracks: ir.Value | None
+) -> ir.Value:
+    """Whether each test takes its node's true branch: the outcome of the node's mode
+    (``node_mode``, the mode of each test's node; None when ``outcomes`` has one mode), or true
+    for a NaN ``value`` where ``tracks`` (the node's ``missing_value_tracks_true``) is set."""
+    shape = builders.dims_of(value)
+    modes = list(outcomes)
+    if not modes:  # leaves only
+        return builders.splat(True, DataType.BOOL, shape)
+    take_true = outcomes[modes[0]]
+    if node_mode is not None:
+        for mode in modes[1:]:
+            is_mode = builders.compare(node_mode, builders.splat(mode, DataType.INT32, shape), "EQ")
+            take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
+    if tracks is not None:
+        nan = builders.compare(value, value, "NE")
+        take_true = stablehlo.or_(take_true, stablehlo.and_(nan, tracks))
+    return take_true
+
+
 @dataclasses.dataclass
 class _Bitvectors:
     """The trees as QuickScorer lays them out: every tree's branch nodes in slots, one bitvector
@@ -342,20 +363,15 @@ def _walk_bitvectors(forest: _Forest, layout: _Bitvectors, x: ir.Value, modes: l
     # in a scalar loop (lightgbm-regressor-diabetes: 360 -> 230 us per call)
     value = stablehlo.optimization_barrier([value])
     shape = (n_rows, width, n_trees)
-    threshold = builders.broadcast_to(
-        builders.constant(forest.threshold[slot_node].astype(dtypes.numpy_dtype(dtype))), shape, dims=[1, 2]
-    )
+
+    def per_slot(table: np.ndarray) -> ir.Value:  # [I, T] -> [N, I, T]
+        return builders.broadcast_to(builders.constant(table), shape, dims=[1, 2])
+
+    threshold = per_slot(forest.threshold[slot_node].astype(dtypes.numpy_dtype(dtype)))
     outcomes = {mode: _branch(value, threshold, mode) for mode in modes}
-    take_true = outcomes[modes[0]]
-    if len(modes) > 1:
-        node_mode = builders.broadcast_to(builders.constant(forest.mode[slot_node].astype(np.int32)), shape, dims=[1, 2])
-        for mode in modes[1:]:
-            is_mode = builders.compare(node_mode, builders.splat(mode, DataType.INT32, shape), "EQ")
-            take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
+    node_mode = per_slot(forest.mode[slot_node].astype(np.int32)) if len(modes) > 1 else None
     tracks = forest.missing_true[slot_node] & (layout.node >= 0)
-    if tracks.any():
-        nan = builders.compare(value, value, "NE")
-        take_true = stablehlo.or_(take_true, stablehlo.and_(nan, builders.broadcast_to(builders.constant(tracks), shape, dims=[1, 2])))
+    take_true = _goes_true(value, outcomes, node_mode, per_slot(tracks) if tracks.any() else None)
     wide = (*shape, words)
     masks = builders.broadcast_to(builders.constant(layout.masks), wide, dims=[1, 2, 3])
     kept = stablehlo.select(
@@ -389,15 +405,15 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
     if branch.any() and isinstance(features, int) and forest.feature[branch].max() >= features:
         raise ctx.error(f"a node tests feature {int(forest.feature[branch].max())} of {features}", ShapeError)
     depth = forest.depth
+    modes = sorted(set(forest.mode[branch].tolist()))
     layout = _bitvectors(forest, depth)
     if layout is not None:
-        return _walk_bitvectors(forest, layout, x, sorted(set(forest.mode[branch].tolist())))
+        return _walk_bitvectors(forest, layout, x, modes)
     dtype = builders.dtype_of(x)
     shape = (n_rows, len(forest.roots))
     state = builders.broadcast_to(builders.constant(forest.roots.astype(np.int32)), shape, dims=[1])
     links = builders.constant(np.stack([forest.feature, forest.true_next, forest.false_next], axis=1).astype(np.int32))
     thresholds = builders.constant(forest.threshold.astype(dtypes.numpy_dtype(dtype)))
-    modes = sorted(set(forest.mode[branch].tolist()))
     mode_table = builders.constant(forest.mode.astype(np.int32)) if len(modes) > 1 else None
     missing_table = builders.constant(forest.missing_true) if forest.missing_true[branch].any() else None
     member_table = member_rows = None
@@ -430,18 +446,9 @@ def _walk(ctx: LoweringContext, forest: _Forest, x: ir.Value) -> ir.Value:
                 outcomes[mode] = builders.reduce(hits, [2], stablehlo.OrOp, False)
             else:
                 outcomes[mode] = _branch(value, threshold, mode)
-        if mode_table is None:
-            take_true = outcomes[modes[0]] if modes else builders.splat(True, DataType.BOOL, shape)
-        else:
-            node_mode = _gather_table(mode_table, state)
-            take_true = builders.splat(False, DataType.BOOL, shape)
-            for mode in modes:
-                is_mode = builders.compare(node_mode, builders.splat(mode, DataType.INT32, shape), "EQ")
-                take_true = stablehlo.select(is_mode, outcomes[mode], take_true)
-        if missing_table is not None:
-            nan = builders.compare(value, value, "NE")
-            tracks = _gather_table(missing_table, state)
-            take_true = stablehlo.or_(take_true, stablehlo.and_(nan, tracks))
+        node_mode = None if mode_table is None else _gather_table(mode_table, state)
+        tracks = None if missing_table is None else _gather_table(missing_table, state)
+        take_true = _goes_true(value, outcomes, node_mode, tracks)
         state = stablehlo.select(take_true, on_true, on_false)
     return state
 
