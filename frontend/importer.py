@@ -118,6 +118,7 @@ def import_model(
     dims: Mapping[str, int] | None = None,
     inline_scalar_weights: bool = False,
     float64_math: bool = True,
+    integer_dots: bool = False,
     runtime_checks: bool = False,
 ) -> LoweredModule:
     """Lowers an ONNX model to a StableHLO module with one function, ``@main``.
@@ -145,6 +146,10 @@ def import_model(
             ``CompiledModel`` sets it; the trainer does not, so such a scalar stays trainable.
         float64_math: whether rules may compute in float64 for accuracy (``builders.erf``);
             ``CompiledModel`` turns it off for TPU, which emulates float64.
+        integer_dots: 8-bit products (MatMulInteger, QLinearMatMul, DynamicQuantizeMatMul, ...)
+            become int8 x int8 -> int32 ``dot_general`` (uint8 operands shifted to int8) rather
+            than exact float32 GEMMs (``builders.integer_matmul``); ``CompiledModel`` turns it
+            on for CPU, where XLA runs them through YNNPACK.
         runtime_checks: rules may add checks of run-time values (Gather-family indices in
             range, Resize's run-time sizes against the declared shape); they become one extra
             result of ``@main`` (see ``LoweredModule.check_messages``) that ``CompiledModel``
@@ -185,7 +190,12 @@ def import_model(
     with context, ir.Location.unknown():
         module, func_op, entry = _create_main(inputs, layouts, flat_types)
         lowering.bind_arguments(entry, inputs, layouts, [shape for _, shape in flat_types])
-        with ir.InsertionPoint(entry), builders.dim_resolver(lowering.resolver), builders.float64_math(float64_math):
+        with (
+            ir.InsertionPoint(entry),
+            builders.dim_resolver(lowering.resolver),
+            builders.float64_math(float64_math),
+            builders.integer_dots(integer_dots),
+        ):
             lowering.lower_graph(graph)
             output_values, output_types, output_layouts = lowering.emit_outputs(graph)
             func.ReturnOp(output_values)

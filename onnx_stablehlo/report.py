@@ -219,13 +219,14 @@ def _op_locations(module) -> dict[str, collections.Counter]:
     return dict(mapping)
 
 
-def _lower(model, feeds: Mapping[str, np.ndarray], registry):
-    """Lowers at the feeds' shapes; small integer inputs a rule needs become constants."""
+def _lower(model, feeds: Mapping[str, np.ndarray], registry, platform: str):
+    """Lowers at the feeds' shapes for ``platform``, as ``CompiledModel`` does; small integer
+    inputs a rule needs become constants."""
     from onnx_stablehlo.errors import NonConstantInputError
     from onnx_stablehlo.frontend.importer import import_model
 
     shapes = {n: tuple(np.shape(a)) for n, a in feeds.items()}
-    options = {"inline_scalar_weights": True, "float64_math": True}
+    options = {"inline_scalar_weights": True, "float64_math": True, "integer_dots": platform == "cpu"}
     try:
         return import_model(model, shapes, weights="args", registry=registry, dynamic=False, **options)
     except NonConstantInputError:
@@ -415,7 +416,7 @@ def build_report(
     report.feeds = {n: (str(np.asarray(a).dtype), tuple(np.shape(a))) for n, a in feeds.items()}
     target = pjrt.get_device(device)
 
-    lowered = _lower(ir_model, feeds, registry)
+    lowered = _lower(ir_model, feeds, registry, target.platform)
     report.lower_seconds = lowered.seconds
     report.lowered_text = _shown_text(lowered.module, locations=True)
     report.node_ops = _op_locations(lowered.module)

@@ -371,6 +371,44 @@ def test_dynamic_quantize_linear_matches_onnxruntime(kind, rng):
     assert_allclose_for_dtype(compile_and_run(model, {"x": x}), oracle_run(model, {"x": x}))
 
 
+def _dynamic_quantize_without_nan(x: np.ndarray) -> list[np.ndarray]:
+    """DynamicQuantizeLinear with NaN left out of the range (docs/coverage.md), in numpy."""
+    finite = x[~np.isnan(x)]
+    low = min(0.0, float(finite.min())) if finite.size else 0.0
+    high = max(0.0, float(finite.max())) if finite.size else 0.0
+    scale = np.float32((np.float32(high) - np.float32(low)) / np.float32(255)) if high != low else np.float32(1)
+    zero_point = np.float32(np.round(np.clip(-np.float32(low) / scale, 0, 255)))
+    with np.errstate(invalid="ignore"):
+        y = np.clip(np.round(x / scale) + zero_point, 0, 255)
+    return [np.nan_to_num(y, nan=0).astype(np.uint8), np.array(scale, np.float32), np.array(zero_point, np.uint8)]
+
+
+@pytest.mark.parametrize("special", ["none", "nan", "nan-and-inf", "nan-row", "all-nan"])
+def test_dynamic_quantize_linear_range_of_a_rank3_tensor(special, rng):
+    """The range comes from one min/max reduce; a NaN sends it to the NaN-skipping reduce (last
+    axis, then the rest). Scattered NaNs match onnxruntime; a NaN row or an all-NaN tensor is
+    where MLAS's SIMD min/max keeps NaN by its lane (docs/fuzzing.md), so those follow the
+    documented rule instead: NaN is left out of the range."""
+    text = DYNAMIC_QUANTIZE_MODEL.replace("float[3, 4] x", "float[2, 5, 40] x")
+    model = parse(text.replace("uint8[3, 4] y", "uint8[2, 5, 40] y"))
+    x = (rng.standard_normal((2, 5, 40)) * 3).astype(np.float32)
+    if special == "nan":
+        x[1, 2, 7] = x[0, 4, 30] = np.nan
+    elif special == "nan-and-inf":
+        x[0, 0, 0], x[1, 1, 1] = np.nan, np.inf
+    elif special == "nan-row":
+        x[1, 3, :] = np.nan
+    elif special == "all-nan":
+        x[:] = np.nan
+    got = compile_and_run(model, {"x": x})
+    if special in ("nan-row", "all-nan"):
+        expected = _dynamic_quantize_without_nan(x)
+        for actual, want in zip(got, expected):
+            np.testing.assert_array_equal(actual, want)
+    else:
+        assert_allclose_for_dtype(got, oracle_run(model, {"x": x}))
+
+
 # BitCast -------------------------------------------------------------------------------------
 
 
