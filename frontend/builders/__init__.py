@@ -122,6 +122,7 @@ from onnx_stablehlo.frontend.builders.reduce import (
     reduce,
     reduce_many,
     reduce_window,
+    shift_max,
     sort,
 )
 
@@ -184,6 +185,7 @@ __all__ = [
     "reduce",
     "reduce_many",
     "reduce_window",
+    "shift_max",
     "relu",
     "reshape",
     "rounded_product",

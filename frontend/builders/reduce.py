@@ -63,6 +63,22 @@ def reduce(
     return result
 
 
+def shift_max(x: ir.Value, axes: Sequence[int], keepdims: bool = False) -> ir.Value:
+    """The max of ``x`` over ``axes`` for shifting a softmax or log-sum-exp, where a NaN's place
+    in it does not matter: the NaN reaches every result of its row through the sum anyway.
+
+    The body is ``a > b ? a : b``, which lets NaN win or lose by order (``stablehlo.maximum``
+    always propagates it): XLA CPU runs it 2.5-4x faster than a ``maximum`` reduce, which it
+    splits into reduce-windows of scalar NaN checks (a softmax row max over [8, 12, 128, 128]:
+    0.92 -> 0.24 ms). Equal to the max wherever ``x`` has no NaN.
+    """
+
+    def pick(a: ir.Value, b: ir.Value) -> ir.Value:
+        return stablehlo.select(compare(a, b, "GT"), a, b)
+
+    return reduce(x, axes, pick, -np.inf, keepdims=keepdims)
+
+
 def all_finite(value: ir.Value, axes: Sequence[int] | None = None) -> ir.Value:
     """``i1``: every element of float ``value`` is finite (no NaN, no +-inf), reduced over ``axes``
     (all of them by default: a 0-d predicate, e.g. for a ``stablehlo.if`` that keeps a plain

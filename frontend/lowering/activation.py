@@ -46,7 +46,8 @@ def _softmax_axes(ctx: LoweringContext, node: OnnxNode, rank: int) -> list[int]:
 
 def _shifted_exp(x: ir.Value, axes: Sequence[int]) -> tuple[ir.Value, ir.Value, ir.Value]:
     """``(x - max(x), exp(x - max(x)), sum(exp(x - max(x))))`` over ``axes``, all of ``x``'s shape."""
-    shifted = stablehlo.subtract(x, _reduce_keep(x, axes, stablehlo.maximum, -np.inf))
+    peak = builders.broadcast_to(builders.shift_max(x, axes, keepdims=True), builders.dims_of(x))
+    shifted = stablehlo.subtract(x, peak)
     exp = stablehlo.exponential(shifted)
     return shifted, exp, _reduce_keep(exp, axes, stablehlo.add, 0)
 

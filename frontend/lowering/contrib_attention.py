@@ -97,7 +97,7 @@ def attention_probabilities(
     if keep is not None:
         lowest = float(np.finfo(np.float32).min) if builders.dtype_of(scores) == DataType.FLOAT else float(np.finfo(np.float64).min)
         masked = stablehlo.select(builders.broadcast_to(keep, shape), scores, builders.full_like(scores, lowest))
-    top = builders.reduce(masked, [3], stablehlo.MaxOp, -np.inf, keepdims=True)
+    top = builders.shift_max(masked, [3], keepdims=True)
     row_shape = builders.dims_of(top)
     if sink is not None:
         sink = builders.broadcast_to(builders.convert(sink, builders.dtype_of(scores)), row_shape)

@@ -196,7 +196,7 @@ def _log_sum_exp(x: ir.Value, axes: Sequence[int], keepdims: bool) -> ir.Value:
     shape = builders.dims_of(x)
     if not axes:
         return stablehlo.log(stablehlo.exponential(x))
-    peak = builders.reduce(x, axes, stablehlo.maximum, -np.inf, True)
+    peak = builders.shift_max(x, axes, keepdims=True)
     finite = stablehlo.is_finite(peak)
     zero = builders.broadcast_to(builders.splat(0, dtype), builders.dims_of(peak), dims=[])
     peak = stablehlo.select(finite, peak, zero)

@@ -15,7 +15,8 @@
   JAX's choice for pools; ties are not split). Window dilation is not supported, as in JAX.
 
 A NaN-ignoring ``max``/``min`` body (``select(a != a, b, select(b != b, a, maximum(a, b)))``, as
-the MaxPool lowering emits) counts as ``max``/``min``: the two agree wherever no input is NaN.
+the MaxPool lowering emits) counts as ``max``/``min``, and so does ``select(a > b, a, b)`` (a
+softmax's shift, ``builders.shift_max``): each agrees with it wherever no input is NaN.
 
 Bodies are recognized when the region is one binary op on its two block arguments; other
 bodies (``multiply``, variadic arg-max reductions, ...) raise ``MissingVjpRuleError``.
@@ -83,9 +84,27 @@ def _nan_ignoring_kind(op: ir.Operation) -> str | None:
     return _BODY_KINDS[chooser.name]
 
 
+def _select_chooser_kind(op: ir.Operation) -> str | None:
+    """``max``/``min`` for the bodies ``select(a > b, a, b)`` / ``select(a < b, a, b)`` (a
+    softmax's shift, ``builders.shift_max``): equal to ``maximum``/``minimum`` wherever no
+    operand is NaN, so their cotangents are theirs."""
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    if len(block.arguments) != 2 or [o.name for o in ops] != ["stablehlo.compare", "stablehlo.select", "stablehlo.return"]:
+        return None
+    compare, select, _ = ops
+    a, b = block.arguments
+    if list(compare.operands) != [a, b] or list(select.operands) != [compare.results[0], a, b]:
+        return None
+    direction = str(compare.attributes["comparison_direction"]).split()[-1].rstrip(">")
+    return {"GT": "max", "GE": "max", "LT": "min", "LE": "min"}.get(direction)
+
+
 def chooser_kind(op: ir.Operation) -> str | None:
-    """:func:`body_kind`, also recognizing NaN-ignoring ``max``/``min`` bodies."""
-    return body_kind(op) or _nan_ignoring_kind(op)
+    """:func:`body_kind`, also recognizing NaN-ignoring and select-based ``max``/``min`` bodies."""
+    return body_kind(op) or _nan_ignoring_kind(op) or _select_chooser_kind(op)
 
 
 def _describe_body(op: ir.Operation) -> str:

@@ -15,6 +15,7 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError
+from onnx_stablehlo.runtime.options import CompileOptions
 from tests.util import (assert_allclose_for_dtype, check_symbolic, compile_and_run, emitted_text, onnx_type_name,
                         oracle_run, parse, parse_with_scalars, reference_run, standard_normal)
 
@@ -396,16 +397,27 @@ def test_einsum_symbolic_dims(equation, inputs, output, shapes_of, rng):
     )
 
 
+@pytest.fixture(params=["integer-dots", "float32-gemm"])
+def integer_dots(request, monkeypatch):
+    """Both forms of an 8-bit product, compiled and run on CPU: int8 dot_generals (what
+    CompiledModel emits for CPU) and the exact float32 GEMM (every other platform)."""
+    if request.param == "float32-gemm":
+        original = CompileOptions.import_options
+        monkeypatch.setattr(CompileOptions, "import_options", lambda self, platform: {**original(self, platform), "integer_dots": False})
+    return request.param == "integer-dots"
+
+
 @pytest.mark.parametrize(
     ("a_ty", "b_ty", "k"),
     [("uint8", "int8", 514), ("uint8", "int8", 1536), ("uint8", "int8", 1031), ("uint8", "uint8", 300),
-     ("int8", "int8", 2100)],
-    ids=["u8-i8-one-chunk", "u8-i8-3-chunks", "u8-i8-padded", "u8-u8-2-chunks", "i8-i8-3-chunks"],
+     ("int8", "int8", 2100), ("int8", "uint8", 700)],
+    ids=["u8-i8-one-chunk", "u8-i8-3-chunks", "u8-i8-padded", "u8-u8-2-chunks", "i8-i8-3-chunks", "i8-u8"],
 )
-def test_matmul_integer_float32_product_is_exact_at_the_extremes(a_ty, b_ty, k, rng):
+def test_matmul_integer_float32_product_is_exact_at_the_extremes(a_ty, b_ty, k, rng, integer_dots):
     """builders.exact_integer_product: every row and column at the largest magnitudes (255 x -128)
     sums past 2^24 for a long K; the float32 chunks keep each partial sum exact, so the int32
-    result equals numpy's integer product bit for bit."""
+    result equals numpy's integer product bit for bit. The int8 dot_general of uint8 operands
+    shifted to int8 (``integer_dots``) must give the same bits."""
     lo = {"uint8": 0, "int8": -128}
     hi = {"uint8": 255, "int8": 127}
     model = parse(
@@ -423,6 +435,38 @@ g ({a_ty}[2, 3, {k}] a, {b_ty}[{k}, 5] b) => (int32[2, 3, 5] y) {{
     assert abs(int(want[0, 0, 0])) == k * abs(extreme[a_ty] * extreme[b_ty])
     (got,) = compile_and_run(model, {"a": a, "b": b})
     np.testing.assert_array_equal(got, want.astype(np.int32))
+
+
+@pytest.mark.parametrize("zero_points", ["none", "scalar", "per-row-and-column"])
+def test_matmul_integer_on_cpu_is_an_int8_dot(zero_points, rng, integer_dots):
+    """On CPU a uint8 x uint8 MatMulInteger becomes an int8 x int8 -> int32 dot_general of the
+    operands with their top bit flipped (zero points moved by 128); the result equals numpy's."""
+    declared = {"none": "", "scalar": ", uint8 za, uint8 zb", "per-row-and-column": ", uint8[6] za, uint8[5] zb"}[zero_points]
+    used = "" if zero_points == "none" else ", za, zb"
+    model = parse(
+        f"""<ir_version: 9, opset_import: ["" : 10]>
+g (uint8[2, 6, 40] a, uint8[40, 5] b{declared}) => (int32[2, 6, 5] y) {{
+  y = MatMulInteger (a, b{used})
+}}"""
+    )
+    feeds = {"a": rng.integers(0, 256, (2, 6, 40)).astype(np.uint8), "b": rng.integers(0, 256, (40, 5)).astype(np.uint8)}
+    feeds["a"][0, 0], feeds["b"][:, 0] = 255, 255
+    a64, b64 = feeds["a"].astype(np.int64), feeds["b"].astype(np.int64)
+    if zero_points != "none":
+        shapes = {"scalar": ((), ()), "per-row-and-column": ((6,), (5,))}[zero_points]
+        feeds["za"] = rng.integers(0, 256, shapes[0]).astype(np.uint8)
+        feeds["zb"] = rng.integers(0, 256, shapes[1]).astype(np.uint8)
+        za = feeds["za"].astype(np.int64)
+        a64 = a64 - (za[:, None] if za.ndim else za)
+        b64 = b64 - feeds["zb"].astype(np.int64)
+    compiled = onnx_stablehlo.compile(model)
+    np.testing.assert_array_equal(compiled.run(feeds)[0], (a64 @ b64).astype(np.int32))
+    dots = [line for line in compiled.executables.last.artifact.text.splitlines() if "dot_general" in line]
+    if integer_dots:
+        assert len(dots) == 1 and "tensor<40x5xi8>) -> tensor<2x6x5xi32>" in dots[0], dots
+        assert "stablehlo.xor" in compiled.executables.last.artifact.text
+    else:
+        assert len(dots) == 1 and "xf32>" in dots[0], dots
 
 
 def test_matmul_integer_chunks_hold_on_symbolic_rows(rng):
