@@ -57,7 +57,9 @@ def test_report_model_and_pipeline_sections(perturbed_report):
     assert report.op_histogram == {"Conv": 1, "Relu": 1, "MaxPool": 1, "Flatten": 1, "Gemm": 1}
     assert report.weight_bytes == 4 * (8 * 27 + 8 + 10 * 512 + 10) and report.weight_count == 4
     labels = [step.label for step in report.passes]
-    assert labels[0] == "canonicalize-stablehlo" and "cse" in labels and labels[-1] == "conv-kernel-layout"
+    assert labels[0] == "canonicalize-stablehlo" and "cse" in labels and labels[-2] == "conv-kernel-layout"
+    # as CompiledModel: the kernel's transpose runs once, in @hoisted_weights, not in the profile
+    assert labels[-1] == "hoist-weights{num-inputs=1}" and "@hoisted_weights" in report.final_text
     assert all(step.seconds > 0 and step.ops_after > 0 for step in report.passes)
     assert report.compile_seconds > 0 and report.lower_seconds > 0
     assert 'loc("conv")' in report.lowered_text
