@@ -18,8 +18,10 @@ A NaN-ignoring ``max``/``min`` body (``select(a != a, b, select(b != b, a, maxim
 the MaxPool lowering emits) counts as ``max``/``min``, and so does ``select(a > b, a, b)`` (a
 softmax's shift, ``builders.shift_max``): each agrees with it wherever no input is NaN.
 
-Bodies are recognized when the region is one binary op on its two block arguments; other
-bodies (``multiply``, variadic arg-max reductions, ...) raise ``MissingVjpRuleError``.
+Bodies are recognized when the region is one binary op on its two block arguments, or, for a
+variadic ``reduce``, one such op (or NaN-ignoring chooser) per result on that operand's own pair
+(a min and a max in one pass: each result then takes its own rule); other bodies (``multiply``, variadic arg-max
+reductions, ...) raise ``MissingVjpRuleError``.
 """
 
 from __future__ import annotations
@@ -112,29 +114,102 @@ def _describe_body(op: ir.Operation) -> str:
     return "body " + ", ".join(names)
 
 
-@vjp_rule("stablehlo.reduce")
-def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
-    if len(ctx.results) != 1:
-        raise ctx.missing(f"variadic reduce with {len(ctx.results)} results")
-    kind = chooser_kind(ctx.op)
-    if kind not in ("add", "max", "min"):
-        raise ctx.missing(f"reduce {_describe_body(ctx.op)}")
-    (ct,) = cts
-    x, init = ctx.operands
+def _independent_kinds(op: ir.Operation) -> list[str] | None:
+    """Per result, ``add``/``max``/``min`` when a variadic ``reduce``'s body combines each operand
+    with its own accumulator alone (``[minimum(a0, b0), maximum(a1, b1)]``: a range in one
+    pass, also with the NaN-ignoring chooser of each), else ``None``."""
+    if len(op.regions) != 1 or len(op.regions[0].blocks) != 1:
+        return None
+    block = op.regions[0].blocks[0]
+    count = len(op.results)
+    arguments = list(block.arguments)
+    ops = [o.operation for o in block.operations]
+    if len(arguments) != 2 * count or not ops or ops[-1].name != "stablehlo.return" or len(ops[-1].operands) != count:
+        return None
+    producers = {result: o for o in ops[:-1] for result in o.results}
+    kinds = []
+    for index, value in enumerate(ops[-1].operands):
+        kind = _pair_kind(value, arguments[index], arguments[count + index], producers)
+        if kind is None:
+            return None
+        kinds.append(kind)
+    return kinds
+
+
+def _pair_kind(value: ir.Value, a: ir.Value, b: ir.Value, producers: dict) -> str | None:
+    """``add``/``max``/``min`` when ``value`` is that op on ``(a, b)``, or the NaN-ignoring
+    ``select(a != a, b, select(b != b, a, maximum(a, b)))`` (``minimum``)."""
+    producer = producers.get(value)
+    if producer is None:
+        return None
+    if producer.name in _BODY_KINDS and len(producer.operands) == 2 and set(producer.operands) == {a, b}:
+        return _BODY_KINDS[producer.name] if producer.name != "stablehlo.multiply" else None
+    if producer.name != "stablehlo.select":
+        return None
+
+    def is_nan_test(predicate: ir.Value, of: ir.Value) -> bool:
+        test = producers.get(predicate)
+        return (
+            test is not None and test.name == "stablehlo.compare" and list(test.operands) == [of, of]
+            and "NE" in str(test.attributes["comparison_direction"])
+        )
+
+    outer_test, outer_nan, inner = producer.operands
+    if not is_nan_test(outer_test, a) or outer_nan != b:
+        return None
+    inner_op = producers.get(inner)
+    if inner_op is None or inner_op.name != "stablehlo.select":
+        return None
+    inner_test, inner_nan, chosen = inner_op.operands
+    if not is_nan_test(inner_test, b) or inner_nan != a:
+        return None
+    chooser = producers.get(chosen)
+    if chooser is None or chooser.name not in ("stablehlo.maximum", "stablehlo.minimum") or set(chooser.operands) != {a, b}:
+        return None
+    return _BODY_KINDS[chooser.name]
+
+
+def _reduce_cotangents(
+    ctx: VjpContext, kind: str, x: ir.Value, result: ir.Value, ct: ir.Value | None, x_index: int, init_index: int
+) -> tuple[ir.Value | None, ir.Value | None]:
+    """The cotangents of one ``(operand, init)`` pair of a reduce whose body is ``kind``."""
+    if ct is None:
+        return None, None
     dims = ctx.i64s("dimensions")
-    shape = emit.shape(x)
-    kept = [d for d in range(len(shape)) if d not in dims]
+    kept = [d for d in range(len(emit.shape(x))) if d not in dims]
     if kind == "add":
-        ct_x = emit.broadcast_in_dim(ct, x, kept) if ctx.need(0) else None
-        ct_init = emit.reduce_sum(ct, range(emit.rank(ct))) if ctx.need(1) else None
-        return [ct_x, ct_init]
-    if ctx.need(1):
+        ct_x = emit.broadcast_in_dim(ct, x, kept) if ctx.need(x_index) else None
+        ct_init = emit.reduce_sum(ct, range(emit.rank(ct))) if ctx.need(init_index) else None
+        return ct_x, ct_init
+    if ctx.need(init_index):
         raise ctx.missing(f"reduce {kind} whose init value needs a cotangent")
-    result = emit.broadcast_in_dim(ctx.results[0], x, kept)
-    hits = emit.convert(emit.compare(x, result, "EQ"), emit.element_type(x))
+    if not ctx.need(x_index):
+        return None, None
+    chosen = emit.broadcast_in_dim(result, x, kept)
+    hits = emit.convert(emit.compare(x, chosen, "EQ"), emit.element_type(x))
     counts = emit.reduce_sum(hits, dims)
     share = emit.broadcast_in_dim(emit.div(ct, counts), x, kept)
-    return [emit.mul(share, hits), None]
+    return emit.mul(share, hits), None
+
+
+@vjp_rule("stablehlo.reduce")
+def vjp_reduce(ctx: VjpContext, *cts: ir.Value | None) -> list:
+    count = len(ctx.results)
+    if count == 1:
+        kinds = [chooser_kind(ctx.op)]
+        if kinds[0] not in ("add", "max", "min"):
+            raise ctx.missing(f"reduce {_describe_body(ctx.op)}")
+    else:
+        kinds = _independent_kinds(ctx.op)
+        if kinds is None:
+            raise ctx.missing(f"variadic reduce with {count} results, {_describe_body(ctx.op)}")
+    operands = list(ctx.operands)
+    cotangents: list = [None] * (2 * count)
+    for index, kind in enumerate(kinds):
+        cotangents[index], cotangents[count + index] = _reduce_cotangents(
+            ctx, kind, operands[index], ctx.results[index], cts[index], index, count + index
+        )
+    return cotangents
 
 
 def _window(ctx: VjpContext, rank: int) -> tuple[list[int], list[int], list[tuple[int, int]], list[int], list[int]]:

@@ -70,6 +70,59 @@ func.func @main(%x: {tensor_type((3, 1))}, %rest: {tensor_type((3, 2))}) -> {ten
 REDUCE_CASES.append(_tie_case())
 
 
+def _range_case(case_id: str, nan_ignoring: bool) -> Case:
+    """One variadic reduce computing (min, max) of the same operand, as
+    ``builders.quantize._finite_range`` emits (with its NaN-ignoring bodies on the NaN path)."""
+    t, ot = tensor_type((3, 5)), tensor_type((3,))
+
+    def pick(op: str, a: str, b: str, out: str) -> str:
+        if not nan_ignoring:
+            return f"%{out} = stablehlo.{op} %{a}, %{b} : tensor<f64>"
+        return f"""%{out}_m = stablehlo.{op} %{a}, %{b} : tensor<f64>
+      %{out}_an = stablehlo.compare NE, %{a}, %{a} : (tensor<f64>, tensor<f64>) -> tensor<i1>
+      %{out}_bn = stablehlo.compare NE, %{b}, %{b} : (tensor<f64>, tensor<f64>) -> tensor<i1>
+      %{out}_i = stablehlo.select %{out}_bn, %{a}, %{out}_m : tensor<i1>, tensor<f64>
+      %{out} = stablehlo.select %{out}_an, %{b}, %{out}_i : tensor<i1>, tensor<f64>"""
+
+    text = f"""
+func.func @main(%x: {t}) -> ({ot}, {ot}) {{
+  %lo = stablehlo.constant dense<{POS_INF}> : tensor<f64>
+  %hi = stablehlo.constant dense<{NEG_INF}> : tensor<f64>
+  %r:2 = stablehlo.reduce(%x init: %lo), (%x init: %hi) across dimensions = [1] : ({t}, {t}, tensor<f64>, tensor<f64>) -> ({ot}, {ot})
+    reducer(%a0: tensor<f64>, %b0: tensor<f64>) (%a1: tensor<f64>, %b1: tensor<f64>) {{
+      {pick("minimum", "a0", "b0", "low")}
+      {pick("maximum", "a1", "b1", "high")}
+      stablehlo.return %low, %high : tensor<f64>, tensor<f64>
+    }}
+  return %r#0, %r#1 : {ot}, {ot}
+}}"""
+    return Case(case_id, ("stablehlo.reduce",), text, inputs(distinct(3, 5)))
+
+
+REDUCE_CASES.append(_range_case("reduce-variadic-min-max", nan_ignoring=False))
+REDUCE_CASES.append(_range_case("reduce-variadic-min-max-nan-ignoring", nan_ignoring=True))
+
+
+def _select_max_case() -> Case:
+    """The softmax shift's max (``builders.shift_max``): a reduce whose body is ``a > b ? a : b``."""
+    t, ot = tensor_type((3, 5)), tensor_type((3,))
+    text = f"""
+func.func @main(%x: {t}) -> {ot} {{
+  %init = stablehlo.constant dense<{NEG_INF}> : tensor<f64>
+  %r = stablehlo.reduce(%x init: %init) across dimensions = [1] : ({t}, tensor<f64>) -> {ot}
+    reducer(%a: tensor<f64>, %b: tensor<f64>) {{
+      %g = stablehlo.compare GT, %a, %b : (tensor<f64>, tensor<f64>) -> tensor<i1>
+      %s = stablehlo.select %g, %a, %b : tensor<i1>, tensor<f64>
+      stablehlo.return %s : tensor<f64>
+    }}
+  return %r : {ot}
+}}"""
+    return Case("reduce-select-max", ("stablehlo.reduce",), text, inputs(distinct(3, 5)))
+
+
+REDUCE_CASES.append(_select_max_case())
+
+
 def window_case(
     case_id: str,
     body: str,
@@ -168,3 +221,27 @@ func.func @main(%x: {t}) -> {tensor_type((2,))} {{
     x = np.array([[1.0, 3.0, 3.0, 3.0], [5.0, 0.0, 1.0, 2.0]])
     (ct,) = run(backward, [x, np.array([6.0, 1.0])], device)
     np.testing.assert_array_equal(ct, [[0.0, 2.0, 2.0, 2.0], [1.0, 0.0, 0.0, 0.0]])
+
+
+def test_dynamic_quantize_linear_scale_vjp_matches_finite_differences():
+    """DynamicQuantizeLinear's float output (the scale) depends on x through its range: one
+    variadic min/max reduce and, for NaN, a stablehlo.if; build-vjp takes both."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    from onnx_stablehlo import lower
+    from tests.autodiff.vjp_check import check_vjp
+
+    graph = helper.make_graph(
+        [helper.make_node("DynamicQuantizeLinear", ["x"], ["y", "scale", "zero_point"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5, 40])],
+        [helper.make_tensor_value_info("y", TensorProto.UINT8, [2, 5, 40]),
+         helper.make_tensor_value_info("scale", TensorProto.FLOAT, []),
+         helper.make_tensor_value_info("zero_point", TensorProto.UINT8, [])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    onnx.checker.check_model(model)
+    rng = np.random.default_rng(0)
+    x = (rng.standard_normal((2, 5, 40)) * 3).astype(np.float32)
+    check = check_vjp(lower(model).text, [x], rng, eps=1e-3)
+    assert check.ok(rtol=2e-3, atol=2e-4), check
