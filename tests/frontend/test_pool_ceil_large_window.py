@@ -33,7 +33,9 @@ def test_ceil_mode_window_larger_than_input_matches_onnxruntime(case, op, includ
         attributes["count_include_pad"] = include_pad
     x = rng.standard_normal(shape).astype(np.float32)
     text = check_node(op, 18, [("x", x)], attributes)
-    assert "stablehlo.reduce_window" in text
+    # float32 MaxPool: a maximum of strided slices (windows.max_by_slices) up to 32 taps
+    sliced = op == "MaxPool" and sum(attributes["kernel_shape"]) <= 32
+    assert ("stablehlo.reduce_window" in text) != sliced
 
 
 @pytest.mark.parametrize("ceil_mode,kernel", [(0, 8), (1, 9)], ids=["floor", "ceil-overshoot-by-a-stride"])
