@@ -28,6 +28,7 @@ _PASSES: dict[str, str] = {
     "simplify-dot-general": "simplify_dot_general:SimplifyDotGeneralPass",
     "simplify-reductions": "simplify_reductions:SimplifyReductionsPass",
     "specialize-shapes": "specialize_shapes:SpecializeShapesPass",
+    "split-grouped-conv": "split_grouped_conv:SplitGroupedConvPass",
     "strip-debug-info": "strip_debug_info:StripDebugInfoPass",
     "unroll-depthwise-conv": "unroll_depthwise_conv:UnrollDepthwiseConvPass",
 }

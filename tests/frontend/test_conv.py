@@ -13,6 +13,8 @@ Symbolic-dim tests (``check_symbolic``) compile one model with its ``dim_param``
 from __future__ import annotations
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 import pytest
 
 import onnx_stablehlo
@@ -173,6 +175,34 @@ def test_conv_emits_feature_group_count_and_highest_precision(rng):
               ("w", rng.standard_normal((4, 2, 3, 3)).astype(np.float32))]
     text = check_node("Conv", 22, inputs, {"group": 2})
     assert "feature_group_count = 2" in text and "HIGHEST" in text
+
+
+@pytest.mark.parametrize(
+    ("x_shape", "w_shape", "attributes"),
+    [((1, 24, 14, 14), (32, 6, 1, 1), {"group": 4}),  # ShuffleNet's grouped 1x1
+     ((2, 64, 9, 9), (64, 2, 3, 3), {"group": 32, "pads": [1, 1, 1, 1], "strides": [2, 2]}),  # ResNeXt
+     ((1, 12, 10, 9), (6, 4, 3, 2), {"group": 3, "dilations": [2, 1], "pads": [1, 0, 2, 1]}),
+     ((1, 8, 13), (4, 4, 3), {"group": 2, "pads": [1, 1]})],
+    ids=["1x1-4-groups", "3x3-32-groups-strided", "2d-dilated-3-groups", "1d-2-groups"],
+)
+def test_grouped_conv_splits_into_one_conv_per_group_on_cpu(x_shape, w_shape, attributes, rng):
+    """passes/split_grouped_conv.py: on CPU a grouped (not depthwise) Conv with an initializer
+    weight is one convolution per group, concatenated; the result equals onnxruntime's."""
+    w = rng.standard_normal(w_shape).astype(np.float32)
+    b = rng.standard_normal(w_shape[0]).astype(np.float32)
+    graph = onnx.helper.make_graph(
+        [onnx.helper.make_node("Conv", ["x", "w", "b"], ["y"], **attributes)], "g",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(x_shape))],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(w, "w"), onnx.numpy_helper.from_array(b, "b")],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    feeds = {"x": rng.standard_normal(x_shape).astype(np.float32)}
+    compiled = onnx_stablehlo.compile(model, check=False)
+    assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    text = compiled.executables.last.artifact.text
+    assert text.count("stablehlo.convolution") == attributes["group"] and "feature_group_count = 1 " in text
+    assert f"feature_group_count = {attributes['group']} " not in text
 
 
 @pytest.mark.parametrize("group", [1, 3], ids=["dense", "depthwise"])
