@@ -107,12 +107,14 @@ def _rank4(ctx: LoweringContext, index: int = 0) -> tuple:
     return shape
 
 
-def _standard_view(node: OnnxNode, since: int) -> OnnxNode:
-    """``node`` read as the ai.onnx op of the same name at revision ``since`` (its attribute defaults)."""
+def _standard_view(node: OnnxNode, since: int, op_type: str | None = None) -> OnnxNode:
+    """``node`` read as the ai.onnx op ``op_type`` (default: of the same name) at revision
+    ``since`` (its attribute defaults)."""
     view = OnnxNode(node.ir_node, 0, node.opset, since)
     view.name, view.location_name = node.name, node.location_name
     view.domain = ""
-    view._schema = onnx.defs.get_schema(node.op_type, since)
+    view.op_type = op_type or node.op_type
+    view._schema = onnx.defs.get_schema(view.op_type, since)
     return view
 
 
@@ -291,6 +293,32 @@ def lower_nchwc_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
         total = ctx.input(3)
         if builders.dims_of(total) != builders.dims_of(y):
             raise ctx.error(f"Sum {builders.dims_of(total)} must have the output's shape {builders.dims_of(y)}", ShapeError)
+        y = stablehlo.add(y, total)
+    return [_activation(ctx, node, y)]
+
+
+@lowering("FusedConv", since=1, domain="com.microsoft")
+def lower_fused_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
+    """Lowers com.microsoft FusedConv: ``activation(Conv(X, W, B) + Z)``.
+
+    onnxruntime's optimizer writes it when it fuses a Conv with the activation after it (and an
+    Add into ``Z``) and the NCHWc transformer does not take the Conv (a grouped one whose
+    channels per group do not fit the block, on AVX-512 machines for example).
+
+    Spec: com.microsoft FusedConv-1 (onnxruntime's ``FusedConv`` kernel, ``GetFusedActivationAttr``).
+    Shapes: as Conv; Z (optional) has the output's shape.
+    Dtypes: float32 (onnxruntime's CPU kernel), float16.
+    Follows ORT: the activation (Relu, LeakyRelu, Tanh, Sigmoid, Clip, HardSigmoid with
+        ``activation_params``) applies after Z is added.
+    Raises: UnsupportedAttributeError for other activations; as Conv otherwise.
+    """
+    view = _standard_view(node, 11, "Conv")
+    inner = _standard_context(ctx, view, {}, count=3)
+    (y,) = default_rule("", "Conv", 11)(inner, view)
+    if ctx.has_input(3):
+        total = ctx.input(3)
+        if builders.dims_of(total) != builders.dims_of(y):
+            raise ctx.error(f"Z {builders.dims_of(total)} must have the output's shape {builders.dims_of(y)}", ShapeError)
         y = stablehlo.add(y, total)
     return [_activation(ctx, node, y)]
 

@@ -226,3 +226,35 @@ def test_ambiguous_block_without_an_mlas_cpu_is_a_shape_error(monkeypatch):
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], domain=NCHWC)]
     with pytest.raises(ShapeError, match="block sizes \\[8, 16\\]"):
         onnx_stablehlo.lower(_nchwc_model(nodes, [1, 3, 4, 4], {"w": w}, [1, 32, 4, 4]))
+
+
+@pytest.mark.parametrize(
+    ("activation", "params", "with_z", "group"),
+    [("Relu", [], False, 1), ("Sigmoid", [], True, 4), ("Tanh", [], False, 2), ("LeakyRelu", [0.1], True, 1),
+     ("Clip", [0.0, 6.0], False, 4), ("HardSigmoid", [0.2, 0.5], True, 2), (None, [], True, 1)],
+    ids=["relu", "sigmoid-z-grouped", "tanh-grouped", "leaky-relu-z", "clip-grouped", "hard-sigmoid-z", "no-activation-z"],
+)
+def test_fused_conv_matches_onnxruntime(activation, params, with_z, group, rng):
+    """com.microsoft FusedConv (onnxruntime's optimizer writes it where the NCHWc transformer
+    leaves a Conv + activation): activation(Conv(X, W, B) + Z), against onnxruntime's kernel."""
+    pytest.importorskip("onnxruntime")
+    attributes = {"pads": [1, 1, 1, 1], "group": group}
+    if activation is not None:
+        attributes["activation"] = activation
+        if params:
+            attributes["activation_params"] = params
+    inputs = ["x", "w", "b"] + (["z"] if with_z else [])
+    graph = helper.make_graph(
+        [helper.make_node("FusedConv", inputs, ["y"], domain="com.microsoft", **attributes)], "g",
+        [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [2, 8, 6, 6])]
+        + ([helper.make_tensor_value_info("z", onnx.TensorProto.FLOAT, [2, 12, 6, 6])] if with_z else []),
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [2, 12, 6, 6])],
+        [numpy_helper.from_array(rng.standard_normal((12, 8 // group, 3, 3)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal(12).astype(np.float32), "b")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)])
+    feeds = {"x": rng.standard_normal((2, 8, 6, 6)).astype(np.float32) * 2}
+    if with_z:
+        feeds["z"] = rng.standard_normal((2, 12, 6, 6)).astype(np.float32)
+    got = onnx_stablehlo.compile(model, check=False).run(feeds)
+    np.testing.assert_allclose(got[0], util.ort_run(model, feeds)[0], rtol=RTOL, atol=ATOL)
