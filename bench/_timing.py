@@ -66,6 +66,15 @@ def median_seconds(fn: Callable[[], Any], reps: int, warmup: int = 2) -> float:
     return statistics.median(sample_seconds(fn, reps, warmup))
 
 
+def per_call_ms(fn: Callable[[], Any], calls: int) -> float:
+    """Mean wall time of ``calls`` back-to-back calls of ``fn``, in milliseconds (one round of
+    the interleaved rounds the bench scripts take medians of)."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    return (time.perf_counter() - start) / calls * 1e3
+
+
 def format_ms(seconds: float, digits: int = 2) -> str:
     """Formats seconds as milliseconds, e.g. ``0.01234 -> '12.34'``; NaN prints as ``n/a``."""
     return "n/a" if seconds != seconds else f"{seconds * 1e3:.{digits}f}"

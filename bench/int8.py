@@ -22,9 +22,9 @@ table gives median milliseconds per call and the ratios against onnxruntime.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -80,21 +80,12 @@ def compile_both(model: onnx.ModelProto, device: str) -> dict[str, object]:
     return compiled
 
 
-def per_call_ms(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e3
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="8x128 only, 3 rounds")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
-    import os
-
     import onnxruntime as ort
 
     # Both forms compile here; the on-disk artifact cache keys on the options, not on the form.
@@ -123,12 +114,12 @@ def main(argv: list[str] | None = None) -> int:
                 np.testing.assert_array_equal(got, want)
         calls_of = {"ORT": lambda: session.run(None, feeds)}
         calls_of.update({form: (lambda c=compiled: c.run(feeds)) for form, compiled in ours.items()})
-        once = per_call_ms(calls_of["ORT"], 3)
+        once = _timing.per_call_ms(calls_of["ORT"], 3)
         calls = max(3, min(300, int(50 / max(once, 1e-3))))  # about 50 ms of onnxruntime per round
         samples: dict[str, list[float]] = {form: [] for form in calls_of}
         for _ in range(rounds):
             for form, fn in calls_of.items():
-                samples[form].append(per_call_ms(fn, calls))
+                samples[form].append(_timing.per_call_ms(fn, calls))
         median = {form: statistics.median(values) for form, values in samples.items()}
         table.append([op, label, shape, f"{median['int8 dot']:.3f}", f"{median['f32 GEMM']:.3f}", f"{median['ORT']:.3f}",
                       f"{median['int8 dot'] / median['ORT']:.2f}", f"{median['f32 GEMM'] / median['ORT']:.2f}"])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -59,13 +58,6 @@ def topk_model(shape, k: int, axis: int, largest: int, dtype) -> onnx.ModelProto
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
 
 
-def per_call_ms(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e3
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="the held-out shape only, 3 rounds")
@@ -93,12 +85,12 @@ def main(argv: list[str] | None = None) -> int:
         (values, indices), (ort_values, ort_indices) = ours.run(feeds), session.run(None, feeds)
         np.testing.assert_array_equal(indices, ort_indices)
         np.testing.assert_allclose(values, ort_values, rtol=1e-6)
-        once = per_call_ms(lambda: ours.run(feeds), 3)
+        once = _timing.per_call_ms(lambda: ours.run(feeds), 3)
         calls = max(3, min(300, int(50 / max(once, 1e-3))))  # about 50 ms per round
         samples = {"ours": [], "ORT": []}
         for _ in range(rounds):
-            samples["ours"].append(per_call_ms(lambda: ours.run(feeds), calls))
-            samples["ORT"].append(per_call_ms(lambda: session.run(None, feeds), calls))
+            samples["ours"].append(_timing.per_call_ms(lambda: ours.run(feeds), calls))
+            samples["ORT"].append(_timing.per_call_ms(lambda: session.run(None, feeds), calls))
         a, b = statistics.median(samples["ours"]), statistics.median(samples["ORT"])
         rows.append([label, "x".join(map(str, shape)), str(k), np.dtype(dtype).name,
                      f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}"])

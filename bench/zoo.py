@@ -88,13 +88,6 @@ def ort_session(path: Path, device: str):
     return ort.InferenceSession(str(path), options, providers=providers)
 
 
-def per_call_ms(fn, calls: int) -> float:
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    return (time.perf_counter() - start) / calls * 1e3
-
-
 def measure(model, path: Path, device: str, rounds: int) -> list[str]:
     start = time.perf_counter()
     ours = onnx_stablehlo.compile(str(path), device)
@@ -107,12 +100,12 @@ def measure(model, path: Path, device: str, rounds: int) -> list[str]:
     compile_seconds = time.perf_counter() - start
     expected = session.run(None, ort_feeds)
     comparison = zoo.compare_steps([outputs], [expected], model.tolerance)
-    once = per_call_ms(lambda: ours.run(ours_feeds), 1)
+    once = _timing.per_call_ms(lambda: ours.run(ours_feeds), 1)
     calls = max(1, min(200, int(150 / max(once, 1e-3))))  # about 150 ms per round and runtime
     samples: dict[str, list[float]] = {"ours": [], "ORT": []}
     for _ in range(rounds):
-        samples["ours"].append(per_call_ms(lambda: ours.run(ours_feeds), calls))
-        samples["ORT"].append(per_call_ms(lambda: session.run(None, ort_feeds), calls))
+        samples["ours"].append(_timing.per_call_ms(lambda: ours.run(ours_feeds), calls))
+        samples["ORT"].append(_timing.per_call_ms(lambda: session.run(None, ort_feeds), calls))
     a, b = statistics.median(samples["ours"]), statistics.median(samples["ORT"])
     ratios = [x / y for x, y in zip(samples["ours"], samples["ORT"])]
     return [
