@@ -218,19 +218,31 @@ def reduce_window(
     shape = builders.dims_of(operands[0])
     if not all(is_int(d) for d in (*shape, *out_spatial)):
         return reduce_window_symbolic(operands, inits, window, out_spatial, body)
+    operands, padding = _trimmed(operands, window, out_spatial)
+    return emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
+
+
+def _trimmed(
+    operands: Sequence[ir.Value], window: Window, out_spatial: Sequence[int]
+) -> tuple[list[ir.Value], list[tuple[int, int]]]:
+    """Static ``[N, C, *S]`` operands cut to the input the ``out_spatial`` windows read, and the
+    ``(low, high)`` padding per dim that they still need: the begin padding is the window's, the
+    end padding whatever the last window needs (beyond ``pads`` in ``ceil_mode``); negative
+    padding (SAME with a stride larger than the window) is the cut."""
+    shape = [int(d) for d in builders.dims_of(operands[0])]
     padding = [(0, 0), (0, 0)]
-    start, limit = [0, 0], list(shape[:2])
+    start, limit = [0, 0], shape[:2]
     for size, (begin, _), s, k, o in zip(shape[2:], window.pads, window.strides, window.effective_kernel, out_spatial):
         extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
         start.append(max(0, -begin))
         limit.append(min(size, extent - begin))
         padding.append((max(0, begin), max(0, extent - begin - size)))
-    if start != [0] * len(shape) or limit != list(shape):
+    if start != [0] * len(shape) or limit != shape:
         operands = [
             stablehlo.slice(v, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * len(shape)))
             for v in operands
         ]
-    return emit_reduce_window(operands, inits, window, [shape[0], shape[1], *out_spatial], padding, body)
+    return list(operands), padding
 
 
 SLICED_MAX_MAX_TAPS = 32
@@ -248,17 +260,9 @@ def max_by_slices(x: ir.Value, init: float | int, window: Window, out_spatial: S
     into one vectorized loop per axis (a 3x3 stride-2 MaxPool on [1, 64, 112, 112]: 3.85 ->
     0.71 ms). ``maximum`` propagates NaN, so callers that ignore NaN replace it first.
     """
-    shape = [int(d) for d in builders.dims_of(x)]
-    start, limit, low, high = [0, 0], shape[:2], [0, 0], [0, 0]
-    for size, (begin, _), s, k, o in zip(shape[2:], window.pads, window.strides, window.kernel, out_spatial):
-        extent = (o - 1) * s + k  # the padded input the windows cover, from -begin
-        start.append(max(0, -begin))
-        limit.append(min(size, extent - begin))
-        low.append(max(0, begin))
-        high.append(max(0, extent - begin - size))
-    rank = len(shape)
-    if start != [0] * rank or limit != shape:
-        x = stablehlo.slice(x, builders.i64_array(start), builders.i64_array(limit), builders.i64_array([1] * rank))
+    (x,), padding = _trimmed([x], window, out_spatial)
+    rank = len(padding)
+    low, high = [lo for lo, _ in padding], [hi for _, hi in padding]
     if any(low) or any(high):
         x = stablehlo.pad(x, builders.splat(init, builders.dtype_of(x)), low, high, [0] * rank)
     for axis, (s, k, o) in enumerate(zip(window.strides, window.kernel, out_spatial), start=2):
