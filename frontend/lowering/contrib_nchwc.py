@@ -232,6 +232,17 @@ def unblock_filter(w: ir.Value, block: int, layout: str) -> ir.Value:
     return builders.reshape(ordered, (out, inner, kh, kw))
 
 
+def _plus_input(ctx: LoweringContext, y: ir.Value, index: int, what: str) -> ir.Value:
+    """``y`` plus the node's optional input ``index`` (a fused convolution's Sum or Z), which must
+    have ``y``'s shape; ``y`` when the input is absent."""
+    if not ctx.has_input(index):
+        return y
+    total = ctx.input(index)
+    if builders.dims_of(total) != builders.dims_of(y):
+        raise ctx.error(f"{what} {builders.dims_of(total)} must have the output's shape {builders.dims_of(y)}", ShapeError)
+    return stablehlo.add(y, total)
+
+
 def _activation(ctx: LoweringContext, node: OnnxNode, y: ir.Value) -> ir.Value:
     """The fused ``activation`` (ORT's ``GetFusedActivationAttr``) applied to ``y``."""
     kind = node.attr("activation")
@@ -289,12 +300,7 @@ def lower_nchwc_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     view = _standard_view(node, 11)
     inner = _standard_context(ctx, view, {1: unblock_filter(ctx.input(1), block, layout)}, count=3)
     (y,) = default_rule("", "Conv", 11)(inner, view)
-    if ctx.has_input(3):
-        total = ctx.input(3)
-        if builders.dims_of(total) != builders.dims_of(y):
-            raise ctx.error(f"Sum {builders.dims_of(total)} must have the output's shape {builders.dims_of(y)}", ShapeError)
-        y = stablehlo.add(y, total)
-    return [_activation(ctx, node, y)]
+    return [_activation(ctx, node, _plus_input(ctx, y, 3, "Sum"))]
 
 
 @lowering("FusedConv", since=1, domain="com.microsoft")
@@ -315,12 +321,7 @@ def lower_fused_conv(ctx: LoweringContext, node: OnnxNode) -> list[ir.Value]:
     view = _standard_view(node, 11, "Conv")
     inner = _standard_context(ctx, view, {}, count=3)
     (y,) = default_rule("", "Conv", 11)(inner, view)
-    if ctx.has_input(3):
-        total = ctx.input(3)
-        if builders.dims_of(total) != builders.dims_of(y):
-            raise ctx.error(f"Z {builders.dims_of(total)} must have the output's shape {builders.dims_of(y)}", ShapeError)
-        y = stablehlo.add(y, total)
-    return [_activation(ctx, node, y)]
+    return [_activation(ctx, node, _plus_input(ctx, y, 3, "Z"))]
 
 
 def _pool(op_type: str, since: int):
