@@ -256,7 +256,7 @@ def _run_passes(report: ModelReport, lowered, device) -> None:
 
     text = DEFAULT_PIPELINE
     if device.platform == "cpu":  # what CompiledModel runs before compiling on CPU
-        text += ",unroll-depthwise-conv,split-grouped-conv,conv-kernel-layout"
+        text += ",unroll-depthwise-conv,split-grouped-conv,sink-transposes,conv-kernel-layout"
     # then, as CompiledModel does, computations on weights alone run once, in @hoisted_weights
     text += f",hoist-weights{{num-inputs={len(lowered.input_types)}}}"
     module = lowered.module

@@ -27,6 +27,7 @@ _PASSES: dict[str, str] = {
     "simplify-broadcasts": "simplify_broadcasts:SimplifyBroadcastsPass",
     "simplify-dot-general": "simplify_dot_general:SimplifyDotGeneralPass",
     "simplify-reductions": "simplify_reductions:SimplifyReductionsPass",
+    "sink-transposes": "sink_transposes:SinkTransposesPass",
     "specialize-shapes": "specialize_shapes:SpecializeShapesPass",
     "split-grouped-conv": "split_grouped_conv:SplitGroupedConvPass",
     "strip-debug-info": "strip_debug_info:StripDebugInfoPass",

@@ -205,6 +205,47 @@ def test_grouped_conv_splits_into_one_conv_per_group_on_cpu(x_shape, w_shape, at
     assert f"feature_group_count = {attributes['group']} " not in text
 
 
+@pytest.mark.parametrize("batch", [1, 3])
+def test_squeeze_excitation_after_a_depthwise_conv_runs_channels_last_on_cpu(batch, rng):
+    """passes/sink_transposes.py: after unroll-depthwise-conv (channels-last taps), the HardSwish,
+    the GlobalAveragePool and the gating Mul of a MobileNetV3 squeeze-and-excitation block work
+    channels-last and the next 1x1 Conv absorbs the transpose; the result equals onnxruntime's."""
+    c = 8
+    weights = {
+        "dw": rng.standard_normal((c, 1, 5, 5)).astype(np.float32), "dw_b": rng.standard_normal(c).astype(np.float32),
+        "fc1": rng.standard_normal((4, c, 1, 1)).astype(np.float32), "fc1_b": rng.standard_normal(4).astype(np.float32),
+        "fc2": rng.standard_normal((c, 4, 1, 1)).astype(np.float32), "fc2_b": rng.standard_normal(c).astype(np.float32),
+        "pw": rng.standard_normal((6, c, 1, 1)).astype(np.float32),
+    }
+    nodes = [
+        onnx.helper.make_node("Conv", ["x", "dw", "dw_b"], ["d"], group=c, pads=[2, 2, 2, 2], strides=[2, 2]),
+        onnx.helper.make_node("HardSwish", ["d"], ["a"]),
+        onnx.helper.make_node("GlobalAveragePool", ["a"], ["p"]),
+        onnx.helper.make_node("Conv", ["p", "fc1", "fc1_b"], ["f1"]),
+        onnx.helper.make_node("Relu", ["f1"], ["r"]),
+        onnx.helper.make_node("Conv", ["r", "fc2", "fc2_b"], ["f2"]),
+        onnx.helper.make_node("HardSigmoid", ["f2"], ["g"], alpha=1 / 6),
+        onnx.helper.make_node("Mul", ["a", "g"], ["z"]),
+        onnx.helper.make_node("Conv", ["z", "pw"], ["y"]),
+    ]
+    graph = onnx.helper.make_graph(
+        nodes, "se",
+        [onnx.helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [batch, c, 11, 11])],
+        [onnx.helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None),
+         onnx.helper.make_tensor_value_info("p", onnx.TensorProto.FLOAT, None)],
+        [onnx.numpy_helper.from_array(v, k) for k, v in weights.items()],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", 17)])
+    feeds = {"x": rng.standard_normal((batch, c, 11, 11)).astype(np.float32)}
+    compiled = onnx_stablehlo.compile(model, check=False)
+    assert_allclose_for_dtype(compiled.run(feeds), ort_run(model, feeds))
+    text = compiled.executables.last.artifact.text
+    # The pool reduces the spatial dims of the channels-last [b, 6, 6, c] tap sum ...
+    assert f"across dimensions = [1, 2] : (tensor<{batch}x6x6x{c}xf32>" in text
+    # ... and the last Conv reads the gated activation channels-last.
+    assert "dim_numbers = [b, 0, 1, f]x" in text
+
+
 @pytest.mark.parametrize("group", [1, 3], ids=["dense", "depthwise"])
 def test_explicit_zero_pad_before_conv_folds_into_its_padding(group, rng):
     """TorchScript writes TF-style "same" padding as a Pad node; canonicalize-stablehlo folds it."""
