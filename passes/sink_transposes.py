@@ -1,23 +1,38 @@
-"""``sink-transposes``: moves a transpose below the elementwise ops, reductions and
-convolutions that use it, so they work in the transpose's source layout.
+"""``sink-transposes``: channels-last convolutions, and transposes moved down to where they
+cancel or are absorbed.
 
-``unroll-depthwise-conv`` computes a depthwise convolution channels-last and transposes the sum
-back to the model's channels-first layout. When the next op is a 1x1 convolution, XLA CPU
-cancels that transpose against its own. In a squeeze-and-excitation block (MobileNetV3,
-EfficientNet) an activation, a global average pool and a gating multiply come first, and XLA
-CPU fused the transpose into the tap sum instead: the fusion wrote channels-first, one strided
-channel at a time, and took 0.2-0.25 ms for a 14x14x240 block of MobileNetV3-small (the same
-work channels-last is 4-5x faster). This pass rewrites
+XLA CPU computes every convolution channels-last (NHWC) and ``unroll-depthwise-conv`` computes
+depthwise taps channels-last, but ONNX models are channels-first (NCHW). Left implicit, XLA's
+layout copies land inside fusions: after a depthwise tap sum, a squeeze-and-excitation block's
+activation, pool and gate made XLA CPU write the sum channels-first, one strided channel at a
+time (0.2-0.25 ms for a 14x14x240 block of MobileNetV3-small, 4-5x its channels-last cost), and
+between a 1x1 convolution and the next tap sum every activation ran channels-first between two
+layout copies. This pass makes a 2-D convolution's result channels-last with an explicit
+transpose back, and moves the transposes back to channels-first (``p = [0, r-1, 1, ..., r-2]``)
+down:
 
+    convolution(x, k) -> [b, f, s...] -> transpose(convolution(x, k) -> [b, s..., f], p)
     f(transpose(x, p), b(s), c)   -> transpose(f(x, b'(s), c'), p)     f elementwise
     reduce(transpose(x, p), dims) -> [transpose](reduce(x, p[dims]))
+    pad / slice / concatenate of transposes -> transpose of the pad / slice / concatenate
     convolution(transpose(x, p))  -> convolution(x) with p folded into its input dims
+    dot_general(transpose(x, p))  -> dot_general(x) (fold-transposes' DotGeneralOfTranspose)
+    transpose(transpose(x))       -> one transpose, or none (the next tap sum's cancels)
 
 where ``b(s)`` is a ``broadcast_in_dim`` (rebuilt with permuted dims), ``c`` a splat constant
 (reshaped) or a rank-0 operand (clamp's bounds), and every transposed operand has the same
-``p``. Chains of transposes merge (``transpose(transpose(x))``). What the transposes finally
-reach (a reshape, a return, another layout) keeps them; nothing is computed twice, since an
-elementwise op moves below its transpose rather than being copied.
+``p``. A transpose stops at anything else (a reshape, a return, a residual that is not
+transposed); nothing is computed twice, since an op moves below its transpose rather than
+being copied. Two limits keep it from costing what it saves (A/B on the zoo):
+
+- only transposes back to channels-first move: a tap sum's own transpose to channels-last,
+  moved below its pad and slices, would compute the taps channels-first again (PP-OCRv6 det
+  1.5x slower);
+- a convolution becomes channels-last only when every path from its result ends in a
+  convolution, dot_general, transpose or reduce: XLA runs a channels-first 1x1 convolution as a
+  dot that writes that layout for free, and a transpose stopped by a reshape (ShuffleNet's
+  channel shuffle, PP-OCR's sequence head) would add a copy. 1-D convolutions keep their layout
+  (Silero VAD's STFT convolutions were 20% slower channels-last).
 
 Numerics are unchanged: the same ops on the same elements, in another order in memory.
 """
@@ -31,7 +46,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.passes.base import ModulePass
-from onnx_stablehlo.passes.fold_transposes import TransposeOfTranspose
+from onnx_stablehlo.passes.fold_transposes import DotGeneralOfTranspose, TransposeOfTranspose
 from onnx_stablehlo.passes.ir_utils import (
     constant_attr,
     defining_op,
@@ -69,11 +84,21 @@ def _permuted(shape: list[int], permutation: list[int]) -> list[int]:
     return source
 
 
+def _to_channels_first(rank: int) -> list[int]:
+    """The permutation of ``transpose`` from [b, s..., f] to [b, f, s...]."""
+    return [0, rank - 1, *range(1, rank - 1)]
+
+
 def _transpose_of(value: ir.Value) -> tuple[ir.Value, list[int]] | None:
+    """``(x, p)`` when ``value`` is ``transpose(x, p)`` back to channels-first (the transposes
+    this pass moves; others, such as a tap sum's own transpose to channels-last, stay)."""
     op = defining_op_named(value, "stablehlo.transpose")
     if op is None:
         return None
-    return op.operands[0], read_i64_array(op, "permutation")
+    permutation = read_i64_array(op, "permutation")
+    if len(permutation) < 3 or permutation != _to_channels_first(len(permutation)):
+        return None
+    return op.operands[0], permutation
 
 
 class ElementwiseOfTranspose(RewritePattern):
@@ -169,6 +194,184 @@ class ReduceOfTranspose(RewritePattern):
         return True
 
 
+def _conv_numbers(numbers, **changes) -> ir.Attribute:
+    fields = {
+        name: getattr(numbers, name)
+        for name in (
+            "input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
+            "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+            "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions",
+        )
+    }
+    fields.update(changes)
+    return stablehlo.ConvDimensionNumbers.get(**{k: (list(v) if not isinstance(v, int) else v) for k, v in fields.items()})
+
+
+
+_ABSORBING_OPS = ("stablehlo.convolution", "stablehlo.dot_general", "stablehlo.transpose", "stablehlo.reduce")
+_CARRYING_OPS = ELEMENTWISE_OPS + ("stablehlo.pad", "stablehlo.slice", "stablehlo.concatenate")
+# Producers of the other operands of an op a transpose sinks through that do not stop it: a
+# broadcast or a constant (rebuilt permuted), a transpose, or what becomes one (a convolution's
+# result, an op the same transpose sinks through: the x of x * sigmoid(x)).
+_FOLLOWING_PRODUCERS = _CARRYING_OPS + (
+    "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.transpose", "stablehlo.convolution",
+)
+
+
+def _reaches_only_absorbers(value: ir.Value, seen: set[int], budget: list[int]) -> bool:
+    """Whether a transpose of ``value`` would sink, through elementwise ops, pads, slices and
+    concatenates, only into ops that take it for free: a convolution or dot_general (folded into
+    its dims), a transpose (merged; the next tap sum's cancels it) or a reduce (folded into its
+    dims, on a smaller result). Other operands of an elementwise op or concatenate must be
+    broadcasts, constants, rank-0, transposes or convolution results (which become transposes),
+    or the sunk transpose would stop there."""
+    for use in value.uses:
+        user = use.owner
+        user = user.operation if isinstance(user, ir.OpView) else user
+        budget[0] -= 1
+        if budget[0] < 0:
+            return False
+        if hash(user) in seen:
+            continue
+        name = user.name
+        if name in _ABSORBING_OPS:
+            if name == "stablehlo.reduce" and len(user.operands) != 2:
+                return False
+            continue
+        if name not in _CARRYING_OPS:
+            return False
+        if name in ELEMENTWISE_OPS or name == "stablehlo.concatenate":
+            for operand in user.operands:
+                if operand == value or len(shape_of(operand) or ()) == 0:
+                    continue
+                producer = defining_op(operand)
+                if producer is None:
+                    return False
+                if producer.name not in _FOLLOWING_PRODUCERS:
+                    return False
+        seen.add(hash(user))
+        if not _reaches_only_absorbers(user.results[0], seen, budget):
+            return False
+    return True
+
+
+_LOOKAHEAD_USES = 4096
+"""How many uses ``ConvolutionToChannelsLast`` follows from one convolution before giving up."""
+
+
+class ConvolutionToChannelsLast(RewritePattern):
+    """convolution(x, k) -> [b, f, s...] -> transpose(convolution(x, k) -> [b, s..., f]).
+
+    XLA CPU computes every convolution channels-last and, for a channels-first result, copies
+    it into that layout; with the transpose explicit, the other patterns carry it down to the
+    next convolution (which absorbs it) or to the next depthwise tap sum (whose channels-last
+    transpose cancels it). Constraints: 2-D or more spatial dims, static result shape, output
+    feature dim not already last, and every path from the result through elementwise ops,
+    pads, slices and concatenates ends in a convolution, dot_general, transpose or reduce.
+    """
+
+    root = "stablehlo.convolution"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
+        shape = shape_of(op.results[0])
+        if shape is None or None in shape:
+            return rw.fail(op, "the result shape is not static")
+        rank = len(shape)
+        if rank < 4:
+            return rw.fail(op, "a 1-D convolution (kept channels-first)")
+        batch, feature = numbers.output_batch_dimension, numbers.output_feature_dimension
+        spatial = list(numbers.output_spatial_dimensions)
+        if [batch, *spatial, feature] == list(range(rank)):
+            return rw.fail(op, "the output is already channels-last")
+        if not _reaches_only_absorbers(op.results[0], set(), [_LOOKAHEAD_USES]):
+            # A 1x1 convolution XLA runs as a dot writes channels-first at no cost; a transpose
+            # stopped by a reshape (ShuffleNet's channel shuffle) or a resize would be a copy
+            # that was not there (PP-OCRv4 det and rec were 1.3x slower).
+            return rw.fail(op, "a transpose of the result would stop short of a convolution")
+        order = [batch, *spatial, feature]  # new dim i holds old dim order[i]
+        attributes = {name: op.attributes[name] for name in op.attributes}
+        attributes["dimension_numbers"] = _conv_numbers(
+            numbers, output_batch_dimension=0, output_feature_dimension=rank - 1,
+            output_spatial_dimensions=list(range(1, rank - 1)),
+        )
+        new = rw.create(
+            "stablehlo.convolution", list(op.operands),
+            [tensor_type([shape[d] for d in order], element_type_of(op.results[0]))], attributes,
+        )
+        back = [order.index(d) for d in range(rank)]
+        result = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(back)})
+        rw.replace_op(op, [result.result])
+        return True
+
+
+class PadOfTranspose(RewritePattern):
+    """pad(transpose(x, p), v) -> transpose(pad(x, v), p) with the paddings permuted."""
+
+    root = "stablehlo.pad"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        found = _transpose_of(op.operands[0])
+        if found is None:
+            return rw.fail(op, "the operand is not a transpose")
+        source, p = found
+        shape = shape_of(op.results[0])
+        if shape is None or None in shape:
+            return rw.fail(op, "the result shape is not static")
+        attributes = {}
+        for name in ("edge_padding_low", "edge_padding_high", "interior_padding"):
+            values = read_i64_array(op, name)
+            attributes[name] = i64_array(_permuted(values, p))
+        new = rw.create("stablehlo.pad", [source, op.operands[1]], [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes)
+        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
+        rw.replace_op(op, [back.result])
+        return True
+
+
+class SliceOfTranspose(RewritePattern):
+    """slice(transpose(x, p)) -> transpose(slice(x), p) with the bounds permuted."""
+
+    root = "stablehlo.slice"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        found = _transpose_of(op.operands[0])
+        if found is None:
+            return rw.fail(op, "the operand is not a transpose")
+        source, p = found
+        shape = shape_of(op.results[0])
+        if shape is None or None in shape:
+            return rw.fail(op, "the result shape is not static")
+        attributes = {name: i64_array(_permuted(read_i64_array(op, name), p)) for name in ("start_indices", "limit_indices", "strides")}
+        new = rw.create("stablehlo.slice", [source], [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes)
+        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
+        rw.replace_op(op, [back.result])
+        return True
+
+
+class ConcatenateOfTranspose(RewritePattern):
+    """concatenate(transpose(x, p), transpose(y, p), ...) along d -> transpose(concatenate(x, y, ...) along p[d], p)."""
+
+    root = "stablehlo.concatenate"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        found = [_transpose_of(operand) for operand in op.operands]
+        if any(f is None for f in found) or any(f[1] != found[0][1] for f in found):
+            return rw.fail(op, "not every operand is a transpose by one permutation")
+        p = found[0][1]
+        shape = shape_of(op.results[0])
+        if shape is None or None in shape:
+            return rw.fail(op, "the result shape is not static")
+        dimension = ir.IntegerAttr(op.attributes["dimension"]).value
+        new = rw.create(
+            "stablehlo.concatenate", [f[0] for f in found],
+            [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))],
+            {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), p[dimension])},
+        )
+        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
+        rw.replace_op(op, [back.result])
+        return True
+
+
 class ConvolutionOfTranspose(RewritePattern):
     """convolution(transpose(x, p), k) -> convolution(x, k) with the input dims mapped through ``p``."""
 
@@ -181,16 +384,11 @@ class ConvolutionOfTranspose(RewritePattern):
         source, p = found
         numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
         attributes = {name: op.attributes[name] for name in op.attributes}
-        attributes["dimension_numbers"] = stablehlo.ConvDimensionNumbers.get(
+        attributes["dimension_numbers"] = _conv_numbers(
+            numbers,
             input_batch_dimension=p[numbers.input_batch_dimension],
             input_feature_dimension=p[numbers.input_feature_dimension],
             input_spatial_dimensions=[p[d] for d in numbers.input_spatial_dimensions],
-            kernel_input_feature_dimension=numbers.kernel_input_feature_dimension,
-            kernel_output_feature_dimension=numbers.kernel_output_feature_dimension,
-            kernel_spatial_dimensions=list(numbers.kernel_spatial_dimensions),
-            output_batch_dimension=numbers.output_batch_dimension,
-            output_feature_dimension=numbers.output_feature_dimension,
-            output_spatial_dimensions=list(numbers.output_spatial_dimensions),
         )
         new = rw.create("stablehlo.convolution", [source, op.operands[1]], [op.results[0].type], attributes)
         rw.replace_op(op, [new.result])
@@ -199,10 +397,11 @@ class ConvolutionOfTranspose(RewritePattern):
 
 @dataclasses.dataclass(frozen=True)
 class SinkTransposesPass(PatternRewritePass, ModulePass):
-    """Moves transposes below elementwise ops, reductions and convolutions, toward their users.
+    """Makes 2-D convolutions channels-last and moves transposes down to their users.
 
     Rewrites:
 
+    - ``convolution(x, k) -> [b, f, 0, 1]`` -> ``transpose(convolution(x, k) -> [b, 0, 1, f], [0, 3, 1, 2])``
     - ``hardswish(transpose(taps, [0, 3, 1, 2]))`` -> ``transpose(hardswish(taps), [0, 3, 1, 2])``
     - ``reduce(transpose(x, [0, 3, 1, 2])) over [2, 3]`` -> ``reduce(x) over [1, 2]``
     - ``convolution(transpose(x, p), k)`` -> ``convolution(x, k)``, ``p`` in the input dims
@@ -213,4 +412,8 @@ class SinkTransposesPass(PatternRewritePass, ModulePass):
     name: ClassVar[str] = "sink-transposes"
 
     def patterns(self) -> list[RewritePattern]:
-        return [TransposeOfTranspose(), ElementwiseOfTranspose(), ReduceOfTranspose(), ConvolutionOfTranspose()]
+        return [
+            TransposeOfTranspose(), ElementwiseOfTranspose(), ReduceOfTranspose(), ConvolutionOfTranspose(),
+            ConvolutionToChannelsLast(), PadOfTranspose(), SliceOfTranspose(), ConcatenateOfTranspose(),
+            DotGeneralOfTranspose(),
+        ]
