@@ -10,7 +10,8 @@ Usage::
 cache, as ``bench/zoo.py --only`` finds them) this script compiles the model twice in one
 process, once as usual and once with the pass named by ``--without`` skipped (its ``run`` made
 a no-op for that compile), checks that both give the same outputs, and times interleaved
-rounds of both and of an onnxruntime session (``intra_op_num_threads=2``). It prints the
+rounds of both (swapping their order every round) and of an onnxruntime session
+(``intra_op_num_threads=2``). It prints the
 median milliseconds per call, with/without, and ours/ORT for both. The machines here are
 shared and noisy, so only the interleaved ratio is worth reading; repeat a row that looks odd.
 Default models: the CNNs of the zoo with depthwise or 2-D convolutions.
@@ -87,9 +88,12 @@ def measure(bench_zoo, model, path: Path, pass_class: type, rounds: int) -> list
     once = _timing.per_call_ms(lambda: with_pass.run(ours_feeds), 1)
     calls = max(1, min(200, int(150 / max(once, 1e-3))))
     samples: dict[str, list[float]] = {"with": [], "without": [], "ORT": []}
-    for _ in range(rounds):
-        samples["with"].append(_timing.per_call_ms(lambda: with_pass.run(ours_feeds), calls))
-        samples["without"].append(_timing.per_call_ms(lambda: without.run(ours_feeds), calls))
+    runs = {"with": with_pass, "without": without}
+    for round_index in range(rounds):
+        # The two forms swap places every round, so each follows onnxruntime's round (whose
+        # spinning threads can slow what comes next) equally often.
+        for key in ("with", "without") if round_index % 2 == 0 else ("without", "with"):
+            samples[key].append(_timing.per_call_ms(lambda: runs[key].run(ours_feeds), calls))
         samples["ORT"].append(_timing.per_call_ms(lambda: session.run(None, ort_feeds), calls))
     w, wo, ort = (statistics.median(samples[k]) for k in ("with", "without", "ORT"))
     ratios = [x / y for x, y in zip(samples["with"], samples["without"])]
