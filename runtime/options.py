@@ -36,8 +36,9 @@ class CompileOptions:
         pipeline: StableHLO passes run before PJRT compiles: ``"default"``
             (``onnx_stablehlo.passes.DEFAULT_PIPELINE``), ``"none"``, or a pipeline string.
         device_passes: the CPU convolution passes (``unroll-depthwise-conv``,
-            ``conv-kernel-layout``) on a CPU device; they are layout choices for XLA CPU, off
-            with ``pipeline="none"`` (which promises the module as lowered).
+            ``split-grouped-conv``, ``sink-transposes``, ``conv-kernel-layout``) on a CPU device;
+            they are layout choices for XLA CPU, off with ``pipeline="none"`` (which promises
+            the module as lowered).
         hoist_weights: with ``weights="args"``, computations on weights alone move into
             ``@hoisted_weights``, run once per set of weights. Off for training, whose weights
             change every step.
