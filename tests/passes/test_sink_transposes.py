@@ -1,0 +1,136 @@
+"""sink-transposes on seeded random CNN graphs, against onnxruntime and against the same build
+without the pass.
+
+Each graph chains the blocks whose layouts the pass moves through or stops at: dense, strided,
+depthwise and grouped convolutions, ReLU / Clip / HardSwish / swish activations, residual Adds,
+channel Concats, MaxPool and AveragePool, squeeze-and-excitation gates, explicit Pads and
+ShuffleNet's channel shuffle (a Reshape, where a transpose must stop), and ends in a global
+pool and, for half the seeds, a raw convolution output as a second graph output.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx.helper as oh
+import onnx.numpy_helper
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.passes.sink_transposes import SinkTransposesPass
+from tests.util import assert_allclose_for_dtype, ort_run
+
+
+class _Builder:
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+        self.nodes: list[onnx.NodeProto] = []
+        self.inits: list[onnx.TensorProto] = []
+        self.count = 0
+
+    def name(self, stem: str) -> str:
+        self.count += 1
+        return f"{stem}{self.count}"
+
+    def weight(self, shape: tuple[int, ...]) -> str:
+        name = self.name("w")
+        scale = 1.0 / np.sqrt(np.prod(shape[1:]))
+        self.inits.append(onnx.numpy_helper.from_array((self.rng.standard_normal(shape) * scale).astype(np.float32), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], **attributes) -> str:
+        out = self.name(op.lower())
+        self.nodes.append(oh.make_node(op, inputs, [out], **attributes))
+        return out
+
+    def conv(self, x: str, c_in: int, c_out: int, k: int, *, stride: int = 1, group: int = 1) -> str:
+        w = self.weight((c_out, c_in // group, k, k))
+        b = self.weight((c_out,))
+        pad = k // 2
+        return self.node("Conv", [x, w, b], pads=[pad] * 4, strides=[stride] * 2, group=group)
+
+    def activation(self, x: str) -> str:
+        kind = self.rng.integers(4)
+        if kind == 0:
+            return self.node("Relu", [x])
+        if kind == 1:
+            lo, hi = self.weight_scalar(0.0), self.weight_scalar(6.0)
+            return self.node("Clip", [x, lo, hi])
+        if kind == 2:
+            return self.node("HardSwish", [x])
+        return self.node("Mul", [x, self.node("Sigmoid", [x])])
+
+    def weight_scalar(self, value: float) -> str:
+        name = self.name("s")
+        self.inits.append(onnx.numpy_helper.from_array(np.array(value, np.float32), name))
+        return name
+
+
+def _random_cnn(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
+    rng = np.random.default_rng(seed)
+    g = _Builder(rng)
+    batch, c, size = int(rng.integers(1, 3)), 8, 12
+    x = g.activation(g.conv("x", 3, c, 3, stride=2))
+    size //= 2
+    outputs = []
+    for _ in range(5):
+        block = int(rng.integers(7))
+        if block == 0:  # inverted residual with a depthwise 3x3 or 5x5
+            k = int(rng.choice([3, 5]))
+            y = g.activation(g.conv(x, c, 2 * c, 1))
+            y = g.activation(g.conv(y, 2 * c, 2 * c, k, group=2 * c))
+            x = g.node("Add", [x, g.conv(y, 2 * c, c, 1)])
+        elif block == 1:  # squeeze-and-excitation gate
+            pooled = g.node("GlobalAveragePool", [x])
+            gate = g.node("HardSigmoid", [g.conv(g.node("Relu", [g.conv(pooled, c, 4, 1)]), 4, c, 1)], alpha=1 / 6)
+            x = g.conv(g.node("Mul", [x, gate]), c, c, 1)
+        elif block == 2:  # two branches concatenated, projected back
+            left, right = g.activation(g.conv(x, c, c // 2, 1)), g.activation(g.conv(x, c, c // 2, 3))
+            x = g.conv(g.node("Concat", [left, right], axis=1), c, c, 1)
+        elif block == 3 and size >= 4:  # a pool: max or average
+            op = "MaxPool" if rng.integers(2) else "AveragePool"
+            x = g.node(op, [x], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])
+            size = (size + 1) // 2
+        elif block == 4:  # channel shuffle: a Reshape + Transpose + Reshape the transpose stops at
+            y = g.conv(x, c, c, 1, group=2)
+            shape = g.name("shape")
+            g.inits.append(onnx.numpy_helper.from_array(np.array([batch, 2, c // 2, size, size], np.int64), shape))
+            back = g.name("back")
+            g.inits.append(onnx.numpy_helper.from_array(np.array([batch, c, size, size], np.int64), back))
+            y = g.node("Transpose", [g.node("Reshape", [y, shape])], perm=[0, 2, 1, 3, 4])
+            x = g.activation(g.node("Reshape", [y, back]))
+        elif block == 5:  # an explicit Pad before a valid convolution
+            pads = g.name("pads")
+            g.inits.append(onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), pads))
+            w = g.weight((c, c, 3, 3))
+            x = g.activation(g.node("Conv", [g.node("Pad", [x, pads]), w]))
+        else:  # a plain residual block
+            x = g.node("Relu", [g.node("Add", [x, g.conv(g.activation(g.conv(x, c, c, 3)), c, c, 3)])])
+        if rng.integers(4) == 0:
+            outputs.append(x)
+    pooled = g.node("GlobalAveragePool", [x])
+    graph = oh.make_graph(
+        g.nodes, f"cnn{seed}",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [batch, 3, 12, 12])],
+        [oh.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None) for name in [pooled, *outputs[-1:]]],
+        g.inits,
+    )
+    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    feeds = {"x": rng.standard_normal((batch, 3, 12, 12)).astype(np.float32)}
+    return model, feeds
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_cnn_matches_onnxruntime_and_the_build_without_the_pass(seed, monkeypatch):
+    model, feeds = _random_cnn(seed)
+    compiled = onnx_stablehlo.compile(model, check=False)
+    got = compiled.run(feeds)
+    assert_allclose_for_dtype(got, ort_run(model, feeds))
+    text = compiled.executables.last.artifact.text
+    assert "->[b, 0, 1, f]" in text, "no convolution went channels-last"
+
+    monkeypatch.setattr(SinkTransposesPass, "run", lambda self, module: None)
+    without = onnx_stablehlo.compile(model, check=False)
+    assert "->[b, 0, 1, f]" not in without.executables.last.artifact.text
+    for a, b in zip(got, without.run(feeds), strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-6)
