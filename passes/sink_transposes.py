@@ -20,7 +20,8 @@ down:
     transpose(transpose(x))       -> one transpose, or none (the next tap sum's cancels)
 
 where ``b(s)`` is a ``broadcast_in_dim`` (rebuilt with permuted dims), ``c`` a splat constant
-(reshaped) or a rank-0 operand (clamp's bounds), and every transposed operand has the same
+(reshaped; behind its ``optimization_barrier`` again when it had one, as ``builders.divide``
+keeps divisors) or a rank-0 operand (clamp's bounds), and every transposed operand has the same
 ``p``. A transpose stops at anything else (a reshape, a return, a residual that is not
 transposed); nothing is computed twice, since an op moves below its transpose rather than
 being copied. Two limits keep it from costing what it saves (A/B on the zoo):
@@ -101,11 +102,26 @@ def _transpose_of(value: ir.Value) -> tuple[ir.Value, list[int]] | None:
     return op.operands[0], permutation
 
 
+def _splat_of(value: ir.Value) -> tuple[ir.DenseElementsAttr, bool] | None:
+    """``(attr, barriered)`` when ``value`` is a splat constant, or a splat constant passed
+    through a one-operand ``optimization_barrier`` (``builders.divide`` keeps a constant divisor
+    so, so that XLA does not multiply by its reciprocal); else None."""
+    attr = constant_attr(value)
+    if attr is not None:
+        return (attr, False) if attr.is_splat else None
+    barrier = defining_op_named(value, "stablehlo.optimization_barrier")
+    if barrier is None or len(barrier.operands) != 1:
+        return None
+    attr = constant_attr(barrier.operands[0])
+    return (attr, True) if attr is not None and attr.is_splat else None
+
+
 class ElementwiseOfTranspose(RewritePattern):
     """f(transpose(x, p), ...) -> transpose(f(x, ...'), p) for an elementwise ``f``.
 
     Constraints: static shapes; every operand of the result's rank is a transpose with the same
-    ``p``, a ``broadcast_in_dim`` or a splat constant, and at least one is a transpose.
+    ``p``, a ``broadcast_in_dim`` or a splat constant (possibly behind an
+    ``optimization_barrier``), and at least one is a transpose.
     """
 
     root = ELEMENTWISE_OPS
@@ -144,10 +160,13 @@ class ElementwiseOfTranspose(RewritePattern):
                     {"broadcast_dimensions": i64_array(dims)},
                 ).result)
                 continue
-            attr = constant_attr(operand)
-            if attr is not None and attr.is_splat:
+            splat = _splat_of(operand)
+            if splat is not None:
                 splat_type = tensor_type(source_shape, element_type_of(operand))
-                operands.append(rw.constant(ir.DenseElementsAttr.get_splat(splat_type, attr.get_splat_value())))
+                value = rw.constant(ir.DenseElementsAttr.get_splat(splat_type, splat[0].get_splat_value()))
+                if splat[1]:  # keep the divisor barriered, as builders.divide made it
+                    value = rw.create("stablehlo.optimization_barrier", [value], [splat_type]).results[0]
+                operands.append(value)
                 continue
             return rw.fail(op, "an operand is neither a transpose, a broadcast nor a splat")
         attributes = {name: op.attributes[name] for name in op.attributes}
@@ -247,7 +266,7 @@ def _reaches_only_absorbers(value: ir.Value, seen: set[int], budget: list[int]) 
                 producer = defining_op(operand)
                 if producer is None:
                     return False
-                if producer.name not in _FOLLOWING_PRODUCERS:
+                if producer.name not in _FOLLOWING_PRODUCERS and _splat_of(operand) is None:
                     return False
         seen.add(hash(user))
         if not _reaches_only_absorbers(user.results[0], seen, budget):

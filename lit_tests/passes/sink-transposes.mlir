@@ -143,3 +143,20 @@ func.func @conv_1d_kept(%x: tensor<1x3x8xf32>, %w: tensor<2x3x3xf32>) -> tensor<
   %a = stablehlo.convolution(%x, %w) dim_numbers = [b, f, 0]x[o, i, 0]->[b, f, 0], window = {stride = [1], pad = [[0, 0]], rhs_dilate = [1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x3x8xf32>, tensor<2x3x3xf32>) -> tensor<1x2x6xf32>
   return %a : tensor<1x2x6xf32>
 }
+
+// -----
+
+// A division by a barriered splat (builders.divide keeps divisors opaque to XLA, which would
+// multiply by the reciprocal): the divisor is rebuilt in the new shape, still barriered.
+// CHECK-LABEL: func.func @barriered_divisor
+// CHECK:         %[[D:.*]] = stablehlo.constant dense<6.000000e+00> : tensor<1x4x4x8xf32>
+// CHECK:         %[[B:.*]] = stablehlo.optimization_barrier %[[D]] : tensor<1x4x4x8xf32>
+// CHECK:         %[[Q:.*]] = stablehlo.divide %arg0, %[[B]] : tensor<1x4x4x8xf32>
+// CHECK:         stablehlo.transpose %[[Q]], dims = [0, 3, 1, 2]
+func.func @barriered_divisor(%t: tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32> {
+  %x = stablehlo.transpose %t, dims = [0, 3, 1, 2] : (tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32>
+  %six = stablehlo.constant dense<6.0> : tensor<1x8x4x4xf32>
+  %opaque = stablehlo.optimization_barrier %six : tensor<1x8x4x4xf32>
+  %q = stablehlo.divide %x, %opaque : tensor<1x8x4x4xf32>
+  return %q : tensor<1x8x4x4xf32>
+}

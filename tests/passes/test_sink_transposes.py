@@ -2,7 +2,7 @@
 without the pass.
 
 Each graph chains the blocks whose layouts the pass moves through or stops at: dense, strided,
-depthwise and grouped convolutions, ReLU / Clip / HardSwish / swish activations, residual Adds,
+depthwise and grouped convolutions, ReLU / Clip / HardSwish / swish / decomposed HardSwish (a Div) activations, residual Adds,
 channel Concats, MaxPool and AveragePool, squeeze-and-excitation gates, explicit Pads and
 ShuffleNet's channel shuffle (a Reshape, where a transpose must stop), and ends in a global
 pool and, for half the seeds, a raw convolution output as a second graph output.
@@ -50,7 +50,7 @@ class _Builder:
         return self.node("Conv", [x, w, b], pads=[pad] * 4, strides=[stride] * 2, group=group)
 
     def activation(self, x: str) -> str:
-        kind = self.rng.integers(4)
+        kind = self.rng.integers(5)
         if kind == 0:
             return self.node("Relu", [x])
         if kind == 1:
@@ -58,7 +58,12 @@ class _Builder:
             return self.node("Clip", [x, lo, hi])
         if kind == 2:
             return self.node("HardSwish", [x])
-        return self.node("Mul", [x, self.node("Sigmoid", [x])])
+        if kind == 3:
+            return self.node("Mul", [x, self.node("Sigmoid", [x])])
+        # HardSwish as PaddlePaddle exports it: x * Clip(x + 3, 0, 6) / 6 (a Div by a constant,
+        # which the lowering keeps behind an optimization_barrier)
+        clipped = self.node("Clip", [self.node("Add", [x, self.weight_scalar(3.0)]), self.weight_scalar(0.0), self.weight_scalar(6.0)])
+        return self.node("Div", [self.node("Mul", [x, clipped]), self.weight_scalar(6.0)])
 
     def weight_scalar(self, value: float) -> str:
         name = self.name("s")
