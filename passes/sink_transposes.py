@@ -14,15 +14,15 @@ down:
     convolution(x, k) -> [b, f, s...] -> transpose(convolution(x, k) -> [b, s..., f], p)
     f(transpose(x, p), b(s), c)   -> transpose(f(x, b'(s), c'), p)     f elementwise
     reduce(transpose(x, p), dims) -> [transpose](reduce(x, p[dims]))
-    pad / slice / concatenate of transposes -> transpose of the pad / slice / concatenate
+    pad / slice / concatenate / reduce_window of transposes -> transpose of the same op
     convolution(transpose(x, p))  -> convolution(x) with p folded into its input dims
     dot_general(transpose(x, p))  -> dot_general(x) (fold-transposes' DotGeneralOfTranspose)
     transpose(transpose(x))       -> one transpose, or none (the next tap sum's cancels)
 
-where ``b(s)`` is a ``broadcast_in_dim`` (rebuilt with permuted dims), ``c`` a splat constant
-(reshaped; behind its ``optimization_barrier`` again when it had one, as ``builders.divide``
-keeps divisors) or a rank-0 operand (clamp's bounds), and every transposed operand has the same
-``p``. A transpose stops at anything else (a reshape, a return, a residual that is not
+where ``b(s)`` is a ``broadcast_in_dim`` (rebuilt with permuted dims), ``c`` a constant
+(transposed at compile time; behind its ``optimization_barrier`` again when it had one, as
+``builders.divide`` keeps divisors) or a rank-0 operand (clamp's bounds), and every transposed
+operand has the same ``p``. ``reduce_window`` (AveragePool) moves like pad and slice. A transpose stops at anything else (a reshape, a return, a residual that is not
 transposed); nothing is computed twice, since an op moves below its transpose rather than
 being copied. Two limits keep it from costing what it saves (A/B on the zoo):
 
@@ -43,15 +43,18 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
+import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.passes.base import ModulePass
 from onnx_stablehlo.passes.fold_transposes import DotGeneralOfTranspose, TransposeOfTranspose
 from onnx_stablehlo.passes.ir_utils import (
+    constant_array,
     constant_attr,
     defining_op,
     defining_op_named,
+    dense_attr,
     element_type_of,
     i64_array,
     read_i64_array,
@@ -102,26 +105,46 @@ def _transpose_of(value: ir.Value) -> tuple[ir.Value, list[int]] | None:
     return op.operands[0], permutation
 
 
-def _splat_of(value: ir.Value) -> tuple[ir.DenseElementsAttr, bool] | None:
-    """``(attr, barriered)`` when ``value`` is a splat constant, or a splat constant passed
-    through a one-operand ``optimization_barrier`` (``builders.divide`` keeps a constant divisor
-    so, so that XLA does not multiply by its reciprocal); else None."""
-    attr = constant_attr(value)
-    if attr is not None:
-        return (attr, False) if attr.is_splat else None
+_MAX_CONSTANT_ELEMENTS = 1 << 20
+"""A non-splat constant operand up to this size is transposed at compile time (AveragePool's
+per-position divisor counts); a larger one stops the transpose."""
+
+
+def _constant_of(value: ir.Value) -> tuple[ir.Value, bool] | None:
+    """``(constant, barriered)`` when ``value`` is a constant small enough to transpose, or one
+    passed through a one-operand ``optimization_barrier`` (``builders.divide`` keeps a constant
+    divisor so, so that XLA does not multiply by its reciprocal); else None."""
+    barriered = False
     barrier = defining_op_named(value, "stablehlo.optimization_barrier")
-    if barrier is None or len(barrier.operands) != 1:
+    if barrier is not None and len(barrier.operands) == 1:
+        value, barriered = barrier.operands[0], True
+    attr = constant_attr(value)
+    if attr is None or (not attr.is_splat and int(np.prod(shape_of(value))) > _MAX_CONSTANT_ELEMENTS):
         return None
-    attr = constant_attr(barrier.operands[0])
-    return (attr, True) if attr is not None and attr.is_splat else None
+    return value, barriered
+
+
+def _permuted_constant(rw: Rewriter, value: ir.Value, barriered: bool, p: list[int]) -> ir.Value:
+    """The constant ``c`` with ``transpose(c, p)`` equal to constant ``value`` (barriered again)."""
+    attr = constant_attr(value)
+    new_type = tensor_type(_permuted(list(shape_of(value)), p), element_type_of(value))
+    if attr.is_splat:
+        new_attr = ir.DenseElementsAttr.get_splat(new_type, attr.get_splat_value())
+    else:
+        inverse = [p.index(d) for d in range(len(p))]
+        new_attr = dense_attr(np.transpose(constant_array(value), inverse), new_type)
+    result = rw.constant(new_attr)
+    if barriered:
+        result = rw.create("stablehlo.optimization_barrier", [result], [new_type]).results[0]
+    return result
 
 
 class ElementwiseOfTranspose(RewritePattern):
     """f(transpose(x, p), ...) -> transpose(f(x, ...'), p) for an elementwise ``f``.
 
     Constraints: static shapes; every operand of the result's rank is a transpose with the same
-    ``p``, a ``broadcast_in_dim`` or a splat constant (possibly behind an
-    ``optimization_barrier``), and at least one is a transpose.
+    ``p``, a ``broadcast_in_dim`` or a constant of at most ``_MAX_CONSTANT_ELEMENTS`` (possibly
+    behind an ``optimization_barrier``), and at least one is a transpose.
     """
 
     root = ELEMENTWISE_OPS
@@ -160,15 +183,11 @@ class ElementwiseOfTranspose(RewritePattern):
                     {"broadcast_dimensions": i64_array(dims)},
                 ).result)
                 continue
-            splat = _splat_of(operand)
-            if splat is not None:
-                splat_type = tensor_type(source_shape, element_type_of(operand))
-                value = rw.constant(ir.DenseElementsAttr.get_splat(splat_type, splat[0].get_splat_value()))
-                if splat[1]:  # keep the divisor barriered, as builders.divide made it
-                    value = rw.create("stablehlo.optimization_barrier", [value], [splat_type]).results[0]
-                operands.append(value)
+            found_constant = _constant_of(operand)
+            if found_constant is not None:
+                operands.append(_permuted_constant(rw, found_constant[0], found_constant[1], permutation))
                 continue
-            return rw.fail(op, "an operand is neither a transpose, a broadcast nor a splat")
+            return rw.fail(op, "an operand is neither a transpose, a broadcast nor a constant")
         attributes = {name: op.attributes[name] for name in op.attributes}
         new = rw.create(op.name, operands, [tensor_type(source_shape, element_type_of(op.results[0]))], attributes)
         back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(permutation)})
@@ -228,22 +247,22 @@ def _conv_numbers(numbers, **changes) -> ir.Attribute:
 
 
 _ABSORBING_OPS = ("stablehlo.convolution", "stablehlo.dot_general", "stablehlo.transpose", "stablehlo.reduce")
-_CARRYING_OPS = ELEMENTWISE_OPS + ("stablehlo.pad", "stablehlo.slice", "stablehlo.concatenate")
+_CARRYING_OPS = ELEMENTWISE_OPS + ("stablehlo.pad", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.reduce_window")
 # Producers of the other operands of an op a transpose sinks through that do not stop it: a
-# broadcast or a constant (rebuilt permuted), a transpose, or what becomes one (a convolution's
-# result, an op the same transpose sinks through: the x of x * sigmoid(x)).
+# broadcast (rebuilt permuted), a transpose, or what becomes one (a convolution's result, an op
+# the same transpose sinks through: the x of x * sigmoid(x)); constants: see _constant_of.
 _FOLLOWING_PRODUCERS = _CARRYING_OPS + (
-    "stablehlo.broadcast_in_dim", "stablehlo.constant", "stablehlo.transpose", "stablehlo.convolution",
+    "stablehlo.broadcast_in_dim", "stablehlo.transpose", "stablehlo.convolution",
 )
 
 
 def _reaches_only_absorbers(value: ir.Value, seen: set[int], budget: list[int]) -> bool:
-    """Whether a transpose of ``value`` would sink, through elementwise ops, pads, slices and
-    concatenates, only into ops that take it for free: a convolution or dot_general (folded into
-    its dims), a transpose (merged; the next tap sum's cancels it) or a reduce (folded into its
-    dims, on a smaller result). Other operands of an elementwise op or concatenate must be
-    broadcasts, constants, rank-0, transposes or convolution results (which become transposes),
-    or the sunk transpose would stop there."""
+    """Whether a transpose of ``value`` would sink, through elementwise ops, pads, slices,
+    reduce_windows and concatenates, only into ops that take it for free: a convolution or
+    dot_general (folded into its dims), a transpose (merged; the next tap sum's cancels it) or a
+    reduce (folded into its dims, on a smaller result). The other operands of an elementwise op
+    or concatenate must come from ``_FOLLOWING_PRODUCERS``, be constants ``_constant_of``
+    accepts, or be rank-0, or the sunk transpose would stop there."""
     for use in value.uses:
         user = use.owner
         user = user.operation if isinstance(user, ir.OpView) else user
@@ -257,7 +276,7 @@ def _reaches_only_absorbers(value: ir.Value, seen: set[int], budget: list[int]) 
             if name == "stablehlo.reduce" and len(user.operands) != 2:
                 return False
             continue
-        if name not in _CARRYING_OPS:
+        if name not in _CARRYING_OPS or (name == "stablehlo.reduce_window" and len(user.operands) != 2):
             return False
         if name in ELEMENTWISE_OPS or name == "stablehlo.concatenate":
             for operand in user.operands:
@@ -266,7 +285,7 @@ def _reaches_only_absorbers(value: ir.Value, seen: set[int], budget: list[int]) 
                 producer = defining_op(operand)
                 if producer is None:
                     return False
-                if producer.name not in _FOLLOWING_PRODUCERS and _splat_of(operand) is None:
+                if producer.name not in _FOLLOWING_PRODUCERS and _constant_of(operand) is None:
                     return False
         seen.add(hash(user))
         if not _reaches_only_absorbers(user.results[0], seen, budget):
@@ -286,7 +305,8 @@ class ConvolutionToChannelsLast(RewritePattern):
     next convolution (which absorbs it) or to the next depthwise tap sum (whose channels-last
     transpose cancels it). Constraints: 2-D or more spatial dims, static result shape, output
     feature dim not already last, and every path from the result through elementwise ops,
-    pads, slices and concatenates ends in a convolution, dot_general, transpose or reduce.
+    pads, slices, reduce_windows and concatenates ends in a convolution, dot_general,
+    transpose or reduce.
     """
 
     root = "stablehlo.convolution"
@@ -391,6 +411,46 @@ class ConcatenateOfTranspose(RewritePattern):
         return True
 
 
+class ReduceWindowOfTranspose(RewritePattern):
+    """reduce_window(transpose(x, p), init) -> transpose(reduce_window(x, init), p) with the
+    window dims, strides, dilations and padding permuted (AveragePool, LpPool, a MaxPool that
+    does not run as slices).
+
+    Constraint: one operand, a static result shape.
+    """
+
+    root = "stablehlo.reduce_window"
+
+    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if len(op.operands) != 2:
+            return rw.fail(op, "a variadic reduce_window")
+        found = _transpose_of(op.operands[0])
+        if found is None:
+            return rw.fail(op, "the operand is not a transpose")
+        source, p = found
+        shape = shape_of(op.results[0])
+        if shape is None or None in shape:
+            return rw.fail(op, "the result shape is not static")
+        attributes = {}
+        for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
+            if name in op.attributes:
+                attributes[name] = i64_array(_permuted(read_i64_array(op, name), p))
+        if "padding" in op.attributes:
+            padding = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"]), dtype=np.int64).reshape(len(p), 2)
+            permuted = np.stack(_permuted(list(padding), p))
+            attributes["padding"] = ir.DenseIntElementsAttr.get(
+                permuted, type=ir.RankedTensorType.get([len(p), 2], ir.IntegerType.get_signless(64))
+            )
+        new = rw.create(
+            "stablehlo.reduce_window", [source, op.operands[1]],
+            [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes, regions=1,
+        )
+        op.regions[0].blocks[0].append_to(new.regions[0])
+        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
+        rw.replace_op(op, [back.result])
+        return True
+
+
 class ConvolutionOfTranspose(RewritePattern):
     """convolution(transpose(x, p), k) -> convolution(x, k) with the input dims mapped through ``p``."""
 
@@ -434,5 +494,5 @@ class SinkTransposesPass(PatternRewritePass, ModulePass):
         return [
             TransposeOfTranspose(), ElementwiseOfTranspose(), ReduceOfTranspose(), ConvolutionOfTranspose(),
             ConvolutionToChannelsLast(), PadOfTranspose(), SliceOfTranspose(), ConcatenateOfTranspose(),
-            DotGeneralOfTranspose(),
+            ReduceWindowOfTranspose(), DotGeneralOfTranspose(),
         ]

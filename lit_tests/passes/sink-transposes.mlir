@@ -160,3 +160,28 @@ func.func @barriered_divisor(%t: tensor<1x4x4x8xf32>) -> tensor<1x8x4x4xf32> {
   %q = stablehlo.divide %x, %opaque : tensor<1x8x4x4xf32>
   return %q : tensor<1x8x4x4xf32>
 }
+
+// -----
+
+// An AveragePool: the reduce_window's window, strides and padding are permuted, and its
+// per-position divisor (a non-splat constant behind a barrier) is transposed at compile time.
+// CHECK-LABEL: func.func @average_pool
+// CHECK:         %[[W:.*]] = "stablehlo.reduce_window"(%arg0, %{{.*}}) <{padding = dense<{{\[\[}}0, 0], [1, 1], [0, 0], [0, 0]]> : tensor<4x2xi64>, window_dimensions = array<i64: 1, 3, 2, 1>, window_strides = array<i64: 1, 2, 2, 1>}>
+// CHECK:         -> tensor<1x3x3x2xf32>
+// CHECK:         %[[C:.*]] = stablehlo.constant dense<{{\[\[\[\[}}1.000000e+00, 2.000000e+00], [3.000000e+00, 4.000000e+00]
+// CHECK:         %[[B:.*]] = stablehlo.optimization_barrier %[[C]] : tensor<1x3x3x2xf32>
+// CHECK:         %[[Q:.*]] = stablehlo.divide %[[W]], %[[B]] : tensor<1x3x3x2xf32>
+// CHECK:         stablehlo.transpose %[[Q]], dims = [0, 3, 1, 2]
+func.func @average_pool(%t: tensor<1x6x6x2xf32>) -> tensor<1x2x3x3xf32> {
+  %x = stablehlo.transpose %t, dims = [0, 3, 1, 2] : (tensor<1x6x6x2xf32>) -> tensor<1x2x6x6xf32>
+  %init = stablehlo.constant dense<0.0> : tensor<f32>
+  %r = "stablehlo.reduce_window"(%x, %init) ({
+    ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+      %s = stablehlo.add %a, %b : tensor<f32>
+      stablehlo.return %s : tensor<f32>
+  }) {window_dimensions = array<i64: 1, 1, 3, 2>, window_strides = array<i64: 1, 1, 2, 2>, padding = dense<[[0, 0], [0, 0], [1, 1], [0, 0]]> : tensor<4x2xi64>} : (tensor<1x2x6x6xf32>, tensor<f32>) -> tensor<1x2x3x3xf32>
+  %count = stablehlo.constant dense<[[[[1.0, 3.0, 5.0], [7.0, 9.0, 11.0], [13.0, 15.0, 17.0]], [[2.0, 4.0, 6.0], [8.0, 10.0, 12.0], [14.0, 16.0, 18.0]]]]> : tensor<1x2x3x3xf32>
+  %opaque = stablehlo.optimization_barrier %count : tensor<1x2x3x3xf32>
+  %q = stablehlo.divide %r, %opaque : tensor<1x2x3x3xf32>
+  return %q : tensor<1x2x3x3xf32>
+}
