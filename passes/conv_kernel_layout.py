@@ -18,7 +18,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.passes.base import ModulePass
-from onnx_stablehlo.passes.ir_utils import i64_array, shape_of, tensor_type, element_type_of
+from onnx_stablehlo.passes.ir_utils import conv_numbers_with, element_type_of, i64_array, shape_of, tensor_type
 from onnx_stablehlo.passes.patterns import PatternRewritePass, RewritePattern, Rewriter
 
 __all__ = ["ConvKernelLayoutPass"]
@@ -46,16 +46,9 @@ class ConvKernelToSpatialInOut(RewritePattern):
         transposed_type = tensor_type([shape[p] for p in permutation], element_type_of(kernel))
         transposed = rw.create("stablehlo.transpose", [kernel], [transposed_type], {"permutation": i64_array(permutation)})
         rank = len(spatial)
-        new_numbers = stablehlo.ConvDimensionNumbers.get(
-            input_batch_dimension=numbers.input_batch_dimension,
-            input_feature_dimension=numbers.input_feature_dimension,
-            input_spatial_dimensions=list(numbers.input_spatial_dimensions),
-            kernel_input_feature_dimension=rank,
-            kernel_output_feature_dimension=rank + 1,
+        new_numbers = conv_numbers_with(
+            numbers, kernel_input_feature_dimension=rank, kernel_output_feature_dimension=rank + 1,
             kernel_spatial_dimensions=list(range(rank)),
-            output_batch_dimension=numbers.output_batch_dimension,
-            output_feature_dimension=numbers.output_feature_dimension,
-            output_spatial_dimensions=list(numbers.output_spatial_dimensions),
         )
         attributes = {name: op.attributes[name] for name in op.attributes}
         attributes["dimension_numbers"] = new_numbers

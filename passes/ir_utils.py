@@ -3,17 +3,19 @@
 Types: ranked tensor shapes (``None`` for a dynamic dim), element-type predicates and the
 numpy dtype of an element type. Constants: reading a ``stablehlo.constant`` into numpy (or a
 splat into one Python scalar) and building dense attributes back. Ops: the defining op of a
-value, use counts, ``array<i64: ...>`` attributes, and the set of ops without side effects
-that dead-code removal may erase.
+value, use counts, ``array<i64: ...>`` attributes, convolution dimension numbers with some
+fields changed, and the set of ops without side effects that dead-code removal may erase.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
 
 from onnx_stablehlo.passes.op_catalog import PURE_OPS
 
@@ -39,6 +41,7 @@ __all__ = [
     "i64_array",
     "read_i64_array",
     "num_elements",
+    "conv_numbers_with",
 ]
 
 def is_pure(op: ir.Operation) -> bool:
@@ -225,3 +228,20 @@ def i64_array(values: Sequence[int]) -> ir.DenseI64ArrayAttr:
 def read_i64_array(op: ir.Operation, name: str) -> list[int]:
     """The ints of an ``array<i64: ...>`` attribute of ``op``."""
     return [int(v) for v in ir.DenseI64ArrayAttr(op.attributes[name])]
+
+
+_CONV_NUMBER_FIELDS = (
+    "input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
+    "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
+    "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions",
+)
+
+
+def conv_numbers_with(numbers: Any, **changes: int | Sequence[int]) -> ir.Attribute:
+    """``stablehlo.ConvDimensionNumbers`` equal to ``numbers`` except the fields in ``changes``
+    (``input_batch_dimension=...``, ``kernel_spatial_dimensions=[...]``, ...)."""
+    fields = {name: getattr(numbers, name) for name in _CONV_NUMBER_FIELDS}
+    fields.update(changes)
+    return stablehlo.ConvDimensionNumbers.get(
+        **{name: value if isinstance(value, int) else [int(v) for v in value] for name, value in fields.items()}
+    )

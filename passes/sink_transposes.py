@@ -52,6 +52,7 @@ from onnx_stablehlo.passes.fold_transposes import DotGeneralOfTranspose, Transpo
 from onnx_stablehlo.passes.ir_utils import (
     constant_array,
     constant_attr,
+    conv_numbers_with,
     defining_op,
     defining_op_named,
     dense_attr,
@@ -232,19 +233,6 @@ class ReduceOfTranspose(RewritePattern):
         return True
 
 
-def _conv_numbers(numbers, **changes) -> ir.Attribute:
-    fields = {
-        name: getattr(numbers, name)
-        for name in (
-            "input_batch_dimension", "input_feature_dimension", "input_spatial_dimensions",
-            "kernel_input_feature_dimension", "kernel_output_feature_dimension", "kernel_spatial_dimensions",
-            "output_batch_dimension", "output_feature_dimension", "output_spatial_dimensions",
-        )
-    }
-    fields.update(changes)
-    return stablehlo.ConvDimensionNumbers.get(**{k: (list(v) if not isinstance(v, int) else v) for k, v in fields.items()})
-
-
 
 _ABSORBING_OPS = ("stablehlo.convolution", "stablehlo.dot_general", "stablehlo.transpose", "stablehlo.reduce")
 _CARRYING_OPS = ELEMENTWISE_OPS + ("stablehlo.pad", "stablehlo.slice", "stablehlo.concatenate", "stablehlo.reduce_window")
@@ -330,7 +318,7 @@ class ConvolutionToChannelsLast(RewritePattern):
             return rw.fail(op, "a transpose of the result would stop short of a convolution")
         order = [batch, *spatial, feature]  # new dim i holds old dim order[i]
         attributes = {name: op.attributes[name] for name in op.attributes}
-        attributes["dimension_numbers"] = _conv_numbers(
+        attributes["dimension_numbers"] = conv_numbers_with(
             numbers, output_batch_dimension=0, output_feature_dimension=rank - 1,
             output_spatial_dimensions=list(range(1, rank - 1)),
         )
@@ -463,7 +451,7 @@ class ConvolutionOfTranspose(RewritePattern):
         source, p = found
         numbers = stablehlo.ConvDimensionNumbers(op.attributes["dimension_numbers"])
         attributes = {name: op.attributes[name] for name in op.attributes}
-        attributes["dimension_numbers"] = _conv_numbers(
+        attributes["dimension_numbers"] = conv_numbers_with(
             numbers,
             input_batch_dimension=p[numbers.input_batch_dimension],
             input_feature_dimension=p[numbers.input_feature_dimension],
