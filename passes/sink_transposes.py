@@ -106,6 +106,21 @@ def _transpose_of(value: ir.Value) -> tuple[ir.Value, list[int]] | None:
     return op.operands[0], permutation
 
 
+def _rebuild_below(rw: Rewriter, op: ir.Operation, operands: list[ir.Value], p: list[int], attributes: dict) -> None:
+    """Replaces ``op`` by ``transpose(op'(operands), p)``: the same op on ``operands`` (taken
+    from below its ``transpose(., p)`` operands) with ``attributes``, in the source layout, its
+    region moved over, and the transpose back to ``op``'s result type."""
+    result_type = op.results[0].type
+    new = rw.create(
+        op.name, operands, [tensor_type(_permuted(list(shape_of(result_type)), p), element_type_of(result_type))],
+        attributes, regions=len(op.regions),
+    )
+    for old, region in zip(op.regions, new.regions):
+        old.blocks[0].append_to(region)
+    back = rw.create("stablehlo.transpose", [new.results[0]], [result_type], {"permutation": i64_array(p)})
+    rw.replace_op(op, [back.result])
+
+
 _MAX_CONSTANT_ELEMENTS = 1 << 20
 """A non-splat constant operand up to this size is transposed at compile time (AveragePool's
 per-position divisor counts); a larger one stops the transpose."""
@@ -189,10 +204,7 @@ class ElementwiseOfTranspose(RewritePattern):
                 operands.append(_permuted_constant(rw, found_constant[0], found_constant[1], permutation))
                 continue
             return rw.fail(op, "an operand is neither a transpose, a broadcast nor a constant")
-        attributes = {name: op.attributes[name] for name in op.attributes}
-        new = rw.create(op.name, operands, [tensor_type(source_shape, element_type_of(op.results[0]))], attributes)
-        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(permutation)})
-        rw.replace_op(op, [back.result])
+        _rebuild_below(rw, op, operands, permutation, {name: op.attributes[name] for name in op.attributes})
         return True
 
 
@@ -332,47 +344,49 @@ class ConvolutionToChannelsLast(RewritePattern):
         return True
 
 
-class PadOfTranspose(RewritePattern):
-    """pad(transpose(x, p), v) -> transpose(pad(x, v), p) with the paddings permuted."""
+class _LayoutOpOfTranspose(RewritePattern):
+    """op(transpose(x, p), ...) -> transpose(op(x, ...), p) for an op whose attributes hold one
+    entry per dim (``permuted_attributes`` reorders them); its other operands (a pad value, an
+    init) stay. Constraints: ``operand_count`` operands (not variadic), a static result shape."""
 
-    root = "stablehlo.pad"
+    operand_count: ClassVar[int] = 1
+
+    def permuted_attributes(self, op: ir.Operation, p: list[int]) -> dict:
+        raise NotImplementedError
 
     def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
+        if len(op.operands) != self.operand_count:
+            return rw.fail(op, f"{len(op.operands)} operands (variadic)")
         found = _transpose_of(op.operands[0])
         if found is None:
             return rw.fail(op, "the operand is not a transpose")
-        source, p = found
         shape = shape_of(op.results[0])
         if shape is None or None in shape:
             return rw.fail(op, "the result shape is not static")
-        attributes = {}
-        for name in ("edge_padding_low", "edge_padding_high", "interior_padding"):
-            values = read_i64_array(op, name)
-            attributes[name] = i64_array(_permuted(values, p))
-        new = rw.create("stablehlo.pad", [source, op.operands[1]], [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes)
-        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
-        rw.replace_op(op, [back.result])
+        source, p = found
+        _rebuild_below(rw, op, [source, *list(op.operands)[1:]], p, self.permuted_attributes(op, p))
         return True
 
 
-class SliceOfTranspose(RewritePattern):
+class PadOfTranspose(_LayoutOpOfTranspose):
+    """pad(transpose(x, p), v) -> transpose(pad(x, v), p) with the paddings permuted."""
+
+    root = "stablehlo.pad"
+    operand_count = 2
+
+    def permuted_attributes(self, op: ir.Operation, p: list[int]) -> dict:
+        names = ("edge_padding_low", "edge_padding_high", "interior_padding")
+        return {name: i64_array(_permuted(read_i64_array(op, name), p)) for name in names}
+
+
+class SliceOfTranspose(_LayoutOpOfTranspose):
     """slice(transpose(x, p)) -> transpose(slice(x), p) with the bounds permuted."""
 
     root = "stablehlo.slice"
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        found = _transpose_of(op.operands[0])
-        if found is None:
-            return rw.fail(op, "the operand is not a transpose")
-        source, p = found
-        shape = shape_of(op.results[0])
-        if shape is None or None in shape:
-            return rw.fail(op, "the result shape is not static")
-        attributes = {name: i64_array(_permuted(read_i64_array(op, name), p)) for name in ("start_indices", "limit_indices", "strides")}
-        new = rw.create("stablehlo.slice", [source], [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes)
-        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
-        rw.replace_op(op, [back.result])
-        return True
+    def permuted_attributes(self, op: ir.Operation, p: list[int]) -> dict:
+        names = ("start_indices", "limit_indices", "strides")
+        return {name: i64_array(_permuted(read_i64_array(op, name), p)) for name in names}
 
 
 class ConcatenateOfTranspose(RewritePattern):
@@ -389,17 +403,12 @@ class ConcatenateOfTranspose(RewritePattern):
         if shape is None or None in shape:
             return rw.fail(op, "the result shape is not static")
         dimension = ir.IntegerAttr(op.attributes["dimension"]).value
-        new = rw.create(
-            "stablehlo.concatenate", [f[0] for f in found],
-            [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))],
-            {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), p[dimension])},
-        )
-        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
-        rw.replace_op(op, [back.result])
+        attributes = {"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), p[dimension])}
+        _rebuild_below(rw, op, [f[0] for f in found], p, attributes)
         return True
 
 
-class ReduceWindowOfTranspose(RewritePattern):
+class ReduceWindowOfTranspose(_LayoutOpOfTranspose):
     """reduce_window(transpose(x, p), init) -> transpose(reduce_window(x, init), p) with the
     window dims, strides, dilations and padding permuted (AveragePool, LpPool, a MaxPool that
     does not run as slices).
@@ -408,35 +417,20 @@ class ReduceWindowOfTranspose(RewritePattern):
     """
 
     root = "stablehlo.reduce_window"
+    operand_count = 2
 
-    def match_and_rewrite(self, op: ir.Operation, rw: Rewriter) -> bool:
-        if len(op.operands) != 2:
-            return rw.fail(op, "a variadic reduce_window")
-        found = _transpose_of(op.operands[0])
-        if found is None:
-            return rw.fail(op, "the operand is not a transpose")
-        source, p = found
-        shape = shape_of(op.results[0])
-        if shape is None or None in shape:
-            return rw.fail(op, "the result shape is not static")
+    def permuted_attributes(self, op: ir.Operation, p: list[int]) -> dict:
         attributes = {}
         for name in ("window_dimensions", "window_strides", "base_dilations", "window_dilations"):
             if name in op.attributes:
                 attributes[name] = i64_array(_permuted(read_i64_array(op, name), p))
         if "padding" in op.attributes:
             padding = np.asarray(ir.DenseIntElementsAttr(op.attributes["padding"]), dtype=np.int64).reshape(len(p), 2)
-            permuted = np.stack(_permuted(list(padding), p))
             attributes["padding"] = ir.DenseIntElementsAttr.get(
-                permuted, type=ir.RankedTensorType.get([len(p), 2], ir.IntegerType.get_signless(64))
+                np.stack(_permuted(list(padding), p)),
+                type=ir.RankedTensorType.get([len(p), 2], ir.IntegerType.get_signless(64)),
             )
-        new = rw.create(
-            "stablehlo.reduce_window", [source, op.operands[1]],
-            [tensor_type(_permuted(list(shape), p), element_type_of(op.results[0]))], attributes, regions=1,
-        )
-        op.regions[0].blocks[0].append_to(new.regions[0])
-        back = rw.create("stablehlo.transpose", [new.result], [op.results[0].type], {"permutation": i64_array(p)})
-        rw.replace_op(op, [back.result])
-        return True
+        return attributes
 
 
 class ConvolutionOfTranspose(RewritePattern):
