@@ -12,36 +12,33 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
-import onnx.helper as oh
-import onnx.numpy_helper
 import pytest
 
 import onnx_stablehlo
+from onnx_stablehlo.frontend.graph_edit import FragmentBuilder
 from onnx_stablehlo.passes.sink_transposes import SinkTransposesPass
 from tests.util import assert_allclose_for_dtype, ort_run
 
 
 class _Builder:
+    """Random CNN pieces on a FragmentBuilder; weights are initializers (graph arguments), as
+    in exported models."""
+
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
-        self.nodes: list[onnx.NodeProto] = []
-        self.inits: list[onnx.TensorProto] = []
+        self.graph = FragmentBuilder(opset=17, prefix="cnn")
         self.count = 0
 
-    def name(self, stem: str) -> str:
+    def initializer(self, stem: str, array: np.ndarray) -> str:
         self.count += 1
-        return f"{stem}{self.count}"
+        return self.graph.initializer(f"{stem}{self.count}", array)
 
     def weight(self, shape: tuple[int, ...]) -> str:
-        name = self.name("w")
         scale = 1.0 / np.sqrt(np.prod(shape[1:]))
-        self.inits.append(onnx.numpy_helper.from_array((self.rng.standard_normal(shape) * scale).astype(np.float32), name))
-        return name
+        return self.initializer("w", (self.rng.standard_normal(shape) * scale).astype(np.float32))
 
     def node(self, op: str, inputs: list[str], **attributes) -> str:
-        out = self.name(op.lower())
-        self.nodes.append(oh.make_node(op, inputs, [out], **attributes))
-        return out
+        return self.graph.node(op, inputs, **attributes)
 
     def conv(self, x: str, c_in: int, c_out: int, k: int, *, stride: int = 1, group: int = 1) -> str:
         w = self.weight((c_out, c_in // group, k, k))
@@ -66,16 +63,15 @@ class _Builder:
         return self.node("Div", [self.node("Mul", [x, clipped]), self.weight_scalar(6.0)])
 
     def weight_scalar(self, value: float) -> str:
-        name = self.name("s")
-        self.inits.append(onnx.numpy_helper.from_array(np.array(value, np.float32), name))
-        return name
+        return self.initializer("s", np.array(value, np.float32))
 
 
 def _random_cnn(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
     rng = np.random.default_rng(seed)
     g = _Builder(rng)
     batch, c, size = int(rng.integers(1, 3)), 8, 12
-    x = g.activation(g.conv("x", 3, c, 3, stride=2))
+    x = g.graph.input("x", onnx.TensorProto.FLOAT, [batch, 3, 12, 12])
+    x = g.activation(g.conv(x, 3, c, 3, stride=2))
     size //= 2
     outputs = []
     for _ in range(5):
@@ -98,29 +94,22 @@ def _random_cnn(seed: int) -> tuple[onnx.ModelProto, dict[str, np.ndarray]]:
             size = (size + 1) // 2
         elif block == 4:  # channel shuffle: a Reshape + Transpose + Reshape the transpose stops at
             y = g.conv(x, c, c, 1, group=2)
-            shape = g.name("shape")
-            g.inits.append(onnx.numpy_helper.from_array(np.array([batch, 2, c // 2, size, size], np.int64), shape))
-            back = g.name("back")
-            g.inits.append(onnx.numpy_helper.from_array(np.array([batch, c, size, size], np.int64), back))
+            shape = g.initializer("shape", np.array([batch, 2, c // 2, size, size], np.int64))
+            back = g.initializer("back", np.array([batch, c, size, size], np.int64))
             y = g.node("Transpose", [g.node("Reshape", [y, shape])], perm=[0, 2, 1, 3, 4])
             x = g.activation(g.node("Reshape", [y, back]))
         elif block == 5:  # an explicit Pad before a valid convolution
-            pads = g.name("pads")
-            g.inits.append(onnx.numpy_helper.from_array(np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64), pads))
+            pads = g.initializer("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
             w = g.weight((c, c, 3, 3))
             x = g.activation(g.node("Conv", [g.node("Pad", [x, pads]), w]))
         else:  # a plain residual block
             x = g.node("Relu", [g.node("Add", [x, g.conv(g.activation(g.conv(x, c, c, 3)), c, c, 3)])])
         if rng.integers(4) == 0:
             outputs.append(x)
-    pooled = g.node("GlobalAveragePool", [x])
-    graph = oh.make_graph(
-        g.nodes, f"cnn{seed}",
-        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [batch, 3, 12, 12])],
-        [oh.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None) for name in [pooled, *outputs[-1:]]],
-        g.inits,
-    )
-    model = oh.make_model(graph, opset_imports=[oh.make_opsetid("", 17)])
+    g.graph.output("pooled", g.node("GlobalAveragePool", [x]))
+    if outputs:
+        g.graph.output("side", outputs[-1])
+    model = g.graph.model()
     feeds = {"x": rng.standard_normal((batch, 3, 12, 12)).astype(np.float32)}
     return model, feeds
 
