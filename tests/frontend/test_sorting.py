@@ -133,6 +133,36 @@ def test_top_k_of_64_bit_types_selects_in_rounds_of_reductions(dtype, axis, larg
     np.testing.assert_array_equal(values, expected_values)  # -0.0 == 0.0 here (see the rule's deviation)
 
 
+@pytest.mark.parametrize("largest", [1, 0], ids=["largest", "smallest"])
+@pytest.mark.parametrize("values", ["within-2^24", "around-2^24", "full-range"])
+@pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape, k, axis", [((4, 300), 10, 1), ((40, 3), 5, 0)], ids=["last-axis", "axis0"])
+def test_top_k_of_wide_integers_selects_as_float32_when_every_value_fits(shape, k, axis, dtype, values, largest, rng):
+    """_top_k_if_float32_exact: a stablehlo.if on every value lying within +-2^24 picks XLA's
+    TopK on float32 (exact there), else the packed-key sort (32-bit) or the rounds (64-bit); the
+    oracle's values and indices either way, ties and the range's edges included."""
+    info = np.iinfo(dtype)
+    if values == "within-2^24":
+        low = 0 if info.min == 0 else -(1 << 24)
+        x = rng.integers(low, (1 << 24) + 1, shape).astype(dtype)
+        x.reshape(-1)[::7] = 1 << 24  # the edge itself is exact in float32
+        x.reshape(-1)[1::9] = low
+    elif values == "around-2^24":  # neighbours float32 rounds together: the fallback must take them
+        x = rng.integers((1 << 24) - 8, (1 << 24) + 9, shape).astype(dtype)
+    else:
+        x = rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+        x.reshape(-1)[::7] = info.max
+        x.reshape(-1)[1::9] = (1 << 24) + 1  # the first value float32 does not hold
+    x.reshape(-1)[2::5] = x.reshape(-1)[3::5][: x.reshape(-1)[2::5].size]  # ties
+    model = top_k_model(11, dtype, shape, k, axis, largest=largest)
+    text = emitted_text(model)
+    assert "stablehlo.if" in text and "chlo.top_k" in text
+    values_out, indices = compile_and_run(model, {"x": x})
+    expected_values, expected_indices = oracle_run(model, {"x": x})
+    np.testing.assert_array_equal(indices, expected_indices)
+    np.testing.assert_array_equal(values_out, expected_values)
+
+
 def test_top_k_of_static_float32_is_a_selection_and_symbolic_is_a_sort():
     # (A k of at least half the axis is a packed-key sort instead: see the test below.)
     text = emitted_text(top_k_model(11, np.float32, (9, 7), 3, 0))
