@@ -13,8 +13,12 @@ milliseconds per call and ours/ORT. Models that the exporters in ``tools/`` must
 (transformers, MiniLM variants) are used when already in the cache, or built with ``--build``
 (minutes each); the others ship in PyPI packages. ``--quick``: models under 15 MB only, 3 rounds.
 
-There is no hand-written JAX implementation of these models in this repository, so the table has
-no ours/JAX column; ``bench/minilm.py`` is the MiniLM benchmark.
+For the CNNs, the JAX columns time the hand-written JAX baseline (``bench/_jax_cnn.py``: the same
+network and weights as a JAX user writes it, channels-last, ``jax.jit``; checked against
+onnxruntime under the model's tolerance first) in the same interleaved rounds: JAX/ORT is what XLA
+CPU makes of the plain JAX program, ours/JAX what our lowering and passes add or save. Models it
+does not cover (no Conv, or an op it does not write, such as Resize) print "-"; ``--no-jax``
+leaves it out. ``bench/minilm.py`` has MiniLM's hand-written JAX baseline.
 """
 
 from __future__ import annotations
@@ -88,7 +92,7 @@ def ort_session(path: Path, device: str):
     return ort.InferenceSession(str(path), options, providers=providers)
 
 
-def measure(model, path: Path, device: str, rounds: int) -> list[str]:
+def measure(model, path: Path, device: str, rounds: int, with_jax: bool = True) -> list[str]:
     start = time.perf_counter()
     ours = onnx_stablehlo.compile(str(path), device)
     feeds = model.inputs(np.random.default_rng(model.seed))
@@ -100,18 +104,48 @@ def measure(model, path: Path, device: str, rounds: int) -> list[str]:
     compile_seconds = time.perf_counter() - start
     expected = session.run(None, ort_feeds)
     comparison = zoo.compare_steps([outputs], [expected], model.tolerance)
+    by_hand = hand_written_jax(model, path, feeds, expected) if with_jax else None
     once = _timing.per_call_ms(lambda: ours.run(ours_feeds), 1)
     calls = max(1, min(200, int(150 / max(once, 1e-3))))  # about 150 ms per round and runtime
-    samples: dict[str, list[float]] = {"ours": [], "ORT": []}
+    samples: dict[str, list[float]] = {"ours": [], "ORT": [], "JAX": []}
     for _ in range(rounds):
         samples["ours"].append(_timing.per_call_ms(lambda: ours.run(ours_feeds), calls))
         samples["ORT"].append(_timing.per_call_ms(lambda: session.run(None, ort_feeds), calls))
+        if by_hand is not None:
+            samples["JAX"].append(_timing.per_call_ms(by_hand, calls))
     a, b = statistics.median(samples["ours"]), statistics.median(samples["ORT"])
     ratios = [x / y for x, y in zip(samples["ours"], samples["ORT"])]
+    c = statistics.median(samples["JAX"]) if samples["JAX"] else None
     return [
         model.name, f"{a:.3f}", f"{b:.3f}", f"{a / b:.2f}", f"{min(ratios):.2f}-{max(ratios):.2f}",
+        f"{c:.3f}" if c else "-", f"{c / b:.2f}" if c else "-", f"{a / c:.2f}" if c else "-",
         f"{compile_seconds:.1f}", "ok" if comparison.ok else "MISMATCH", f"{comparison.max_abs:.1e}",
     ]
+
+
+def hand_written_jax(model, path: Path, feeds, expected):
+    """The hand-written JAX baseline of a CNN (``bench/_jax_cnn.py``) as a no-argument call on
+    the model's feeds, checked against onnxruntime under the model's zoo tolerance; None where
+    the graph holds an op the baseline does not write (not a CNN, or Resize, ...)."""
+    from _jax_cnn import UnsupportedOp, jax_cnn
+
+    if not path.is_file() or not any(n.op_type == "Conv" for n in _graph_nodes(path)):
+        return None
+    try:
+        fn, names = jax_cnn(path)
+    except UnsupportedOp:
+        return None
+    args = [feeds[name] for name in names]
+    comparison = zoo.compare_steps([fn(*args)], [expected], model.tolerance)
+    if not comparison.ok:
+        raise RuntimeError(f"the hand-written JAX baseline disagrees with onnxruntime: {comparison}")
+    return lambda: fn(*args)
+
+
+def _graph_nodes(path: Path):
+    import onnx
+
+    return onnx.load(str(path), load_external_data=False).graph.node
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="*", metavar="NAME", help="these zoo models only")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    parser.add_argument("--no-jax", action="store_true", help="leave out the hand-written JAX CNN baseline")
     args = parser.parse_args(argv)
     rounds = 3 if args.quick else args.rounds
     directory = zoo.cache_dir()
@@ -143,14 +178,15 @@ def main(argv: list[str] | None = None) -> int:
             if path is None:
                 skipped.append(f"{model.name} (not built: --build, or tools/zoo.py --build {model.name})")
                 continue
-            rows.append(measure(model, path, args.device, rounds))
+            rows.append(measure(model, path, args.device, rounds, with_jax=not args.no_jax))
         except Exception as error:
             first = str(error).strip().splitlines()[0][:100] if str(error).strip() else ""
-            rows.append([model.name, "-", "-", "-", "-", "-", f"{type(error).__name__}: {first}", "-"])
+            rows.append([model.name, "-", "-", "-", "-", "-", "-", "-", "-", f"{type(error).__name__}: {first}", "-"])
         print(f"# {model.name}: done", file=sys.stderr, flush=True)
     print(f"# zoo latency per call (ms), median of {rounds} interleaved rounds, device {args.device}")
     print(_timing.markdown_table(
-        ["model", "ours", "ORT", "ours/ORT", "round ratios", "compile+first run (s)", "vs ORT", "max abs"], rows,
+        ["model", "ours", "ORT", "ours/ORT", "round ratios", "JAX", "JAX/ORT", "ours/JAX",
+         "compile+first run (s)", "vs ORT", "max abs"], rows,
     ))
     if skipped:
         print("\nskipped: " + "; ".join(skipped))
