@@ -17,8 +17,7 @@ initializers are transposed once, in numpy, when the function is traced.
 Ops: Conv, BatchNormalization, Relu, LeakyRelu, Clip, Sigmoid, HardSigmoid, HardSwish, Tanh,
 Add, Sub, Mul, Div, Pow, Sqrt, Neg, GlobalAveragePool, AveragePool, MaxPool, LRN, Concat, Flatten,
 Reshape, Transpose, Squeeze, Unsqueeze, Gemm, MatMul, Softmax, Dropout, Identity, Constant,
-Shape, Gather, Cast, ConstantOfShape and Slice (of constants: shape arithmetic), Pad (constant
-mode), ReduceMean. ``UnsupportedOp`` names the first other op (the zoo table prints "-").
+Shape, Gather, Cast, ConstantOfShape, Slice, Pad (constant mode), ReduceMean, Sum. ``UnsupportedOp`` names the first other op (the zoo table prints "-").
 """
 
 from __future__ import annotations
@@ -68,6 +67,7 @@ def jax_cnn(path: str | Path):
 
     model = onnx.load(str(path))
     graph = model.graph
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
     constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     for node in graph.node:
         if node.domain not in ("", "ai.onnx") or node.op_type not in _OPS:
@@ -230,7 +230,16 @@ def jax_cnn(path: str | Path):
                 return [_Value(jnp.mean(args[0].array, axis=(1, 2), keepdims=keep), keep)]
             return [_Value(jnp.mean(as_nchw(args[0]), axis=tuple(axes), keepdims=keep))]
         if op == "Softmax":
-            return [_Value(jax.nn.softmax(as_nchw(args[0]), axis=attrs.get("axis", -1)))]
+            x = as_nchw(args[0])
+            if opset >= 13:
+                return [_Value(jax.nn.softmax(x, axis=attrs.get("axis", -1)))]
+            axis = attrs.get("axis", 1) % x.ndim  # before 13: over the dims from axis on, flattened
+            flat = jnp.reshape(x, (*x.shape[:axis], -1))
+            return [_Value(jnp.reshape(jax.nn.softmax(flat, axis=-1), x.shape))]
+        if op == "Sum":
+            if any(a.channels_last for a in args):
+                return [_Value(sum(as_nhwc(a) for a in args[1:]) + as_nhwc(args[0]), True)]
+            return [_Value(sum(a.array for a in args[1:]) + args[0].array)]
         # Ops on the ONNX (NCHW) view of their operands.
         arrays = [as_nchw(a) if a is not None else None for a in args]
         def xp(*operands):  # numpy while every operand is a constant (shape arithmetic)
@@ -242,8 +251,6 @@ def jax_cnn(path: str | Path):
             fill = numpy_helper.to_array(attrs["value"]) if "value" in attrs else np.zeros(1, np.float32)
             return [_Value(np.full([int(d) for d in np.asarray(arrays[0])], fill.reshape(-1)[0], fill.dtype))]
         if op == "Slice":
-            if not all(_is_constant(a) for a in arrays if a is not None):
-                raise UnsupportedOp("Slice of a computed tensor")
             starts, ends = (np.asarray(a).reshape(-1) for a in arrays[1:3])
             rank = np.ndim(arrays[0])
             axes = np.asarray(arrays[3]).reshape(-1) if len(arrays) > 3 and arrays[3] is not None else np.arange(len(starts))
@@ -251,7 +258,7 @@ def jax_cnn(path: str | Path):
             index = [slice(None)] * rank
             for start, end, axis, step in zip(starts, ends, axes, steps):
                 index[axis] = slice(int(start), int(end), int(step))  # numpy clamps as ONNX does
-            return [_Value(np.asarray(arrays[0])[tuple(index)])]
+            return [_Value(arrays[0][tuple(index)])]
         if op == "Cast":
             dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
             return [_Value(np.asarray(arrays[0]).astype(dtype) if _is_constant(arrays[0]) else arrays[0].astype(dtype))]
@@ -309,5 +316,5 @@ _OPS = frozenset({
     "Tanh", "Add", "Sub", "Mul", "Div", "Pow", "Sqrt", "Neg", "GlobalAveragePool", "AveragePool",
     "MaxPool", "LRN", "Concat", "Flatten", "Reshape", "Transpose", "Squeeze", "Unsqueeze", "Gemm",
     "MatMul", "Softmax", "Dropout", "Identity", "Constant", "Shape", "Gather", "Cast",
-    "ConstantOfShape", "Slice", "Pad", "ReduceMean",
+    "ConstantOfShape", "Slice", "Pad", "ReduceMean", "Sum",
 })

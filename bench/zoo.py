@@ -126,19 +126,24 @@ def measure(model, path: Path, device: str, rounds: int, with_jax: bool = True) 
 def hand_written_jax(model, path: Path, feeds, expected):
     """The hand-written JAX baseline of a CNN (``bench/_jax_cnn.py``) as a no-argument call on
     the model's feeds, checked against onnxruntime under the model's zoo tolerance; None where
-    the graph holds an op the baseline does not write (not a CNN, or Resize, ...)."""
+    the graph holds an op the baseline does not write (not a CNN, or Resize, ...) or its outputs
+    are not the model's (said on stderr: light-squeezenet's constant weights overflow, and its
+    non-finite outputs fall elsewhere)."""
     from _jax_cnn import UnsupportedOp, jax_cnn
 
     if not path.is_file() or not any(n.op_type == "Conv" for n in _graph_nodes(path)):
         return None
     try:
         fn, names = jax_cnn(path)
+        args = [feeds[name] for name in names]
+        outputs = fn(*args)  # traced here: an op it cannot write in this graph raises now
     except UnsupportedOp:
         return None
-    args = [feeds[name] for name in names]
-    comparison = zoo.compare_steps([fn(*args)], [expected], model.tolerance)
-    if not comparison.ok:
-        raise RuntimeError(f"the hand-written JAX baseline disagrees with onnxruntime: {comparison}")
+    comparison = zoo.compare_steps([outputs], [expected], model.tolerance)
+    if not comparison.ok:  # a baseline that computes something else is not timed
+        print(f"# {model.name}: the hand-written JAX baseline disagrees with onnxruntime, left out: "
+              f"{comparison.summary()}", file=sys.stderr, flush=True)
+        return None
     return lambda: fn(*args)
 
 

@@ -33,7 +33,8 @@ def _small_cnn(rng: np.random.Generator) -> onnx.ModelProto:
     """Every layout-sensitive path of the baseline: a strided conv, BatchNormalization, a
     depthwise conv after an explicit Pad, ceil-mode pools with and without the pads counted,
     HardSwish (the pools' last windows run past the padded input), an SE gate (ReduceMean, HardSigmoid, Mul), a channel concat, LRN, a channel
-    shuffle (Reshape, Transpose, Reshape) and the classifier (Flatten, Gemm)."""
+    shuffle (Reshape, Transpose, Reshape), a Slice of a computed tensor, Sum and the classifier
+    (Flatten, Gemm)."""
 
     def weight(name, shape):
         return onh.from_array((rng.standard_normal(shape) * 0.3).astype(np.float32), name)
@@ -49,6 +50,8 @@ def _small_cnn(rng: np.random.Generator) -> onnx.ModelProto:
         onh.from_array(np.array([1, 2, 8, 5, 4], np.int64), "split_shape"),
         onh.from_array(np.array([1, 16, 5, 4], np.int64), "merge_shape"),
         weight("fc", (5, 160)), weight("fc_b", (5,)),
+        onh.from_array(np.array([0], np.int64), "zero"), onh.from_array(np.array([8], np.int64), "eight"),
+        onh.from_array(np.array([1], np.int64), "one"),
     ]
     nodes = [
         oh.make_node("Conv", ["x", "w1", "b1"], ["c1"], strides=[2, 2], pads=[1, 1, 1, 1]),
@@ -68,7 +71,9 @@ def _small_cnn(rng: np.random.Generator) -> onnx.ModelProto:
         oh.make_node("Transpose", ["r1"], ["t1"], perm=[0, 2, 1, 3, 4]),
         oh.make_node("Reshape", ["t1", "merge_shape"], ["shuffled"]),
         oh.make_node("Conv", ["shuffled", "w2"], ["c2"]),
-        oh.make_node("Relu", ["c2"], ["a2"]),
+        oh.make_node("Relu", ["c2"], ["r2"]),
+        oh.make_node("Slice", ["shuffled", "zero", "eight", "one"], ["shuffled_half"]),
+        oh.make_node("Sum", ["r2", "c2", "shuffled_half"], ["a2"]),
         oh.make_node("Flatten", ["a2"], ["flat"]),
         oh.make_node("Gemm", ["flat", "fc", "fc_b"], ["logits"], transB=1),
     ]
