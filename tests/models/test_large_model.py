@@ -48,10 +48,14 @@ def test_model_over_2gb_matches_onnxruntime(large):
 
 
 def test_model_over_2gb_loads_without_a_second_copy(large):
-    """Peak RSS of load + compile + run (whole process, jax included) <= 1.3x the weights: the
-    memory-mapped weights are copied to the device block by block (runtime/pjrt.to_device)."""
+    """Peak RSS of load + compile + run (whole process, jax included) <= the weights + 1 GiB:
+    the memory-mapped weights are copied to the device block by block (runtime/pjrt.to_device),
+    so a second whole copy (another 2.1 GiB) fails this. What comes on top of the weights
+    measured 0.29-0.88 GiB on one 2-core machine (session 12: warm executable cache 0.29, cold
+    compile in a first slow run 0.88); the bound was 1.3x the weights (0.63 GiB on top) until
+    that cold run went past it."""
     _, _, peak_rss, weight_bytes = large
-    assert peak_rss <= 1.3 * weight_bytes
+    assert peak_rss <= weight_bytes + (1 << 30)
 
 
 def test_fine_tuned_weights_write_back_to_external_data_that_onnxruntime_loads(large, tmp_path):

@@ -102,6 +102,11 @@ def test_compare_steps_int8_cosine_and_argmax():
     assert not result.ok and result.min_cosine == pytest.approx(-1.0)
     argmax = zoo.Tolerance(atol=None, rtol=None, same_argmax=True)
     assert zoo.compare_steps([[flipped]], [[expected]], argmax).argmax_mismatches == 1
+    # onnxruntime's row with its maximum held three times (an int8 tie): any tied class agrees,
+    # a class below the maximum does not.
+    tied = np.array([[0.5, 1.15, 1.15, 0.2, 1.15]], np.float32)
+    assert zoo.compare_steps([[np.array([[0.5, 1.14, 1.16, 0.2, 1.15]], np.float32)]], [[tied]], argmax).ok
+    assert zoo.compare_steps([[np.array([[1.2, 1.14, 1.1, 0.2, 1.15]], np.float32)]], [[tied]], argmax).argmax_mismatches == 1
 
 
 def test_magika_features_pad_and_strip():
