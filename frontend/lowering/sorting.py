@@ -97,7 +97,7 @@ def _top_k(ctx: LoweringContext, k: int, axis: int, largest: bool) -> list[ir.Va
     if static and builders.dtype_of(x) in _SELECTION_DTYPES:
         return _top_k_selection(x, k, axis, largest)
     if static and builders.dtype_of(x) in _GUARDED_DTYPES and k > 0:
-        return _top_k_if_float32_exact(x, k, axis, largest, _top_k_without_selection)
+        return _top_k_if_float32_exact(x, k, axis, largest)
     return _top_k_without_selection(x, k, axis, largest)
 
 
@@ -130,13 +130,13 @@ _GUARDED_DTYPES = (DataType.INT32, DataType.UINT32, DataType.INT64, DataType.UIN
 _FLOAT32_EXACT_LIMIT = 1 << 24
 
 
-def _top_k_if_float32_exact(x: ir.Value, k: int, axis: int, largest: bool, fallback) -> list[ir.Value]:
+def _top_k_if_float32_exact(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:
     """TopK of a static integer ``x`` through XLA's TopK when float32 holds every value exactly.
 
     A ``stablehlo.if`` on whether every element lies within +-2^24 (one fused pass over ``x``):
     then :func:`_top_k_selection` on ``x`` as float32 (order and equality are those of the
-    integers, so values and indices are exact), otherwise ``fallback`` (the packed-key sort for
-    32-bit, rounds or the sort for 64-bit types). Integer TopK inputs are mostly ids, counts and
+    integers, so values and indices are exact), otherwise :func:`_top_k_without_selection` (the
+    packed-key sort for 32-bit, rounds or the sort for 64-bit types). Integer TopK inputs are mostly ids, counts and
     scores far inside that range. Measured with jax on a quiet 2-core machine: int64 64x1000
     k=10 through float32 TopK 0.51 ms, against 2.2 ms for the rounds, 14.5 ms for
     ``jax.lax.top_k`` on int64 (a sort of (values, indices)) and 0.16 ms for onnxruntime.
@@ -154,7 +154,7 @@ def _top_k_if_float32_exact(x: ir.Value, k: int, axis: int, largest: bool, fallb
     with ir.InsertionPoint(op.true_branch.blocks.append()):
         stablehlo.return_(_top_k_selection(x, k, axis, largest))
     with ir.InsertionPoint(op.false_branch.blocks.append()):
-        stablehlo.return_(fallback(x, k, axis, largest))
+        stablehlo.return_(_top_k_without_selection(x, k, axis, largest))
     return list(op.results)
 
 
