@@ -51,6 +51,13 @@ def _is_constant(array) -> bool:
     return isinstance(array, (np.ndarray, np.generic))
 
 
+def _array_module(*operands):
+    """numpy while every operand is a constant (shape arithmetic stays known), else jax.numpy."""
+    import jax.numpy as jnp
+
+    return np if all(_is_constant(a) for a in operands) else jnp
+
+
 def _attrs(node: onnx.NodeProto) -> dict:
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
@@ -60,18 +67,22 @@ def jax_cnn(path: str | Path):
     input names in order.
 
     Raises:
-        UnsupportedOp: the graph holds an op outside the list in the module docstring.
+        UnsupportedOp: the graph holds an op outside the list in the module docstring, or no
+            Conv (not a CNN); when tracing, a use of a listed op the baseline does not write
+            (Pad in another mode, a broadcast it cannot lay out channels-last).
     """
     import jax
     import jax.numpy as jnp
 
     model = onnx.load(str(path))
     graph = model.graph
-    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
-    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     for node in graph.node:
         if node.domain not in ("", "ai.onnx") or node.op_type not in _OPS:
             raise UnsupportedOp(f"{node.domain or 'ai.onnx'}::{node.op_type}")
+    if not any(node.op_type == "Conv" for node in graph.node):
+        raise UnsupportedOp("no Conv: not a CNN")
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
+    constants = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
     inputs = [i.name for i in graph.input if i.name not in constants]
     outputs = [o.name for o in graph.output]
 
@@ -86,9 +97,9 @@ def jax_cnn(path: str | Path):
             return value.array
         array = value.array
         if np.ndim(array) == 4:
-            return np.transpose(array, (0, 2, 3, 1)) if _is_constant(array) else jnp.transpose(array, (0, 2, 3, 1))
+            return _array_module(array).transpose(array, (0, 2, 3, 1))
         if np.ndim(array) == 3:  # (C, H, W) broadcast against (N, C, H, W)
-            return np.transpose(array, (1, 2, 0)) if _is_constant(array) else jnp.transpose(array, (1, 2, 0))
+            return _array_module(array).transpose(array, (1, 2, 0))
         if np.ndim(array) in (0, 1) and np.size(array) == 1:
             return array
         raise UnsupportedOp(f"broadcast of a rank-{np.ndim(array)} operand against a channels-last one")
@@ -152,9 +163,7 @@ def jax_cnn(path: str | Path):
             high = args[2].array if len(args) > 2 and args[2] is not None else attrs.get("max", np.inf)
             return [_Value(jnp.clip(args[0].array, low, high), args[0].channels_last)]
         if op in _ELEMENTWISE:
-            if all(_is_constant(a.array) for a in args):  # shape arithmetic, constants
-                return [_Value(getattr(np, _ELEMENTWISE[op])(args[0].array, args[1].array))]
-            fn = getattr(jnp, _ELEMENTWISE[op])
+            fn = getattr(_array_module(*(a.array for a in args)), _ELEMENTWISE[op])
             if any(a.channels_last for a in args):
                 return [_Value(fn(as_nhwc(args[0]), as_nhwc(args[1])), True)]
             return [_Value(fn(args[0].array, args[1].array))]
@@ -204,9 +213,7 @@ def jax_cnn(path: str | Path):
             if axis == 1 and all(np.ndim(a.array) == 4 for a in args) and any(a.channels_last for a in args):
                 return [_Value(jnp.concatenate([as_nhwc(a) for a in args], axis=3), True)]
             parts = [as_nchw(a) for a in args]
-            if all(_is_constant(p) for p in parts):
-                return [_Value(np.concatenate(parts, axis=axis))]
-            return [_Value(jnp.concatenate(parts, axis=axis))]
+            return [_Value(_array_module(*parts).concatenate(parts, axis=axis))]
         if op == "Pad":
             mode = attrs.get("mode", b"constant")
             mode = mode.decode() if isinstance(mode, bytes) else mode
@@ -242,9 +249,6 @@ def jax_cnn(path: str | Path):
             return [_Value(sum(a.array for a in args[1:]) + args[0].array)]
         # Ops on the ONNX (NCHW) view of their operands.
         arrays = [as_nchw(a) if a is not None else None for a in args]
-        def xp(*operands):  # numpy while every operand is a constant (shape arithmetic)
-            return np if all(_is_constant(a) for a in operands) else jnp
-
         if op == "Shape":
             return [_Value(np.array(np.shape(arrays[0]), np.int64))]
         if op == "ConstantOfShape":
@@ -261,15 +265,15 @@ def jax_cnn(path: str | Path):
             return [_Value(arrays[0][tuple(index)])]
         if op == "Cast":
             dtype = onnx.helper.tensor_dtype_to_np_dtype(attrs["to"])
-            return [_Value(np.asarray(arrays[0]).astype(dtype) if _is_constant(arrays[0]) else arrays[0].astype(dtype))]
+            return [_Value(_array_module(arrays[0]).asarray(arrays[0]).astype(dtype))]
         if op == "Gather":
-            module = np if all(_is_constant(a) for a in arrays[:2]) else jnp
+            module = _array_module(*arrays[:2])
             return [_Value(module.take(arrays[0], np.asarray(arrays[1]), axis=attrs.get("axis", 0)))]
         if op in ("Unsqueeze", "Squeeze"):
             axes = attrs.get("axes")
             if axes is None and len(arrays) > 1 and arrays[1] is not None:
                 axes = [int(a) for a in np.asarray(arrays[1]).reshape(-1)]
-            module = np if _is_constant(arrays[0]) else jnp
+            module = _array_module(arrays[0])
             if op == "Unsqueeze":
                 return [_Value(module.expand_dims(arrays[0], tuple(axes)))]
             return [_Value(module.squeeze(arrays[0], tuple(axes) if axes else None))]
@@ -280,9 +284,9 @@ def jax_cnn(path: str | Path):
         if op == "Reshape":
             shape = [int(s) for s in np.asarray(arrays[1]).reshape(-1)]
             shape = [np.shape(arrays[0])[i] if s == 0 else s for i, s in enumerate(shape)]
-            return [_Value(xp(arrays[0]).reshape(arrays[0], shape))]
+            return [_Value(_array_module(arrays[0]).reshape(arrays[0], shape))]
         if op == "Transpose":
-            return [_Value(xp(arrays[0]).transpose(arrays[0], attrs.get("perm")))]
+            return [_Value(_array_module(arrays[0]).transpose(arrays[0], attrs.get("perm")))]
         if op == "Gemm":
             a = arrays[0].T if attrs.get("transA", 0) else arrays[0]
             b = np.asarray(arrays[1])

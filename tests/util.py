@@ -4,7 +4,9 @@ one-node models in ONNX text syntax, and the checks the family tests share (``ch
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 import onnx
@@ -177,6 +179,19 @@ def ort_run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray], *, optimize
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
     return session.run(None, dict(feeds))
+
+
+def load_file_module(path: Path, name: str):
+    """The Python file at ``path`` (a bench script, a tool) as module ``name``, registered in
+    ``sys.modules`` (dataclasses look their module up while it runs); the directory is not put
+    on ``sys.path``, so bench/jax.py shadows nothing."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def reference_run(model: onnx.ModelProto, feeds: Mapping[str, np.ndarray]) -> list[np.ndarray]:

@@ -4,8 +4,6 @@ onnxruntime computes: the JAX columns time the same network, not a different one
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,17 +14,13 @@ import pytest
 
 pytest.importorskip("jax")
 
-from tests.util import ort_run  # noqa: E402
+from tests.util import load_file_module, ort_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _baseline():
-    spec = importlib.util.spec_from_file_location("bench_jax_cnn", ROOT / "bench" / "_jax_cnn.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(ROOT / "bench" / "_jax_cnn.py", "bench_jax_cnn")
 
 
 def _small_cnn(rng: np.random.Generator) -> onnx.ModelProto:

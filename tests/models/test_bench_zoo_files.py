@@ -7,19 +7,17 @@ whisper-encoder) must map too. Needs no model: the paths are compared, not opene
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import build_transformers  # tools/ is put on sys.path by conftest.py
+
+from tests.util import load_file_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _bench_zoo():
-    spec = importlib.util.spec_from_file_location("bench_zoo", ROOT / "bench" / "zoo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_file_module(ROOT / "bench" / "zoo.py", "bench_zoo")
 
 
 def test_bench_zoo_looks_up_the_builders_file_names(tmp_path):
