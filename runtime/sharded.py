@@ -122,7 +122,7 @@ class ShardedModel:
             else:
                 placed[name] = jax.device_put(array, self._replicated)
         outputs = self._run(self._params, **placed)
-        return [np.asarray(o)[:size] for o in outputs]
+        return [np.array(np.asarray(o)[:size]) for o in outputs]  # writable copies, as run()'s
 
     def __call__(self, **feeds: Any) -> list[np.ndarray]:
         return self.run(feeds)

@@ -41,6 +41,23 @@ def test_run_repeat_calls_match_onnxruntime_and_take_the_fast_path(model, rng):
     assert model.compile_count == 2
 
 
+def test_run_outputs_are_writable_arrays_of_their_own_like_onnxruntimes(model, rng):
+    """Post-processing in place (``logits -= logits.max()``) works on our outputs as on
+    onnxruntime's, on the checked first call and on the planned repeat, and changing one
+    call's output leaves the next call's untouched."""
+    x = rng.standard_normal((3, 4)).astype(np.float32)
+    expected = ort_run(AFFINE, {"x": x})
+    for call in range(2):
+        outputs = model.run({"x": x})
+        for ours, reference in zip(outputs, expected):
+            assert ours.flags.writeable and ours.flags.owndata
+            np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
+            ours -= ours.max()
+            ours[...] = -7.0
+    for ours, reference in zip(model.run({"x": x}), expected):
+        np.testing.assert_allclose(ours, reference, rtol=1e-5, atol=1e-6)
+
+
 @pytest.mark.parametrize(
     "feeds, match",
     [

@@ -92,7 +92,7 @@ COMPILE_SCRIPT = textwrap.dedent(
         feeds = {"x": rng.standard_normal((n, 4)).astype(np.float32), "ids": np.arange(n, dtype=np.int64)}
         ours, theirs = sharded.run(feeds), single.run(feeds)
         report[str(n)] = [float(np.abs(ours[0] - theirs[0]).max()), bool(np.array_equal(ours[1], theirs[1])),
-                          list(ours[0].shape)]
+                          list(ours[0].shape), all(o.flags.writeable for o in ours)]
     try:
         onnx_stablehlo.compile(model, devices=5)
     except DeviceNotFoundError as exc:
@@ -118,7 +118,7 @@ def test_compile_with_devices_shards_the_batch():
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report["devices"] == 4 and report["batch_dim"] == "batch"
     for n in ("8", "6", "1"):
-        difference, ints_equal, shape = report[n]
-        assert difference <= 1e-6 and ints_equal and shape == [int(n), 3]
+        difference, ints_equal, shape, writable = report[n]
+        assert difference <= 1e-6 and ints_equal and shape == [int(n), 3] and writable
     assert "devices=5: platform cpu has 4 device(s)" in report["too_many"]
     assert "no batch dim" in report["no_batch"] and "'N'" in report["no_batch"]
