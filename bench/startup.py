@@ -15,6 +15,12 @@ before its first import to the first result, so interpreter start-up is left out
   passes or compile;
 * ``ORT``: ``onnxruntime.InferenceSession`` (2 intra-op threads, or the CUDA execution provider
   with ``--device cuda``) plus its first run.
+* ``jaxlib floor``: what any runtime on the pinned jaxlib pays before the warm run's first result,
+  without our code: ``import jax``, its PJRT client, reading the model file's bytes, deserializing
+  the executables the warm run found on disk, transferring zeros of each parameter's shape and
+  dtype and running each executable once. In jaxlib 0.10.2 the client, the transfers and the
+  result arrays import jax (a ``_jax.ArrayImpl`` made from ``jaxlib.xla_client`` alone imports
+  ``jax._src.core`` for its aval), so no loader on this jaxlib starts without it.
 
 An untimed child of each kind runs first, so the ``.pyc`` files exist (as in an installed
 package). Rounds are interleaved (cold, warm, ORT, cold, ...) because the machine is shared; the table
@@ -64,6 +70,39 @@ if kind == "ours":
     from onnx_stablehlo.runtime.executable_cache import default_cache
     cache = default_cache()
     detail = dict(model.timings, cache_hits=cache.hits if cache else 0, lowered_from_disk=model.executables.disk_hits)
+elif kind == "floor":
+    import glob, os
+    import jax
+    jax.config.update("jax_enable_x64", True)  # int64 parameters stay int64
+    jax.config.update("jax_cpu_enable_async_dispatch", False)
+    from jax.extend.backend import get_backend
+    from jaxlib import _jax, xla_client
+    imported = time.perf_counter()
+    backend = get_backend(device)
+    handle = backend.local_devices()[0]
+    with open(path, "rb") as model_file:
+        model_bytes = model_file.read()
+    read = time.perf_counter()
+    payloads = sorted(glob.glob(os.path.join(sys.argv[5], "*.bin")))
+    executables = []
+    for payload in payloads:
+        with open(payload, "rb") as entry:
+            data = entry.read()
+        try:
+            executables.append(backend.deserialize_executable(data, _jax.DeviceList((handle,)), _jax.CompileOptions()))
+        except Exception:
+            continue  # a lowered artifact or a check marker, not an executable
+    deserialized = time.perf_counter()
+    for executable in executables:
+        proto = executable.hlo_modules()[0].as_serialized_hlo_module_proto()
+        shapes = xla_client.XlaComputation(proto).program_shape().parameter_shapes()
+        arguments = [jax.device_put(np.zeros(s.dimensions(), s.numpy_dtype()), handle) for s in shapes]
+        for result in executable.execute(arguments):
+            np.asarray(result)
+    first = time.perf_counter() - start
+    detail = dict(import_seconds=imported - start, client_and_read_seconds=read - imported,
+                  deserialize_seconds=deserialized - read, run_seconds=time.perf_counter() - deserialized,
+                  executables=len(executables), entries=len(payloads))
 else:
     import onnxruntime as ort
     options = ort.SessionOptions()
@@ -79,18 +118,30 @@ json.dump({"seconds": first, "detail": detail}, sys.stdout)
 """
 
 
-def _child(kind: str, path: str, shapes: dict, device: str, cache: str) -> dict:
+def _child(kind: str, path: str, shapes: dict, device: str, cache: str, payloads: str = "") -> dict:
     env = {**os.environ, "ONNX_STABLEHLO_EXECUTABLE_CACHE": cache}
     # Bytecode (.pyc) is written and reused, as in an installed package (a checkout run with
     # PYTHONDONTWRITEBYTECODE=1 would recompile every module in every child).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, path, json.dumps(shapes), device],
+        [sys.executable, "-c", _CHILD, kind, path, json.dumps(shapes), device, payloads],
         env=env, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
         raise SystemExit(f"{kind} child failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _unwrap_entries(cache: str, target: str) -> None:
+    """Writes each entry of the executable cache folder ``cache`` as its bare payload into
+    ``target`` (what the ``jaxlib floor`` child deserializes, without our cache's header)."""
+    from onnx_stablehlo.runtime.executable_cache import ExecutableCache
+
+    store = ExecutableCache(cache)
+    for entry, _size, _mtime in store.entries():
+        payload = store.load(entry.stem)
+        if payload is not None:
+            Path(target, entry.stem + ".bin").write_bytes(payload)
 
 
 def _model(quick: bool) -> tuple[str, dict, str]:
@@ -121,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         path, shapes, label = _model(args.quick)
     rounds = 1 if args.quick else args.rounds
-    times: dict[str, list[float]] = {"ours cold": [], "ours warm": [], "ORT": []}
+    times: dict[str, list[float]] = {"ours cold": [], "ours warm": [], "ORT": [], "jaxlib floor": []}
     details: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="startup-cache-") as cache:  # untimed: writes the .pyc files
         for kind in ("ours", "ort"):
@@ -132,12 +183,19 @@ def main(argv: list[str] | None = None) -> int:
                 result = _child(kind, path, shapes, args.device, cache)
                 times[name].append(result["seconds"])
                 details[name] = result["detail"]
+            with tempfile.TemporaryDirectory(prefix="startup-payloads-") as payloads:
+                _unwrap_entries(cache, payloads)
+                result = _child("floor", path, shapes, args.device, cache, payloads)
+            times["jaxlib floor"].append(result["seconds"])
+            details["jaxlib floor"] = result["detail"]
     ort = statistics.median(times["ORT"])
     rows = []
     for name, samples in times.items():
         median = statistics.median(samples)
         detail = details[name]
         phases = ", ".join(f"{k.replace('_seconds', '')} {v:.2f}" for k, v in detail.items() if k.endswith("_seconds"))
+        if "executables" in detail:
+            phases += f", {detail['executables']} executables of {detail['entries']} cache entries"
         if "cache_hits" in detail:
             phases += f", executables from disk {detail['cache_hits']}, lowered from disk {detail['lowered_from_disk']}"
         rows.append([name, _timing.format_s(median), f"{median / ort:.2f}", phases or "-"])

@@ -109,3 +109,30 @@ def test_cpu_client_made_by_the_user_is_left_alone():
     before = jax.config.values["jax_cpu_enable_async_dispatch"]
     pjrt._prefer_inline_cpu_execution()
     assert jax.config.values["jax_cpu_enable_async_dispatch"] == before
+
+
+_ARRAY_WITHOUT_JAX_PROBE = """
+import sys
+import numpy as np
+from jaxlib import _jax, xla_client
+client = xla_client.make_cpu_client()
+assert "jax._src.core" not in sys.modules, "importing jaxlib's client imported jax"
+array = _jax.dlpack_managed_tensor_to_buffer(np.arange(6, dtype=np.float32).__dlpack__(), client.local_devices()[0], None)
+assert array.shape == (6,)
+print("jax._src.core" in sys.modules)
+"""
+
+
+def test_a_device_array_made_from_jaxlib_alone_imports_jax():
+    """The reason the warm start (``bench/startup.py``) imports jax: in the pinned jaxlib a PJRT
+    client comes without jax, but the first device array made from it (here by DLPack, the
+    one transfer ``xla_client`` offers without a jax aval) imports ``jax._src.core``, so a
+    runtime that skips ``import jax`` (0.8-1.0 s of the warm start) cannot be built on this
+    jaxlib. When an upgrade makes this fail, a jax-free warm path becomes possible: revisit
+    docs/benchmarks.md's start-up section. A fresh process, since jax is imported here."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", _ARRAY_WITHOUT_JAX_PROBE], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "True"
