@@ -69,6 +69,20 @@ Runner = Callable[[Feeds], list[np.ndarray]]
 SLOW_MB = 50.0
 """Models whose file is larger than this many MB are marked ``slow`` in the tests."""
 
+SLOW_TESTS = frozenset({
+    "mobilenetv3-small-legacy-opset17",
+    "mobilenetv3-small-dynamo-opset18",
+    "rapidocr-rec-ppocrv6-small",
+    "rapidocr-onnxruntime-rec-ppocrv4",
+    "light-densenet121",
+    "light-shufflenet",
+    "minilm-int8-per-tensor",
+})
+"""Small models whose test takes 16-22 s on the 2-core machine (measured 2026-12-02), marked
+``slow`` so that the default run stays under 20 minutes. Each kind keeps a model in the default
+run: MobileNetV2 (depthwise), PP-OCR cls (the rapidocr models), the other "light" CNNs and
+MiniLM int8 per channel."""
+
 
 # ---------------------------------------------------------------------------------------------
 # Tolerances and comparison
@@ -515,8 +529,9 @@ class ZooModel:
 
     @property
     def slow(self) -> bool:
-        """Whether the model file is over :data:`SLOW_MB` (or :attr:`always_slow`)."""
-        return self.approx_mb > SLOW_MB or self.always_slow
+        """Whether the model file is over :data:`SLOW_MB` (or :attr:`always_slow`, or in
+        :data:`SLOW_TESTS`)."""
+        return self.approx_mb > SLOW_MB or self.always_slow or self.name in SLOW_TESTS
 
     def missing_requirements(self) -> list[str]:
         """The modules of :attr:`requires` that are not installed."""
@@ -963,7 +978,7 @@ def _transformer_models() -> list[ZooModel]:
         ("whisper-encoder", 33, _whisper_encoder_inputs, _TORCH, "whisper-tiny encoder (random init)"),
         ("whisper-decoder", 198, _whisper_decoder_inputs, _TORCH, "whisper-tiny decoder + LM head (random init)"),
     ]
-    # Compiles of 10-20 s each on 2 cores: in the slow step (mobilenetv3-small stays in the default run).
+    # Compiles of 10-20 s each on 2 cores: in the slow step (mobilenetv3-small too: SLOW_TESTS).
     slow_cnns = {"efficientnet-b0", "mobilenetv3-large", "deeplabv3"}
     models = []
     for arch, megabytes, inputs, requires, description in specs:

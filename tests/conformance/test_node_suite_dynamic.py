@@ -39,6 +39,7 @@ def test_expected_static_names_cases_in_the_sweep():
     )
 
 
+@pytest.mark.slow  # the sweep takes 3 minutes of both CPUs on the 2-core machine: the slow step
 @pytest.mark.parametrize("case_name", CASE_NAMES, ids=CASE_NAMES)
 def test_dynamic_case(case_name, dynamic_results, expected_static):
     result = dynamic_results[case_name]

@@ -71,6 +71,13 @@ def test_zoo_lists_every_model_family_of_the_issue():
     assert {"lstm-bidi-int8-per-tensor", "lstm-bidi-int8-per-channel"} <= names
 
 
+def test_slow_tests_name_zoo_models_and_leave_each_kind_in_the_default_run():
+    assert zoo.SLOW_TESTS <= set(zoo.MODELS)
+    for name in ("mobilenetv2-legacy-opset17", "rapidocr-cls-mobile-v2.0", "minilm-int8-per-channel"):
+        assert not zoo.MODELS[name].slow, name
+    assert all(zoo.MODELS[name].slow for name in zoo.SLOW_TESTS)
+
+
 def test_compare_steps_accepts_either_bound_and_rejects_beyond_both():
     expected = [[np.array([1000.0, -2000.0], np.float32)]]
     within_rel = [[np.array([1000.1, -2000.0], np.float32)]]  # abs 0.1, rel 5e-5
