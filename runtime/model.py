@@ -233,7 +233,8 @@ class CompiledModel:
         the executable cache is then keyed by those values too.
 
         Returns:
-            One value per graph output, in graph-output order: a numpy array for a tensor, a
+            One value per graph output, in graph-output order: a numpy array for a tensor
+            (one that owns its memory and is writable, as onnxruntime's outputs are), a
             list of arrays for a sequence, ``None`` for an empty optional, and for the output
             of an ai.onnx.ml ZipMap a list of one ``{label: probability}`` dict per row, as
             onnxruntime returns it.
