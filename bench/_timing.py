@@ -96,3 +96,50 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|:--|" + "--:|" * (len(headers) - 1)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def ort_session(model: Any, device: str = "cpu", threads: int = 2, *, sequential: bool = False, quiet: bool = False):
+    """The onnxruntime ``InferenceSession`` a bench script compares against, on ``device``.
+
+    Args:
+        model: A path (``str`` or ``Path``), the serialized bytes, or an ``onnx.ModelProto``.
+        device: ``"cpu"``: the CPU execution provider with ``threads`` intra-op threads;
+            ``"cuda"``: the CUDA execution provider (the ``onnxruntime-gpu`` wheel).
+        threads: ``intra_op_num_threads``.
+        sequential: one inter-op thread and ``ORT_SEQUENTIAL`` execution.
+        quiet: log errors only (``log_severity_level=3``).
+
+    Returns:
+        The session, checked to run on the requested provider.
+
+    Raises:
+        SystemExit: ``device`` is ``"cuda"`` and this onnxruntime has no CUDA execution
+            provider, or the session did not take it. onnxruntime itself only warns and falls
+            back to its CPU provider, so every ratio would silently compare against CPU.
+        ValueError: ``device`` is neither ``"cpu"`` nor ``"cuda"``.
+    """
+    import onnxruntime as ort
+
+    providers = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+    if device not in providers:
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    provider = providers[device]
+    if provider not in ort.get_available_providers():
+        raise SystemExit(
+            f"onnxruntime {ort.__version__} has no {provider} (available: "
+            f"{', '.join(ort.get_available_providers())}); for --device {device} install the "
+            "onnxruntime-gpu wheel of the same version in place of onnxruntime"
+        )
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    if sequential:
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if quiet:
+        options.log_severity_level = 3
+    if hasattr(model, "SerializeToString"):
+        model = model.SerializeToString()
+    session = ort.InferenceSession(model if isinstance(model, bytes) else str(model), options, providers=[provider])
+    if session.get_providers()[:1] != [provider]:
+        raise SystemExit(f"onnxruntime did not take {provider} for this model (it runs on {session.get_providers()})")
+    return session

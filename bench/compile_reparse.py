@@ -8,6 +8,10 @@ with a symbolic batch through its artifact (two shapes) and lowered per shape, t
 (``to_jax``, first call, first grad), and one Trainer step per engine.
 
     python bench/compile_reparse.py [--quick]
+
+It counts and does not time, so it takes no ``--device``: it counts the lowering, the passes
+and the handoff to PJRT on the CPU client (a CUDA compile skips the CPU device passes, and with
+them their prints, so it could only count fewer).
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Usage::
 
     python bench/device_passes.py [--without sink-transposes] [--only NAME ...] [--rounds 7]
 
+CPU only, so it takes no ``--device``: the passes it switches off run only when the target is
+XLA CPU (a CUDA compile never runs them, so with and without would be the same program).
+
 ``CompiledModel`` runs four device passes before XLA CPU compiles (``unroll-depthwise-conv``,
 ``split-grouped-conv``, ``sink-transposes``, ``conv-kernel-layout``; see
 ``runtime/executables.py``). For each zoo model (``tools/zoo.py``; those with a file in the

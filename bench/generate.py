@@ -8,7 +8,10 @@ the ratio, our compile time, and whether the greedy tokens are equal.
 
 Usage::
 
-    python bench/generate.py [--model genai-llama-int4|gpt2-small|gpt2|all] [--quick] [--ort-threads 2]
+    python bench/generate.py [--model genai-llama-int4|gpt2-small|gpt2|all] [--quick] [--ort-threads 2] [--device cpu|cuda]
+
+``--device cuda`` runs ours on PJRT's CUDA client and onnxruntime with its CUDA execution provider
+(the sampling loop stays on the host for both).
 """
 
 from __future__ import annotations
@@ -42,9 +45,8 @@ def main() -> int:
     parser.add_argument("--model", choices=["genai-llama-int4", "gpt2-small", "gpt2", "all"], default="all")
     parser.add_argument("--quick", action="store_true", help="16 new tokens, 1 repetition, small models only")
     parser.add_argument("--ort-threads", type=int, default=2)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
-    import onnxruntime as ort
-
     models = ["genai-llama-int4", "gpt2-small"] if args.model == "all" else [args.model]
     if args.model == "all" and not args.quick:
         models.append("gpt2")
@@ -55,10 +57,8 @@ def main() -> int:
     for model in models:
         path = _build(model)
         spec = decoder_spec(path)
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = args.ort_threads
-        session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
-        compiled = onnx_stablehlo.compile(path)
+        session = _timing.ort_session(path, args.device, args.ort_threads)
+        compiled = onnx_stablehlo.compile(path, args.device)
         _, compile_seconds = _timing.timed(lambda: generate(compiled.run, spec, prompts, 2))
         ours, ours_seconds = _timing.timed(lambda: generate(compiled.run, spec, prompts, new_tokens))
         theirs, ort_seconds = _timing.timed(

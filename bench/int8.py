@@ -86,8 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
-    import onnxruntime as ort
-
     # Both forms compile here; the on-disk artifact cache keys on the options, not on the form.
     os.environ["ONNX_STABLEHLO_ARTIFACT_CACHE"] = "0"
     rounds = 3 if args.quick else args.rounds
@@ -101,13 +99,10 @@ def main(argv: list[str] | None = None) -> int:
         for n in (384, 1536):
             feeds = {"x": (rng.standard_normal((rows, n)) * 2).astype(np.float32)}
             cases.append(("DynamicQuantizeLinear", label, f"{rows}x{n}", dynamic_quantize_model(rows, n), feeds))
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    providers = ["CUDAExecutionProvider"] if args.device == "cuda" else ["CPUExecutionProvider"]
     table = []
     for op, label, shape, model, feeds in cases:
         ours = compile_both(model, args.device)
-        session = ort.InferenceSession(model.SerializeToString(), options, providers=providers)
+        session = _timing.ort_session(model, args.device)
         expected = session.run(None, feeds)
         for compiled in ours.values():
             for got, want in zip(compiled.run(feeds), expected):

@@ -3,7 +3,7 @@
 
 Usage::
 
-    python bench/jax.py [--quick] [--grad] [--seed 0]      (or: python -m bench.jax ...)
+    python bench/jax.py [--quick] [--grad] [--seed 0] [--device cpu|cuda]      (or: python -m bench.jax ...)
 
 Every script in bench/ runs with bench/ first on ``sys.path``, so ``import jax`` there finds
 this file. When it is imported under the name ``jax`` it loads the real jax package in its own
@@ -76,14 +76,14 @@ def alternate(a: Callable[[], Any], b: Callable[[], Any], reps: int, warmup: int
     return statistics.median(times_a), statistics.median(times_b)
 
 
-def bench(name: str, path: str, feeds: dict[str, np.ndarray], reps: int) -> list[str]:
+def bench(name: str, path: str, feeds: dict[str, np.ndarray], reps: int, device: str = "cpu") -> list[str]:
     import jax
 
     from onnx_stablehlo.jax import to_jax
 
-    compiled = onnx_stablehlo.compile(path)
+    compiled = onnx_stablehlo.compile(path, device)
     fn = to_jax(path)
-    params = jax.device_put(fn.params)
+    params = jax.device_put(fn.params, jax.devices(device)[0])  # jit runs where its committed inputs are
     jitted = jax.jit(fn)
 
     def bridge() -> list[np.ndarray]:
@@ -97,7 +97,9 @@ def bench(name: str, path: str, feeds: dict[str, np.ndarray], reps: int) -> list
     return [name, _timing.format_ms(ours, 3), _timing.format_ms(theirs, 3), f"{ours / theirs:.2f}", "yes" if identical else "no"]
 
 
-def bench_grad(path: str, shapes: Sequence[tuple[int, int]], rng: np.random.Generator, reps: int) -> list[list[str]]:
+def bench_grad(
+    path: str, shapes: Sequence[tuple[int, int]], rng: np.random.Generator, reps: int, device: str = "cpu"
+) -> list[list[str]]:
     """``jax.jit(jax.grad(sum(output ** 2)))`` w.r.t. the weights at each shape in turn: the
     first call (trace, backward module, XLA compile) and the median per call after it. One
     backward module serves every shape, so a new shape costs a trace and a compile only."""
@@ -107,7 +109,7 @@ def bench_grad(path: str, shapes: Sequence[tuple[int, int]], rng: np.random.Gene
     from onnx_stablehlo.jax import to_jax
 
     fn = to_jax(path)
-    params = jax.device_put(fn.params)
+    params = jax.device_put(fn.params, jax.devices(device)[0])
 
     def loss(p: Any, feeds: dict[str, Any]) -> Any:
         return jnp.sum(fn(p, **feeds)[0] ** 2)
@@ -134,9 +136,10 @@ def minilm_feeds(rng: np.random.Generator, batch: int, sequence: int) -> dict[st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="JAX bridge vs CompiledModel.run: per-call latency (CPU).")
+    parser = argparse.ArgumentParser(description="JAX bridge vs CompiledModel.run: per-call latency.")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions; skip MiniLM 8x128")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="both sides on this PJRT platform")
     parser.add_argument(
         "--grad", action="store_true", help="also time jax.grad w.r.t. the weights of MiniLM at two shapes in turn"
     )
@@ -144,20 +147,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     rng = np.random.default_rng(args.seed)
     import jax
 
-    print(f"# jax {jax.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, backend {jax.default_backend()}")
+    print(f"# jax {jax.__version__}, {platform.machine()}, {os.cpu_count()} CPUs, device {args.device}")
     rows = []
     tiny = onnx_stablehlo.example_model_path()
-    rows.append(bench("tiny transformer 2x16", tiny, {"input_ids": rng.integers(0, 256, (2, 16))}, 40 if args.quick else 300))
+    rows.append(bench("tiny transformer 2x16", tiny, {"input_ids": rng.integers(0, 256, (2, 16))}, 40 if args.quick else 300, args.device))
     import build_minilm
 
     path = str(build_minilm.build_minilm("legacy"))
-    rows.append(bench("MiniLM 1x16", path, minilm_feeds(rng, 1, 16), 20 if args.quick else 100))
+    rows.append(bench("MiniLM 1x16", path, minilm_feeds(rng, 1, 16), 20 if args.quick else 100, args.device))
     if not args.quick:
-        rows.append(bench("MiniLM 8x128", path, minilm_feeds(rng, 8, 128), 20))
+        rows.append(bench("MiniLM 8x128", path, minilm_feeds(rng, 8, 128), 20, args.device))
     print(_timing.markdown_table(["model", "bridge (ms)", "CompiledModel.run (ms)", "ratio", "bit-identical"], rows))
     if args.grad:
         shapes = [(1, 16), (2, 24)] if args.quick else [(1, 16), (2, 24), (8, 128)]
-        grad_rows = bench_grad(path, shapes, rng, 5 if args.quick else 20)
+        grad_rows = bench_grad(path, shapes, rng, 5 if args.quick else 20, args.device)
         print()
         print(_timing.markdown_table(["jax.grad (weights)", "first call (s)", "per call (ms)"], grad_rows))
     return 0

@@ -82,7 +82,6 @@ def _phase_seconds(timings: Mapping[str, float] | None, keys: Sequence[str]) -> 
 
 def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: int, seed: int, device: str = "cpu") -> dict:
     """Measures one shape; returns the row's numbers in seconds (and the parity diff)."""
-    import onnxruntime as ort
 
     feeds = make_feeds(np.random.default_rng(seed), batch, sequence)
     shapes = {name: (batch, sequence) for name in build_minilm.INPUT_NAMES}
@@ -104,11 +103,7 @@ def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: i
     if pjrt_s is None:
         pjrt_s = max(first_run_s - ours_median, 0.0)
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = ort_threads
-    options.inter_op_num_threads = 1
-    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
+    session = _timing.ort_session(path, device, ort_threads, sequential=True)
     expected = session.run([build_minilm.OUTPUT_NAME], feeds)[0]
     ort_median = _timing.median_seconds(lambda: session.run([build_minilm.OUTPUT_NAME], feeds), reps, WARMUP)
 

@@ -110,20 +110,11 @@ def per_call_us(fn, calls: int, gap_us: float = 0.0) -> float:
     return total / calls * 1e6
 
 
-def ort_session(model: onnx.ModelProto, device: str):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
-    return ort.InferenceSession(model.SerializeToString(), options, providers=providers)
-
-
 def measure(
     name: str, model: onnx.ModelProto, feeds: dict, device: str, rounds: int, calls: int, gap_us: float = 0.0,
 ) -> list[str]:
     ours = onnx_stablehlo.compile(model, device)
-    session = ort_session(model, device)
+    session = _timing.ort_session(model, device)
     for ours_out, ort_out in zip(ours.run(feeds), session.run(None, feeds)):
         np.testing.assert_allclose(ours_out, ort_out, rtol=1e-4, atol=1e-5)
     on_device = {n: ours.to_device(a) for n, a in feeds.items()}

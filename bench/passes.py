@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pipeline", default=DEFAULT_PIPELINE, help="pipeline to measure (default: the default one)")
     parser.add_argument("--models", default=",".join(DEFAULT_MODELS), help="comma-separated model names")
     parser.add_argument("--reps", type=int, default=30, help="timed runs per executable")
-    parser.add_argument("--device", default="cpu", help="PJRT device (default cpu)")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="PJRT device (default cpu)")
     args = parser.parse_args(argv)
 
     import jax

@@ -2,7 +2,7 @@
 
 Usage::
 
-    python bench/runtime_checks.py [--quick] [--model PATH] [--reps N]
+    python bench/runtime_checks.py [--quick] [--model PATH] [--reps N] [--device cpu|cuda]
 
 Compiles all-MiniLM-L6-v2 (legacy export, from the shared cache; build it with
 ``python tools/build_minilm.py --flavour legacy``) twice per shape, with and without run-time
@@ -47,16 +47,18 @@ def main() -> None:
     parser.add_argument("--model", default=str(DEFAULT_MODEL))
     parser.add_argument("--quick", action="store_true", help="one shape (1x16), few repetitions")
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args()
     shapes = [(1, 16)] if args.quick else [(1, 16), (8, 128)]
     reps = args.reps or (10 if args.quick else 30)
     model = onnx_stablehlo.load(args.model)
+    print(f"# device {args.device}")
     print("| shape | checks | with checks (ms) | without (ms) | ratio |")
     print("|---|---|---|---|---|")
     for batch, sequence in shapes:
         feeds = _feeds(model, batch, sequence, seed=0)
         shapes_arg = {n: a.shape for n, a in feeds.items()}
-        compiled = {c: onnx_stablehlo.compile(model, input_shapes=shapes_arg, runtime_checks=c) for c in (True, False)}
+        compiled = {c: onnx_stablehlo.compile(model, args.device, input_shapes=shapes_arg, runtime_checks=c) for c in (True, False)}
         outputs = {c: m.run(feeds) for c, m in compiled.items()}
         count = len(compiled[True].lowered.check_messages)
         # Alternate the two models, one call each per round, so load on the machine hits both alike.

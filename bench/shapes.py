@@ -27,7 +27,9 @@ import numpy as np
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _timing  # noqa: E402
 import build_minilm  # noqa: E402
 
 import onnx_stablehlo  # noqa: E402
@@ -61,16 +63,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours on PJRT cuda, ORT with its CUDA EP")
     args = parser.parse_args(argv)
-    import onnxruntime as ort
-
     path = build_minilm.build_minilm(args.flavour)
     requests = _requests(args.requests, args.max_length, args.seed)
     lengths = {r["input_ids"].shape[1] for r in requests}
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
     device = args.device
-    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
+    session = _timing.ort_session(path, device)
     start = time.perf_counter()
     expected = [session.run(None, r)[0] for r in requests]
     ort_seconds = time.perf_counter() - start

@@ -107,8 +107,9 @@ else:
     import onnxruntime as ort
     options = ort.SessionOptions()
     options.intra_op_num_threads = 2
-    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
-    session = ort.InferenceSession(path, options, providers=providers)
+    provider = "CUDAExecutionProvider" if device == "cuda" else "CPUExecutionProvider"
+    session = ort.InferenceSession(path, options, providers=[provider])
+    assert session.get_providers()[0] == provider, session.get_providers()
     types = {"tensor(float)": "<f4", "tensor(int64)": "<i8", "tensor(int32)": "<i4", "tensor(bool)": "|b1"}
     feeds = feeds_for([(i.name, types[i.type]) for i in session.get_inputs()])
     session.run(None, feeds)
@@ -174,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 1 if args.quick else args.rounds
     times: dict[str, list[float]] = {"ours cold": [], "ours warm": [], "ORT": [], "jaxlib floor": []}
     details: dict[str, dict] = {}
+    # The child builds its own session (importing nothing but onnxruntime, as a user's process);
+    # this one first stops the script if onnxruntime lacks the provider for --device.
+    _timing.ort_session(path, args.device)
     with tempfile.TemporaryDirectory(prefix="startup-cache-") as cache:  # untimed: writes the .pyc files
         for kind in ("ours", "ort"):
             _child(kind, path, shapes, args.device, cache)

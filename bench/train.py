@@ -3,7 +3,7 @@
 Usage::
 
     python bench/train.py [--batch 16] [--sequence 64] [--reps 10] [--seed 0] [--torch-threads N]
-        [--engines pjrt bridge] [--quick]
+        [--engines pjrt bridge] [--quick] [--device cpu|cuda]
 
 The model is all-MiniLM-L6-v2 (``tools/build_minilm.py``, legacy export, opset 17) with
 attention-mask mean pooling + ``Linear(384, 2)`` appended (:mod:`onnx_stablehlo.heads`, seeded)
@@ -24,7 +24,9 @@ builds no encoder backward code, torch records no encoder graph). Each cell is t
 ``--reps`` timed steps after two warm-up steps, on the same seeded batch (random token ids,
 the last quarter of every other row padded). Compile time (lowering, gradient transform,
 passes, PJRT) is reported apart. The first step's losses are compared as a check that both
-sides train the same model. This is a script, not a test; numbers depend on the machine.
+sides train the same model. With ``--device cuda`` both run there: ours on PJRT's CUDA client,
+torch with ``.to("cuda")`` (a CUDA build of torch; the pinned CPU wheel stops the script with a
+message). This is a script, not a test; numbers depend on the machine.
 """
 
 from __future__ import annotations
@@ -68,10 +70,12 @@ def make_batch(rng: np.random.Generator, batch: int, sequence: int) -> dict[str,
     }
 
 
-def ours(model, batch: dict[str, np.ndarray], trainable: str, reps: int, engine: str = "pjrt") -> dict[str, float]:
+def ours(
+    model, batch: dict[str, np.ndarray], trainable: str, reps: int, engine: str = "pjrt", device: str = "cpu"
+) -> dict[str, float]:
     from onnx_stablehlo.runtime.training import Trainer, make_optimizer
 
-    trainer = Trainer(model, "softmax_cross_entropy", trainable=trainable, engine=engine,
+    trainer = Trainer(model, "softmax_cross_entropy", trainable=trainable, engine=engine, device=device,
                       optimizer=make_optimizer("adamw", LEARNING_RATE, weight_decay=WEIGHT_DECAY))
     start = time.perf_counter()
     first_loss = trainer.train_step(batch)
@@ -110,15 +114,15 @@ def torch_model(model_proto):
     return Classifier().train(False)  # no dropout: the ONNX export is the eval-mode graph
 
 
-def torch_eager(model_proto, batch: dict[str, np.ndarray], trainable: str, reps: int) -> dict[str, float]:
+def torch_eager(model_proto, batch: dict[str, np.ndarray], trainable: str, reps: int, device: str = "cpu") -> dict[str, float]:
     import torch
 
-    model = torch_model(model_proto)
+    model = torch_model(model_proto).to(device)
     for name, parameter in model.named_parameters():
         parameter.requires_grad_(trainable == "*" or name.startswith("head."))
     optimizer = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad],
                                   lr=LEARNING_RATE, weight_decay=WEIGHT_DECAY)
-    args = [torch.from_numpy(batch[n]) for n in (*build_minilm.INPUT_NAMES, "labels")]
+    args = [torch.from_numpy(batch[n]).to(device) for n in (*build_minilm.INPUT_NAMES, "labels")]
 
     def step() -> float:
         optimizer.zero_grad(set_to_none=True)
@@ -143,6 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--engines", nargs="+", choices=("pjrt", "bridge"), default=["pjrt", "bridge"],
                         help="Trainer engines: pjrt (separate executables) and bridge (one jax.jit step)")
     parser.add_argument("--quick", action="store_true", help="batch 4 x 32, 3 steps, full row only")
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"], help="ours and torch both on this device")
     args = parser.parse_args(argv)
     if args.quick:
         args.batch, args.sequence, args.reps, args.rows = 4, 32, 3, ["full"]
@@ -152,21 +157,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from onnx_stablehlo.heads import add_classifier_head
 
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"torch {torch.__version__} has no CUDA device here; --device cuda needs a CUDA build of torch")
     if args.torch_threads:
         torch.set_num_threads(args.torch_threads)
     model = add_classifier_head(str(build_minilm.build_minilm("legacy")), CLASSES, seed=args.seed)
     batch = make_batch(np.random.default_rng(args.seed), args.batch, args.sequence)
     print(
         f"MiniLM-L6-v2 + mean pooling + Linear(384, {CLASSES}), batch {args.batch} x {args.sequence}, AdamW; "
-        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; jax {jax.__version__}, "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, device {args.device}; jax {jax.__version__}, "
         f"torch {torch.__version__} ({torch.get_num_threads()} threads); median of {args.reps} steps\n"
     )
     rows = []
     for row in args.rows:
         trainable = "*" if row == "full" else "head.*"
-        b = torch_eager(model, batch, trainable, args.reps)
+        b = torch_eager(model, batch, trainable, args.reps, args.device)
         for engine in args.engines:
-            a = ours(model, batch, trainable, args.reps, engine)
+            a = ours(model, batch, trainable, args.reps, engine, args.device)
             rows.append([
                 row,
                 engine,

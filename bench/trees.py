@@ -10,9 +10,10 @@ max abs / relative difference to onnxruntime. A script, not a test.
 
 Usage::
 
-    python bench/trees.py [--quick] [--trees 500] [--depth 8] [--rows 10000] [--reps 5]
+    python bench/trees.py [--quick] [--trees 500] [--depth 8] [--rows 10000] [--reps 5] [--device cpu|cuda]
 
-``--quick`` is 50 trees on 1,000 rows (seconds, for a smoke run).
+``--quick`` is 50 trees on 1,000 rows (seconds, for a smoke run). ``--device cuda`` runs ours on
+PJRT's CUDA client and onnxruntime with its CUDA execution provider.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _timing import sample_seconds, timed  # noqa: E402
+from _timing import ort_session, sample_seconds, timed  # noqa: E402
 
 import onnx_stablehlo  # noqa: E402
 
@@ -56,34 +57,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=2, help="onnxruntime intra-op threads")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
     if args.quick:
         args.trees, args.rows, args.reps = 50, 1000, 3
-    import onnxruntime as ort
-
     model, build_s = timed(lambda: build_forest(args.trees, args.depth, args.features, args.seed))
     nodes = sum(len(a.ints) for n in model.graph.node for a in n.attribute if a.name == "nodes_nodeids")
     x = np.random.default_rng(args.seed).normal(size=(args.rows, args.features)).astype(np.float32)
 
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = args.threads
-    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    session = ort_session(model, args.device, args.threads)
     expected = session.run(None, {"X": x})[0]
     ort_s = statistics.median(sample_seconds(lambda: session.run(None, {"X": x}), args.reps, warmup=1))
 
-    compiled, compile_s = timed(lambda: onnx_stablehlo.compile(model, input_shapes={"X": list(x.shape)}))
+    compiled, compile_s = timed(lambda: onnx_stablehlo.compile(model, args.device, input_shapes={"X": list(x.shape)}))
     actual = compiled.run({"X": x})[0]
     ours_s = statistics.median(sample_seconds(lambda: compiled.run({"X": x}), args.reps, warmup=1))
     diff = float(np.max(np.abs(actual - expected)))
     rel = diff / float(np.max(np.abs(expected)))
 
     print(f"{args.trees} trees, depth {args.depth}, {nodes} nodes, {args.rows} rows x {args.features} features; "
-          f"{platform.processor() or platform.machine()}, build {build_s:.1f} s")
+          f"{platform.processor() or platform.machine()}, device {args.device}, build {build_s:.1f} s")
     print()
     print("| runtime | compile (s) | median per call (ms) | max abs diff | rel |")
     print("|---|---|---|---|---|")
-    print(f"| onnxruntime ({args.threads} threads) | - | {ort_s * 1e3:.1f} | - | - |")
-    print(f"| onnx_stablehlo (PJRT CPU) | {compile_s:.2f} | {ours_s * 1e3:.1f} | {diff:.3g} | {rel:.3g} |")
+    print(f"| onnxruntime ({args.device}, {args.threads} threads) | - | {ort_s * 1e3:.1f} | - | - |")
+    print(f"| onnx_stablehlo (PJRT {args.device}) | {compile_s:.2f} | {ours_s * 1e3:.1f} | {diff:.3g} | {rel:.3g} |")
     return 0
 
 

@@ -35,16 +35,12 @@ DEFAULT_MODELS = ("resnet50-legacy-opset17", "mobilenetv2-legacy-opset17", "mini
 
 
 def bench_model(name: str, reps: int, device: str = "cpu") -> list[str]:
-    import onnxruntime as ort
-
     import onnx_stablehlo
 
     model = zoo.MODELS[name]
     path = model.build(zoo.cache_dir())
     feeds = model.inputs(np.random.default_rng(0))
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    session = ort.InferenceSession(str(path), options, providers=["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"])
+    session = _timing.ort_session(path, device)
     times = {"onnxruntime": _timing.median_seconds(lambda: session.run(None, feeds), reps)}
     variants = {
         "inline": {"weights": "inline"},

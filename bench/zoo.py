@@ -83,13 +83,7 @@ def cached_file(model, directory: Path) -> Path | None:
 
 
 def ort_session(path: Path, device: str):
-    import onnxruntime as ort
-
-    options = ort.SessionOptions()
-    options.intra_op_num_threads = 2
-    options.log_severity_level = 3
-    providers = ["CUDAExecutionProvider"] if device == "cuda" else ["CPUExecutionProvider"]
-    return ort.InferenceSession(str(path), options, providers=providers)
+    return _timing.ort_session(path, device, quiet=True)
 
 
 def measure(model, path: Path, device: str, rounds: int, with_jax: bool = True) -> list[str]:
