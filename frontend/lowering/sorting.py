@@ -300,12 +300,18 @@ def _packed_sort_is_faster(n: int, k: int) -> bool:
 
     XLA CPU's TopK costs grow with ``k`` (a partial sort per row); the packed sort does not.
     Measured with jax on 2 loaded cores (ms, TopK / packed sort): 3x20x50 k=5 0.09 / 0.15,
-    k=50 1.5 / 0.23; 1x1000 k=10 0.12 / 0.22, k=1000 0.27 / 0.14; 64x1000 k=10 0.69 / 2.1,
-    k=100 3.5 / 2.1; 8x4096 k=256 1.9 / 5.0, k=4096 17 / 2.9; 1x100000 k=1000 2.2 / 5.1. So:
-    a sort or argsort (``k`` at least half the axis), or a ``k`` of 64 or more that is at least a
-    tenth of the axis.
+    k=50 1.5 / 0.23; 1x1000 k=10 0.12 / 0.22, k=1000 0.27 / 0.14; 64x1000 k=10 0.69 / 2.1;
+    8x4096 k=256 1.9 / 5.0, k=4096 17 / 2.9; 1x100000 k=1000 2.2 / 5.1. The crossing for a
+    large ``k``, measured on the quiet machine (2026-12-03: both forms compiled from the ONNX
+    TopK in one process, executables alone, 7 interleaved rounds): 64x1000 k=100 2.64 / 4.23,
+    k=150 3.54 / 4.15, k=200 4.37 / 4.28; 8x4096 k=410 1.23 / 1.86, k=614 2.00 / 2.18, k=820
+    2.79 / 2.64; 1x100000 k=10000 7.8 / 9.7, k=20000 10.1 / 9.0; 64x640 k=100 2.09 / 2.56;
+    256x256 k=52 3.25 / 3.24, k=64 3.25 / 2.62. So: a sort or argsort (``k`` at least half
+    the axis), or a ``k`` of 64 or more that is at least a fifth of the axis. (Below 64, where
+    times are tens of microseconds, the crossing moves with the shape: 3x20x50 k=15 0.064 /
+    0.087, k=24 0.138 / 0.080; 16x64 k=13 0.030 / 0.023; left at half the axis.)
     """
-    return 2 * k >= n or (k >= 64 and 10 * k >= n)
+    return 2 * k >= n or (k >= 64 and 5 * k >= n)
 
 
 def _top_k_packed_sort(x: ir.Value, k: int, axis: int, largest: bool) -> list[ir.Value]:
