@@ -1,7 +1,7 @@
 """Lowering rules: sorting and selection.
 
     TopK(x, k)                   -> static shape, k at least half the axis (sort, argsort) or
-                                    k >= 64 and at least a tenth of it, float32, 8/16-bit
+                                    k >= 64 and at least a fifth of it, float32, 8/16-bit
                                     types (as float32), int32, uint32: one stablehlo.sort of
                                     uint64 keys (value bits << 32 | index; _top_k_packed_sort)
                                  -> static shape, other k, float32 and 8/16-bit types:
