@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 
@@ -96,6 +96,31 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str
     lines = ["| " + " | ".join(headers) + " |", "|:--|" + "--:|" * (len(headers) - 1)]
     lines += ["| " + " | ".join(row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def executable_only(model: Any, on_device: Mapping[str, Any]) -> Callable[[], None]:
+    """A call of ``model``'s executable alone: the call plan's executor (what ``run`` repeats,
+    ``runtime/call_plan.py``) on inputs already on the device, with its device-resident weights,
+    waiting for every result; no feed checks, transfers or copies to the host.
+
+    Args:
+        model: A ``CompiledModel`` whose ``run`` has been called once with these input
+            shapes (that call builds the plan).
+        on_device: Each graph input's device array (``model.to_device``), by name.
+
+    Raises:
+        ValueError: ``model`` has no call plan yet.
+    """
+    plan = model._plan
+    if plan is None:
+        raise ValueError("call model.run once before timing its executable alone")
+    arguments = [on_device[name] for name in plan.order] + plan.constants
+
+    def call() -> None:
+        for out in plan._execute(arguments):
+            out.block_until_ready()
+
+    return call
 
 
 def ort_session(model: Any, device: str = "cpu", threads: int = 2, *, sequential: bool = False, quiet: bool = False):

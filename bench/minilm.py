@@ -82,7 +82,6 @@ def _phase_seconds(timings: Mapping[str, float] | None, keys: Sequence[str]) -> 
 
 def bench_shape(path: Path, batch: int, sequence: int, reps: int, ort_threads: int, seed: int, device: str = "cpu") -> dict:
     """Measures one shape; returns the row's numbers in seconds (and the parity diff)."""
-
     feeds = make_feeds(np.random.default_rng(seed), batch, sequence)
     shapes = {name: (batch, sequence) for name in build_minilm.INPUT_NAMES}
 

@@ -118,15 +118,10 @@ def measure(
     for ours_out, ort_out in zip(ours.run(feeds), session.run(None, feeds)):
         np.testing.assert_allclose(ours_out, ort_out, rtol=1e-4, atol=1e-5)
     on_device = {n: ours.to_device(a) for n, a in feeds.items()}
-    plan = ours._plan  # the call plan run() repeats: its transfers and executor are what run() uses
-    arguments = [on_device[n] for n in plan.order] + plan.constants
+    plan = ours._plan  # the call plan run() repeats: its transfers are what run() uses
 
     def run_device():
         for out in ours.run_device(on_device):
-            out.block_until_ready()
-
-    def execute_only():
-        for out in plan._execute(arguments):
             out.block_until_ready()
 
     def transfers():
@@ -137,7 +132,7 @@ def measure(
         "run": lambda: ours.run(feeds),
         "run_device": run_device,
         "ORT": lambda: session.run(None, feeds),
-        "execute": execute_only,
+        "execute": _timing.executable_only(ours, on_device),
         "to_device": transfers,
     }
     samples: dict[str, list[float]] = {k: [] for k in timed}

@@ -29,6 +29,7 @@ near it and it is far from onnxruntime, the gap is XLA CPU's TopK, not this lowe
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 from pathlib import Path
@@ -58,45 +59,54 @@ CASES = [
 ]
 
 
-def topk_model(shape, k: int, axis: int, largest: int, dtype) -> onnx.ModelProto:
+def _model(nodes, shape, dtype, initializers) -> onnx.ModelProto:
+    """An opset-18 model from input ``x`` (``shape``, ``dtype``) to ``values`` (``dtype``) and
+    int64 ``indices``."""
     elem = onnx.helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
     rank = len(shape)
     graph = oh.make_graph(
-        [oh.make_node("TopK", ["x", "k"], ["values", "indices"], axis=axis, largest=largest)],
+        nodes,
         "topk",
         [oh.make_tensor_value_info("x", elem, list(shape))],
         [oh.make_tensor_value_info("values", elem, [None] * rank),
          oh.make_tensor_value_info("indices", onnx.TensorProto.INT64, [None] * rank)],
-        [onh.from_array(np.array([k], np.int64), "k")],
+        initializers,
     )
     return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
+
+
+def topk_model(shape, k: int, axis: int, largest: int, dtype) -> onnx.ModelProto:
+    return _model([oh.make_node("TopK", ["x", "k"], ["values", "indices"], axis=axis, largest=largest)],
+                  shape, dtype, [onh.from_array(np.array([k], np.int64), "k")])
 
 
 def floor_model(shape, k: int) -> onnx.ModelProto:
     """The "floor" row: TopK's input and outputs without the selection, ``x[..., :k]`` (Slice) and
     the same values as int64 (Cast)."""
-    rank = len(shape)
-    graph = oh.make_graph(
+    return _model(
         [oh.make_node("Slice", ["x", "starts", "ends", "axes"], ["values"]),
          oh.make_node("Cast", ["values"], ["indices"], to=onnx.TensorProto.INT64)],
-        "floor",
-        [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, list(shape))],
-        [oh.make_tensor_value_info("values", onnx.TensorProto.FLOAT, [None] * rank),
-         oh.make_tensor_value_info("indices", onnx.TensorProto.INT64, [None] * rank)],
+        shape, np.float32,
         [onh.from_array(np.array(v, np.int64), n) for n, v in (("starts", [0]), ("ends", [k]), ("axes", [-1]))],
     )
-    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
+
+
+def _jitted(fn, device: str):
+    """``fn`` under ``jax.jit`` (int64 and float64 as themselves) on ``device``, numpy in and out
+    as ``run`` is."""
+    import jax
+
+    jax.config.update("jax_enable_x64", True)
+    compiled = jax.jit(fn)
+    target = jax.devices(device)[0]
+    return lambda x: tuple(np.asarray(r) for r in compiled(jax.device_put(x, target)))
 
 
 def jax_floor(k: int, device: str):
     """The hand-written JAX form of :func:`floor_model`, as :func:`jax_top_k` is of TopK."""
-    import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)
-    compiled = jax.jit(lambda x: (x[..., :k], x[..., :k].astype(jnp.int64)))
-    target = jax.devices("gpu" if device == "cuda" else "cpu")[0]
-    return lambda x: tuple(np.asarray(r) for r in compiled(jax.device_put(x, target)))
+    return _jitted(lambda x: (x[..., :k], x[..., :k].astype(jnp.int64)), device)
 
 
 def jax_top_k(k: int, axis: int, largest: int, device: str):
@@ -106,17 +116,13 @@ def jax_top_k(k: int, axis: int, largest: int, device: str):
     import jax
     import jax.numpy as jnp
 
-    jax.config.update("jax_enable_x64", True)  # int64 and float64 as themselves
-
     def top_k(x):
         moved = jnp.moveaxis(x, axis, -1)
         values, indices = jax.lax.top_k(moved if largest else -moved, k)
         values = values if largest else -values
         return jnp.moveaxis(values, -1, axis), jnp.moveaxis(indices.astype(jnp.int64), -1, axis)
 
-    compiled = jax.jit(top_k)
-    target = jax.devices("gpu" if device == "cuda" else "cpu")[0]
-    return lambda x: tuple(np.asarray(r) for r in compiled(jax.device_put(x, target)))
+    return _jitted(top_k, device)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -125,12 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     args = parser.parse_args(argv)
-    cases = (CASES[:1] if args.quick else CASES) + [("floor: Slice + Cast", (3, 20, 50), 5, -1, None, np.float32)]
+    # (label, shape, k, dtype, ONNX model, its hand-written JAX form on a device)
+    programs = [(label, shape, k, dtype, topk_model(shape, k, axis, largest, dtype),
+                 functools.partial(jax_top_k, k, axis, largest))
+                for label, shape, k, axis, largest, dtype in (CASES[:1] if args.quick else CASES)]
+    programs.append(("floor: Slice + Cast", (3, 20, 50), 5, np.float32, floor_model((3, 20, 50), 5),
+                     functools.partial(jax_floor, 5)))
     rounds = 3 if args.quick else args.rounds
     rng = np.random.default_rng(0)
     rows = []
-    for label, shape, k, axis, largest, dtype in cases:
-        model = topk_model(shape, k, axis, largest, dtype) if largest is not None else floor_model(shape, k)
+    for label, shape, k, dtype, model, jax_form in programs:
         if np.dtype(dtype).kind == "f":
             x = rng.standard_normal(shape).astype(dtype)
         else:
@@ -141,17 +151,11 @@ def main(argv: list[str] | None = None) -> int:
         (values, indices), (ort_values, ort_indices) = ours.run(feeds), session.run(None, feeds)
         np.testing.assert_array_equal(indices, ort_indices)
         np.testing.assert_allclose(values, ort_values, rtol=1e-6)
-        by_hand = jax_top_k(k, axis, largest, args.device) if largest is not None else jax_floor(k, args.device)
+        by_hand = jax_form(args.device)
         np.testing.assert_array_equal(by_hand(x)[1], ort_indices)
         once = _timing.per_call_ms(lambda: ours.run(feeds), 3)
         calls = max(3, min(300, int(50 / max(once, 1e-3))))  # about 50 ms per round
-        plan = ours._plan  # what run() repeats: its executor, and the weights on the device
-        arguments = [ours.to_device(x)] + plan.constants
-
-        def execute_only():
-            for out in plan._execute(arguments):
-                out.block_until_ready()
-
+        execute_only = _timing.executable_only(ours, {"x": ours.to_device(x)})
         samples = {"ours": [], "execute": [], "ORT": [], "JAX": []}
         for _ in range(rounds):
             samples["ours"].append(_timing.per_call_ms(lambda: ours.run(feeds), calls))
