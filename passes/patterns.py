@@ -260,7 +260,8 @@ def apply_patterns_greedily(
     Each iteration walks the ops in post-order, tries the patterns registered for the op's
     name in the order given (the first that returns ``True`` wins; the op is not tried again
     in this iteration), then erases side-effect-free ops whose results are unused (when
-    ``erase_dead``).
+    ``erase_dead``; after the first iteration only when a pattern applied in it, since one
+    sweep erases whole dead chains).
 
     Args:
         root: the module (or an op) to rewrite in place.
@@ -307,7 +308,9 @@ def apply_patterns_greedily(
                         break
             rw.begin("<dead-code>", operation)
             del worklist
-            if erase_dead:
+            # A sweep leaves no dead pure op behind (users go before producers), so after the
+            # first walk only a walk that rewrote something can have made new ones.
+            if erase_dead and (changed or stats.iterations == 1):
                 erased = erase_dead_ops(operation, rw)
                 stats.erased_dead += erased
                 changed = changed or erased > 0

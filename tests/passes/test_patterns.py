@@ -64,6 +64,32 @@ def test_driver_reaches_fixpoint_and_erases_dead_constant():
     assert op_names(module) == ["func.return"]
 
 
+def test_driver_sweeps_dead_code_only_after_walks_that_changed_something(monkeypatch):
+    """One sweep erases whole dead chains, so a walk that rewrote nothing needs no sweep after
+    the first (MiniLM's pipeline: 11 sweeps -> 9)."""
+    from onnx_stablehlo.passes import patterns
+
+    sweeps = []
+    real = patterns.erase_dead_ops
+    monkeypatch.setattr(patterns, "erase_dead_ops", lambda root, rw=None: sweeps.append(1) or real(root, rw))
+    module = parse(CHAIN)
+    stats = apply_patterns_greedily(module, [MultiplyByOne()])
+    assert stats.iterations == 2 and len(sweeps) == 1  # the second walk rewrote nothing
+    assert op_names(module) == ["func.return"]
+    dead = parse("""
+func.func @main(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %a = stablehlo.negate %x : tensor<4xf32>
+  %b = stablehlo.negate %a : tensor<4xf32>
+  %c = stablehlo.negate %b : tensor<4xf32>
+  return %x : tensor<4xf32>
+}
+""")
+    sweeps.clear()
+    stats = apply_patterns_greedily(dead, [CountingPattern("stablehlo.negate")])
+    assert stats.erased_dead == 3 and op_names(dead) == ["func.return"]  # a chain in one sweep
+    assert stats.iterations == 2 and len(sweeps) == 1
+
+
 def test_failure_reasons_are_recorded_per_pattern_and_op():
     module = parse(
         """
