@@ -49,14 +49,27 @@ def run_variant(flags: str, models: list[str], rounds: int, device: str = "cpu")
     env = dict(os.environ, XLA_FLAGS=flags, ONNX_STABLEHLO_XLA_DEFAULTS="0")
     command = [sys.executable, str(REPO_ROOT / "bench" / "zoo.py"), "--rounds", str(rounds), "--device", device, "--only", *models]
     done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=3600)
-    found: dict[str, str] = {}
-    for line in done.stdout.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")]
-        if len(cells) == 8 and cells[0] in models:
-            found[cells[0]] = cells[3] if cells[6] == "ok" else f"{cells[3]} {cells[6]}"
+    found = parse_zoo_table(done.stdout, models)
     if not found:
         tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:120]
         return {model: f"failed: {tail}" for model in models}
+    return found
+
+
+def parse_zoo_table(text: str, models: list[str]) -> dict[str, str]:
+    """ours/ORT per model from ``bench/zoo.py``'s table (its columns found by name), with the
+    comparison's verdict when it is not "ok"."""
+    found: dict[str, str] = {}
+    columns: list[str] = []
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] == "model":
+            columns = cells
+        elif columns and len(cells) == len(columns) and cells[0] in models:
+            ratio, verdict = cells[columns.index("ours/ORT")], cells[columns.index("vs ORT")]
+            found[cells[0]] = ratio if verdict == "ok" else f"{ratio} {verdict}"
     return found
 
 

@@ -139,6 +139,13 @@ def hand_written_jax(model, path: Path, feeds, expected):
     return lambda: fn(*args)
 
 
+COLUMNS = [
+    "model", "ours", "ORT", "ours/ORT", "round ratios", "JAX", "JAX/ORT", "ours/JAX",
+    "compile+first run (s)", "vs ORT", "max abs",
+]
+"""The table's columns (``bench/xla_flags.py`` reads ``ours/ORT`` and ``vs ORT`` by name)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="models under 15 MB, 3 rounds")
@@ -172,13 +179,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(measure(model, path, args.device, rounds, with_jax=not args.no_jax))
         except Exception as error:
             first = str(error).strip().splitlines()[0][:100] if str(error).strip() else ""
-            rows.append([model.name, "-", "-", "-", "-", "-", "-", "-", "-", f"{type(error).__name__}: {first}", "-"])
+            row = [model.name] + ["-"] * (len(COLUMNS) - 1)
+            row[COLUMNS.index("vs ORT")] = f"{type(error).__name__}: {first}"
+            rows.append(row)
         print(f"# {model.name}: done", file=sys.stderr, flush=True)
     print(f"# zoo latency per call (ms), median of {rounds} interleaved rounds, device {args.device}")
-    print(_timing.markdown_table(
-        ["model", "ours", "ORT", "ours/ORT", "round ratios", "JAX", "JAX/ORT", "ours/JAX",
-         "compile+first run (s)", "vs ORT", "max abs"], rows,
-    ))
+    print(_timing.markdown_table(COLUMNS, rows))
     if skipped:
         print("\nskipped: " + "; ".join(skipped))
     return 0

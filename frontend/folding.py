@@ -11,8 +11,11 @@ cannot be evaluated is left to its rule.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
+import threading
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -167,22 +170,47 @@ def _fold_symbolic(
 def _evaluate_with_reference(
     node: onnx_ir.Node, onnx_node: OnnxNode, inputs: Sequence[LoweredValue | None]
 ) -> list[np.ndarray]:
-    from onnx.reference import ReferenceEvaluator
+    """The node's outputs computed by ``onnx.reference`` on its constant inputs.
 
-    # A one-node model, so the evaluator uses the revision in force at the node's opset (a
-    # bare NodeProto would be evaluated at the latest opset).
+    The evaluator of a node is built once per (op, attributes, input and output arity, opset)
+    and kept (:func:`_reference_evaluator`): building one costs about 1.5 ms, most of what a
+    fold took, and an exporter repeats the same small shape nodes (MiniLM's legacy export
+    folds 61 Unsqueeze, 26 Concat and 15 Gather nodes: 0.27 -> 0.06 s of its 0.6 s lowering).
+    """
     proto = onnx_ir.serde.serialize_node(node)
+    # Positional names (an omitted optional input stays ""), so equal nodes share an evaluator.
+    del proto.input[:], proto.output[:]
+    proto.input.extend(f"in{i}" if name else "" for i, name in enumerate(onnx_node.input_names))
+    proto.output.extend(f"out{i}" if value.name else "" for i, value in enumerate(node.outputs))
+    proto.name = ""
     feeds = {
-        name: value.const()  # type: ignore[union-attr]
-        for name, value in zip(onnx_node.input_names, inputs)
+        f"in{i}": value.const()  # type: ignore[union-attr]
+        for i, (name, value) in enumerate(zip(onnx_node.input_names, inputs))
         if value is not None and name
     }
-    graph = onnx.helper.make_graph(
-        [proto],
-        "fold",
-        [onnx.helper.make_empty_tensor_value_info(name) for name in feeds],
-        [onnx.helper.make_empty_tensor_value_info(name) for name in proto.output if name],
-    )
-    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", onnx_node.opset)])
-    results = ReferenceEvaluator(model).run(None, feeds)
+    evaluator = _reference_evaluator(proto.SerializeToString(), onnx_node.opset)
+    with _REFERENCE_LOCK:
+        results = evaluator.run(None, feeds)
     return [r if r is None or isinstance(r, list) else np.asarray(r) for r in results]
+
+
+_REFERENCE_LOCK = threading.Lock()  # lowerings in several threads share the evaluators
+
+
+@functools.lru_cache(maxsize=512)
+def _reference_evaluator(node_proto: bytes, opset: int) -> Any:
+    """An ``onnx.reference.ReferenceEvaluator`` of a one-node model of ``node_proto`` (inputs
+    ``in0..``, outputs ``out0..``) at ``opset`` of the default domain: the evaluator then uses
+    the revision in force at the node's opset (a bare NodeProto would be evaluated at the
+    latest)."""
+    from onnx.reference import ReferenceEvaluator
+
+    node = onnx.NodeProto.FromString(node_proto)
+    graph = onnx.helper.make_graph(
+        [node],
+        "fold",
+        [onnx.helper.make_empty_tensor_value_info(name) for name in node.input if name],
+        [onnx.helper.make_empty_tensor_value_info(name) for name in node.output if name],
+    )
+    model = onnx.helper.make_model(graph, opset_imports=[onnx.helper.make_opsetid("", opset)])
+    return ReferenceEvaluator(model)

@@ -3,7 +3,8 @@
 ::
 
     onnx-stablehlo finetune MODEL --train TRAIN.npz [--eval EVAL.npz] --loss NAME|LOSS.onnx
-        [--head CLASSES [--pooling mean|cls|none]] [--prediction OUTPUT] [--trainable PATTERN ...]
+        [--head CLASSES [--pooling mean|cls|none] [--attention-mask INPUT|none]]
+        [--prediction OUTPUT] [--trainable PATTERN ...]
         [--optimizer adamw] [--lr 1e-3] [--weight-decay W] [--schedule constant|cosine|linear]
         [--warmup-steps N] [--clip-norm C] [--steps N | --epochs N] [--batch-size 32] [--seed 0]
         [--eval-every N] [--checkpoint PATH [--checkpoint-every N]] [--device cpu]
@@ -50,6 +51,9 @@ def add_finetune_command(commands: argparse._SubParsersAction) -> None:
     cmd.add_argument("--head", type=int, metavar="CLASSES",
                      help="append a linear classifier head with this many classes first")
     cmd.add_argument("--pooling", choices=("mean", "cls", "none"), default="mean", help="pooling of --head")
+    cmd.add_argument("--attention-mask", default="attention_mask", metavar="INPUT|none",
+                     help="the input masking padded tokens for mean pooling (default attention_mask; "
+                          "none averages every token)")
     cmd.add_argument("--trainable", action="append", metavar="PATTERN",
                      help="initializers to train (fnmatch, or re:REGEX); repeatable; default all")
     cmd.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw")
@@ -111,7 +115,8 @@ def run_finetune(args: argparse.Namespace) -> int:
 
     model = args.model
     if args.head is not None:
-        model = add_classifier_head(model, args.head, pooling=args.pooling, seed=args.seed)
+        mask = None if args.attention_mask.lower() == "none" else args.attention_mask
+        model = add_classifier_head(model, args.head, pooling=args.pooling, attention_mask=mask, seed=args.seed)
     train_arrays = _load_npz(args.train)
     examples = len(next(iter(train_arrays.values()))) if train_arrays else 0
     total_steps = args.steps

@@ -141,7 +141,8 @@ def _mean_pool(
     if attention_mask not in inputs:
         raise GraphEditError(
             f"the model has no input {attention_mask!r} for mean pooling; its inputs are "
-            f"{', '.join(repr(n) for n in inputs)} (pass attention_mask=None to average every token)"
+            f"{', '.join(repr(n) for n in inputs)} (attention_mask=None, or --attention-mask none on the "
+            "command line, averages every token; pooling='cls' takes the first token)"
         )
     mask_type = inputs[attention_mask].type.tensor_type.elem_type
     frag_mask = builder.input(f"{prefix}/attention_mask", mask_type, [None, None])

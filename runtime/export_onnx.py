@@ -113,7 +113,7 @@ def with_initializers(model: Any, values: Mapping[str, np.ndarray]) -> onnx.Mode
         got = (array.dtype, tuple(array.shape))
         if got != expected:
             raise InitializerMismatchError(name, expected, got)
-        tensor = onnx.numpy_helper.from_array(np.ascontiguousarray(array), name)
+        tensor = onnx.numpy_helper.from_array(np.asarray(array, order="C"), name)
         if tensor.data_type != old.data_type:  # e.g. bfloat16 stored through ml_dtypes
             raise InitializerMismatchError(name, expected, got)
         proto.graph.initializer[index[name]].CopyFrom(tensor)

@@ -17,7 +17,17 @@ from onnx_stablehlo.frontend import dtypes
 from onnx_stablehlo.frontend.dtypes import DataType
 from onnx_stablehlo.frontend.layout import onnx_kind
 
-__all__ = ["FeedChecker", "declared_dims", "format_dims", "dtype_name", "reject_unknown_feeds"]
+__all__ = ["FeedChecker", "declared_dims", "format_dims", "dtype_name", "reject_unknown_feeds", "require_mapping"]
+
+
+def require_mapping(feeds: Any, input_names: Sequence[str]) -> None:
+    """Raises ``FeedError`` unless ``feeds`` is a mapping of input name to value (a list of
+    arrays, as some runtimes take, would otherwise fail inside with an AttributeError)."""
+    if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
+        raise FeedError(
+            f"feeds must be a mapping of input name to array, got {type(feeds).__name__}; the "
+            f"model's inputs are {', '.join(repr(n) for n in input_names)}"
+        )
 
 
 def reject_unknown_feeds(feeds: Mapping[str, Any], input_names: Sequence[str]) -> None:

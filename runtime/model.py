@@ -38,7 +38,7 @@ from onnx_stablehlo.runtime import pjrt, split
 from onnx_stablehlo.runtime.artifact import Artifact
 from onnx_stablehlo.runtime.call_plan import CallPlan, raise_failed_checks
 from onnx_stablehlo.runtime.executables import AssumptionFailed, Executables, Specialization
-from onnx_stablehlo.runtime.feeds import FeedChecker
+from onnx_stablehlo.runtime.feeds import FeedChecker, require_mapping
 from onnx_stablehlo.runtime.host_stages import HostStages
 from onnx_stablehlo.runtime.options import CompileOptions
 
@@ -243,6 +243,7 @@ class CompiledModel:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
             CompileError, ExecutionError: PJRT failed.
         """
+        require_mapping(feeds, self.input_names)
         extra: list[str] = []
         if self._host.encodes:  # map and string inputs: their tensors (runtime/host_stages.py)
             feeds, extra = self._host.encode(feeds)
@@ -355,6 +356,7 @@ class CompiledModel:
             UnsupportedDtypeError: the model has map or string inputs or string outputs, which
                 are converted on the host (``runtime/host_stages.py``): use ``run``.
         """
+        require_mapping(feeds, self.input_names)
         if self._host.encodes or self._host.string_outputs:
             raise UnsupportedDtypeError(
                 "run_device: this model's map or string inputs or string outputs are converted on "

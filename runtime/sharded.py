@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from onnx_stablehlo.errors import DeviceNotFoundError, FeedError, InvalidOptionError
+from onnx_stablehlo.runtime.feeds import require_mapping
 
 __all__ = ["ShardedModel", "resolve_devices"]
 
@@ -100,6 +101,7 @@ class ShardedModel:
         """
         import jax
 
+        require_mapping(feeds, self.input_names)
         unknown = sorted(set(feeds) - set(self.input_names))
         if unknown:
             raise FeedError(f"unknown feed {unknown[0]!r}; the model's inputs are {', '.join(map(repr, self.input_names))}", unknown[0])

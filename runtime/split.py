@@ -469,7 +469,7 @@ class SplitModel:
                 f"{self.host_op_type} at {self.host_node}, run on the host by onnx.reference, "
                 f"failed: {type(exc).__name__}: {exc}"
             ) from exc
-        env.update((n, np.ascontiguousarray(r)) for n, r in zip(self._host_outputs, results))
+        env.update((n, np.asarray(r, order="C")) for n, r in zip(self._host_outputs, results))  # 0-d stays 0-d
         if self._suffix_outputs:
             if self.suffix is None:
                 self.suffix = self._make_suffix(env)

@@ -249,7 +249,7 @@ class Trainer:
 
     def _initial_value(self, name: str) -> np.ndarray:
         value = self._training_model.graph.initializers[name].const_value
-        return np.ascontiguousarray(value.numpy())
+        return np.asarray(value.numpy(), order="C")  # (ascontiguousarray would make a 0-d weight 1-d)
 
     def _param(self, name: str) -> Any:
         buffer = self._params.get(name)
@@ -298,7 +298,7 @@ class Trainer:
                     name,
                 )
         arrays = self._feeds.check(batch, names=self.input_names)
-        return {name: np.ascontiguousarray(array) for name, array in arrays.items()}
+        return {name: np.asarray(array, order="C") for name, array in arrays.items()}  # 0-d stays 0-d
 
     def train_step(self, batch: Mapping[str, Any]) -> float:
         """Runs one step on ``batch`` (forward, backward, optimizer update); returns the loss.
@@ -478,7 +478,7 @@ class Trainer:
             return self._engine.predict(model, feeds)
         inputs = graph_input_values(model.graph)
         checked = FeedChecker(inputs, {}, {}).check(feeds, names=[v.name for v in inputs])
-        return self._engine.predict(model, {n: np.ascontiguousarray(a) for n, a in checked.items()})
+        return self._engine.predict(model, {n: np.asarray(a, order="C") for n, a in checked.items()})
 
     # Checkpoints and export --------------------------------------------------------------------
 

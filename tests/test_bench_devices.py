@@ -85,3 +85,25 @@ def test_ort_session_on_cuda_gets_the_cuda_provider_or_stops_the_script(timing):
             timing.ort_session(_negation(), "cuda")
     with pytest.raises(ValueError, match="'cpu' or 'cuda'"):
         timing.ort_session(_negation(), "tpu")
+
+
+def test_xla_flags_reads_the_zoo_table_by_column_name(timing):
+    """bench/xla_flags.py reads bench/zoo.py's printed table: its columns are found by name (a
+    positional parse broke silently when zoo.py's table grew from 8 to 11 columns)."""
+    import sys
+
+    sys.path.insert(0, str(BENCH))  # the bench scripts import _timing as a sibling
+    try:
+        zoo = load_file_module(BENCH / "zoo.py", "bench_zoo_for_flags")
+        flags = load_file_module(BENCH / "xla_flags.py", "bench_xla_flags_for_table")
+    finally:
+        sys.path.remove(str(BENCH))
+
+    def row(name, ratio, verdict):
+        cells = [name] + ["-"] * (len(zoo.COLUMNS) - 1)
+        cells[zoo.COLUMNS.index("ours/ORT")], cells[zoo.COLUMNS.index("vs ORT")] = ratio, verdict
+        return cells
+
+    table = timing.markdown_table(zoo.COLUMNS, [row("a", "1.25", "ok"), row("b", "2.50", "MISMATCH"), row("c", "0.9", "ok")])
+    text = "# zoo latency per call (ms)\n" + table + "\n\nskipped: d (needs x)"
+    assert flags.parse_zoo_table(text, ["a", "b"]) == {"a": "1.25", "b": "2.50 MISMATCH"}

@@ -252,3 +252,17 @@ g (float[2] x) => (float[2] y) {
     with lowered.context:
         assert describe_location(ir.Location.name("Neg#0:y")) == "node #0 producing 'y'"
         assert describe_location(ir.Location.name("neg_1")) == "node 'neg_1'"
+
+
+def test_feeds_that_are_not_a_mapping_are_feed_errors():
+    """``run([ids])`` (a list, as some runtimes take) is a FeedError naming the inputs, before
+    and after the call plan exists, and for run_device; any Mapping is accepted."""
+    import types
+
+    model = onnx_stablehlo.compile(parse(NEG))
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for call in (model.run, model.run_device, model.run):  # the second run goes through the plan
+        for feeds in ([x], (x,), x):
+            with pytest.raises(errors.FeedError, match=r"mapping of input name to array, got (list|tuple|ndarray).*'x'"):
+                call(feeds)
+        np.testing.assert_array_equal(np.asarray(call(types.MappingProxyType({"x": x}))[0]), -x)

@@ -102,3 +102,46 @@ def test_finetune_missing_input_in_npz_is_reported(files, capsys):
                  "softmax_cross_entropy", "-o", str(files / "x.onnx")])
     assert code == 1
     assert "has no array 'x'" in capsys.readouterr().err
+
+
+def test_finetune_head_mean_pooling_without_a_mask_input(tmp_path, capsys):
+    """The bundled model has no attention_mask input: mean pooling says how to average every
+    token from the command line (--attention-mask none), and then averages every token."""
+    import onnx_stablehlo
+
+    model = onnx_stablehlo.example_model_path()
+    ids = np.random.default_rng(0).integers(0, 100, (8, 16)).astype(np.int64)
+    np.savez(tmp_path / "train.npz", input_ids=ids, labels=(ids[:, 0] > 50).astype(np.int64))
+    args = ["finetune", model, "--train", str(tmp_path / "train.npz"), "--loss", "softmax_cross_entropy",
+            "--head", "2", "--batch-size", "2", "--steps", "2", "--no-progress", "-o", str(tmp_path / "out.onnx")]
+    assert main(args) == 1
+    assert "--attention-mask none on the command line" in capsys.readouterr().err
+    assert main([*args, "--attention-mask", "none", "--trainable", "head.*"]) == 0
+    hidden = ort_run(model, {"input_ids": ids[:2]})[0]  # the encoder is frozen: the same hidden states
+    weights = load_initializers(tmp_path / "out.onnx")
+    (logits,) = ort_run(tmp_path / "out.onnx", {"input_ids": ids[:2]})
+    expected = hidden.mean(axis=1) @ weights["head.weight"] + weights["head.bias"]  # MatMul + Add
+    np.testing.assert_allclose(logits, expected, rtol=1e-5, atol=1e-5)
+
+
+def test_finetune_trains_and_writes_back_a_scalar_weight(tmp_path, capsys):
+    """The bundled model's attention scale is a 0-d initializer: it is trained as a scalar (it
+    was made [1], which the bridge refused) and written back 0-d."""
+    import onnx_stablehlo
+
+    model = onnx_stablehlo.example_model_path()
+    ids = np.random.default_rng(1).integers(0, 100, (8, 16)).astype(np.int64)
+    np.savez(tmp_path / "train.npz", input_ids=ids, labels=(ids[:, 0] > 50).astype(np.int64))
+    out = tmp_path / "out.onnx"
+    code = main(["finetune", model, "--train", str(tmp_path / "train.npz"), "--loss", "softmax_cross_entropy",
+                 "--head", "2", "--pooling", "cls", "--batch-size", "2", "--steps", "3", "--lr", "0.05",
+                 "--no-progress", "-o", str(out)])
+    assert code == 0, capsys.readouterr().err
+    before, after = load_initializers(model), load_initializers(out)
+    assert before["attn_scale"].shape == after["attn_scale"].shape == ()
+    assert after["attn_scale"] != before["attn_scale"]  # trained
+    written = {i.name: list(i.dims) for i in onnx.load(str(out)).graph.initializer}
+    assert written["attn_scale"] == []
+    (logits,) = ort_run(out, {"input_ids": ids[:2]})
+    compiled = onnx_stablehlo.compile(str(out)).run({"input_ids": ids[:2]})[0]
+    np.testing.assert_allclose(compiled, logits, rtol=1e-4, atol=1e-5)
