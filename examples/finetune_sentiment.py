@@ -151,10 +151,10 @@ def run(
             "examples_per_second": trainer.throughput(),  # steps that compiled are left out
         }
         if name == "full":
-            directory = out_dir or Path(tempfile.mkdtemp(prefix="minilm-sentiment-"))
-            path = trainer.save_onnx(Path(directory) / "minilm-sentiment.onnx")
-            result["onnxruntime_accuracy"] = onnxruntime_accuracy(path, test, batch_size)
-            result["path"] = str(path)  # type: ignore[assignment]
+            with tempfile.TemporaryDirectory(prefix="minilm-sentiment-") as scratch:  # kept only with --out
+                path = trainer.save_onnx(Path(out_dir or scratch) / "minilm-sentiment.onnx")
+                result["onnxruntime_accuracy"] = onnxruntime_accuracy(path, test, batch_size)
+            result["path"] = str(path) if out_dir else None  # type: ignore[assignment]
         results[name] = result
     results["data"] = {"train": len(train["labels"]), "test": len(test["labels"]),
                        "test_majority": float(max(test["labels"].mean(), 1 - test["labels"].mean()))}
@@ -170,7 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--head-lr", type=float, default=3e-3)
     parser.add_argument("--full-lr", type=float, default=1e-4)
     parser.add_argument("--runs", nargs="+", choices=("head", "full"), default=["head", "full"])
-    parser.add_argument("--out", type=Path, help="folder for the fine-tuned .onnx (default: a temp folder)")
+    parser.add_argument("--out", type=Path, help="folder for the fine-tuned .onnx (default: not kept)")
     args = parser.parse_args(argv)
     results = run(steps=args.steps, batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
                   head_lr=args.head_lr, full_lr=args.full_lr, runs=args.runs, out_dir=args.out)
@@ -184,7 +184,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"| {name} | {r['trainable_tensors']:.0f} | {r['steps']:.0f} | {r['seconds']:.1f} | "
               f"{r['examples_per_second']:.0f} | {r['accuracy_before']:.4f} | {r['accuracy']:.4f} | {ort_acc} |")
     if "full" in results:
-        print(f"wrote {results['full']['path']}")
+        path = results["full"]["path"]
+        print(f"wrote {path}" if path else "the fine-tuned .onnx was checked with onnxruntime and not kept (pass --out)")
     return 0
 
 

@@ -98,13 +98,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"step {number}: loss {float(value):.4f}")
     print(f"after:  test accuracy {float(accuracy(params, x_test, labels_test)):.3f}")
 
-    output = Path(args.output) if args.output else Path(tempfile.mkdtemp()) / "trained.onnx"
-    save_onnx({name: np.asarray(value) for name, value in params.items()}, output, original=model)
-    session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
-    (theirs,) = session.run(None, {"x": x_test})
-    (ours,) = fn(params, x_test)
-    difference = float(np.abs(theirs - np.asarray(ours)).max())
-    print(f"wrote {output}; onnxruntime on it vs the bridge: max abs difference {difference:.2e}")
+    with tempfile.TemporaryDirectory() as scratch:  # without --output the file is not kept
+        output = Path(args.output) if args.output else Path(scratch) / "trained.onnx"
+        save_onnx({name: np.asarray(value) for name, value in params.items()}, output, original=model)
+        session = ort.InferenceSession(str(output), providers=["CPUExecutionProvider"])
+        (theirs,) = session.run(None, {"x": x_test})
+        (ours,) = fn(params, x_test)
+        difference = float(np.abs(theirs - np.asarray(ours)).max())
+        kept = f"wrote {output}" if args.output else "wrote the trained .onnx (not kept: pass --output)"
+        print(f"{kept}; onnxruntime on it vs the bridge: max abs difference {difference:.2e}")
     if difference > 1e-5:
         raise SystemExit("onnxruntime disagrees with the trained weights")
     return 0
