@@ -10,7 +10,7 @@ import pytest
 
 from onnx_stablehlo.bisect import BisectError, bisect, compare_arrays, exposed_model, perturbed_registry
 from onnx_stablehlo.cli import main
-from tests.util import parse
+from tests.util import parse, shift_exposed_oracle
 
 # A chain with a fan-out: x feeds both the MatMul and the final Add, so a fault upstream of
 # the Add reaches the output through one path only. The Gelu node is unnamed.
@@ -103,17 +103,7 @@ def test_bisect_says_when_onnxruntime_changes_its_own_outputs_once_values_are_ex
     """onnxruntime fuses differently around exposed values (an int8 MiniLM's outputs moved by 3%
     relative): when its exposed run's outputs differ from its run of the model as given, bisect
     says so, compares our outputs with the latter, and check --bisect exits 0 when they agree."""
-    import onnx_stablehlo.bisect as bisect_module
-
-    real = bisect_module.run_onnxruntime
-
-    def shifted(model, feeds):  # onnxruntime on the exposed model: as if a fusion moved b and y
-        values = real(model, feeds)
-        if len(model.graph.output) > 1:
-            values = {k: (v * np.float32(1.05) if k in ("b", "y") else v) for k, v in values.items()}
-        return values
-
-    monkeypatch.setattr(bisect_module, "run_onnxruntime", shifted)
+    shift_exposed_oracle(monkeypatch, ("b", "y"))  # onnxruntime on the exposed model moves these
     path = tmp_path / "chain.onnx"
     onnx.save(parse(CHAIN), path)
     assert main(["check", str(path), "--bisect"]) == 0

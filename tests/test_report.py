@@ -12,6 +12,7 @@ from onnx_stablehlo.bisect import perturbed_registry
 from onnx_stablehlo.cli import main
 from onnx_stablehlo.report import _hlo_node_map, build_report, render_html
 from tests import chromium
+from tests.util import shift_exposed_oracle
 
 CNN = """<ir_version: 9, opset_import: ["" : 18]>
 cnn (float[1, 3, 16, 16] x) => (float[1, 10] y) {
@@ -123,6 +124,20 @@ def test_report_cli_writes_the_page(tmp_path, capsys):
     assert f"wrote {out}" in printed and "no node diverges from onnxruntime" in printed
     page = out.read_text()
     assert "All 5 node outputs agree with onnxruntime" in page
+
+
+def test_report_cli_says_when_onnxruntime_moves_its_own_outputs(tmp_path, capsys, monkeypatch):
+    """When onnxruntime's outputs change once every node output is exposed, the page and the
+    command's summary say the divergence may be its own (see test_bisect.py)."""
+    shift_exposed_oracle(monkeypatch, ("r", "y"))  # onnxruntime on the exposed model moves these
+    path, out = tmp_path / "cnn.onnx", tmp_path / "report.html"
+    onnx.save(cnn_model(), path)
+    assert main(["report", str(path), "-o", str(out), "--profile-runs", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert "first divergent node: relu (inconclusive: onnxruntime's outputs change" in printed
+    page = out.read_text()
+    assert "onnxruntime&#x27;s own outputs change when every node output is exposed (y relative" in page  # html.escape
+    assert "on the model as given our outputs agree with it" in page
 
 
 def test_report_in_headless_chromium(perturbed_report, tmp_path):
