@@ -454,7 +454,10 @@ def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: Lower
     )
     if mismatch:
         declared_text = _type_text(computed.dtype, declared_dims)
-        warnings.warn(
+        # Attributed to the ONNX model, not to a line of this package: Python would print that
+        # line of source under the message, which reads like a traceback. The registry keeps
+        # the default once-per-message behaviour.
+        warnings.warn_explicit(
             DeclaredShapeWarning(
                 f"{onnx_node.domain or 'ai.onnx'}::{onnx_node.op_type} (opset {onnx_node.opset}) at "
                 f"{onnx_node.name}: value '{declared.name}' is declared {declared_text} but computed "
@@ -462,8 +465,11 @@ def check_declared(onnx_node: OnnxNode, declared: onnx_ir.Value, computed: Lower
                 value_name=declared.name, node_name=onnx_node.name,
                 declared=str(declared_dims), computed=computed_text,
             ),
-            stacklevel=2,
+            DeclaredShapeWarning, "<onnx model>", 0, module=__name__, registry=_WARNING_REGISTRY,
         )
+
+
+_WARNING_REGISTRY: dict[Any, Any] = {}  # warnings already shown (see warnings.warn_explicit)
 
 
 def _type_text(dtype: DataType, shape: Sequence[Any] | None) -> str:

@@ -87,6 +87,8 @@ def test_declared_shape_that_contradicts_the_op_warns_and_runs_like_onnxruntime(
     np.testing.assert_array_equal(got[0], expected[0])
     found = [w.message for w in caught if isinstance(w.message, errors.DeclaredShapeWarning)]
     assert found, [str(w.message) for w in caught]
+    # Attributed to the model, so Python prints no line of this package's source under it.
+    assert {w.filename for w in caught if isinstance(w.message, errors.DeclaredShapeWarning)} == {"<onnx model>"}
     assert found[0].value_name == value and found[0].node_name == "'relu'"
     assert f"value '{value}' is declared {declared} but computed float[2, 3]" in str(found[0])
 
