@@ -62,11 +62,14 @@ def lower(
         StableHLO text.
 
     Raises:
+        InvalidOptionError: ``weights``, ``input_shapes`` or ``dims`` is malformed.
         ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError.
     """
+    checked = CompileOptions(weights=weights, input_shapes=input_shapes or {}, dims=dims or {})  # type: ignore[arg-type]
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
     return import_model(
-        ir_model, input_shapes, weights=weights, registry=registry, dynamic=dynamic, dims=dims  # type: ignore[arg-type]
+        ir_model, dict(checked.input_shapes) or None, weights=weights, registry=registry, dynamic=dynamic,  # type: ignore[arg-type]
+        dims=dict(checked.dims),
     )
 
 
@@ -137,8 +140,8 @@ def compile(  # noqa: A001 - the field's verb
     """
     options = CompileOptions(
         weights=weights,  # type: ignore[arg-type]
-        input_shapes=dict(input_shapes or {}),
-        dims=dict(dims or {}),
+        input_shapes=input_shapes or {},  # checked there: InvalidOptionError
+        dims=dims or {},
         dynamic=dynamic,
         pipeline=pipeline,
         hoist_weights=hoist_weights,

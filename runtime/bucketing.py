@@ -48,14 +48,26 @@ class Bucketing:
     pad_values: Mapping[str, float | int | bool] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.dims, Mapping):
+            raise InvalidOptionError(
+                f"Bucketing takes a mapping of dim name to 'pow2' or a list of sizes, got {self.dims!r}"
+            )
+        if not isinstance(self.pad_values, Mapping):
+            raise InvalidOptionError(f"Bucketing's pad_values must map input names to values, got {self.pad_values!r}")
         for name, rule in self.dims.items():
             if isinstance(rule, str):
                 if rule != "pow2":
                     raise InvalidOptionError(
                         f"bucketing for '{name}': expected 'pow2' or a list of sizes, got {rule!r}"
                     )
-            elif list(rule) != sorted(int(v) for v in rule) or not rule:
-                raise InvalidOptionError(f"bucketing for '{name}': sizes must be ascending, got {list(rule)}")
+                continue
+            sizes = list(rule) if isinstance(rule, (list, tuple)) else None
+            if not sizes or not all(not isinstance(v, bool) and hasattr(v, "__index__") and int(v) > 0 for v in sizes):
+                raise InvalidOptionError(
+                    f"bucketing for '{name}': expected 'pow2' or a list of positive integer sizes, got {rule!r}"
+                )
+            if sizes != sorted(sizes):
+                raise InvalidOptionError(f"bucketing for '{name}': sizes must be ascending, got {sizes}")
 
     def bucket(self, name: str, size: int) -> int:
         """The padded size for ``size`` along dim ``name``."""

@@ -38,7 +38,7 @@ from onnx_stablehlo.runtime import pjrt, split
 from onnx_stablehlo.runtime.artifact import Artifact
 from onnx_stablehlo.runtime.call_plan import CallPlan, raise_failed_checks
 from onnx_stablehlo.runtime.executables import AssumptionFailed, Executables, Specialization
-from onnx_stablehlo.runtime.feeds import FeedChecker, require_mapping
+from onnx_stablehlo.runtime.feeds import FeedChecker, format_dims, require_mapping
 from onnx_stablehlo.runtime.host_stages import HostStages
 from onnx_stablehlo.runtime.options import CompileOptions
 
@@ -110,6 +110,13 @@ class CompiledModel:
                 f"not have; its inputs are {', '.join(repr(n) for n in self.input_names)}"
             )
         self._feeds = FeedChecker(inputs, fixed_shapes, options.dims)
+        for name, shape in fixed_shapes.items():  # against the declared rank
+            declared = self._feeds.declared[name]
+            if isinstance(declared, tuple) and isinstance(shape, tuple) and len(shape) != len(declared):
+                raise ShapeError(
+                    f"input_shapes gives input {name!r} the shape {list(shape)}, but the model declares "
+                    f"{format_dims(declared)}"
+                )
         known_names = {
             d for dims_ in self._feeds.declared.values() if isinstance(dims_, tuple) for d in dims_ if isinstance(d, str)
         }

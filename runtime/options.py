@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from onnx_stablehlo.errors import InvalidOptionError
 
-__all__ = ["CompileOptions"]
+__all__ = ["CompileOptions", "checked_input_shapes"]
 
 WeightsMode = Literal["args", "inline"]
 
@@ -84,9 +84,11 @@ class CompileOptions:
 
             Pipeline.parse(self.pipeline)  # a bad pipeline string fails here, not at the first run
         dims = {}
+        if not isinstance(self.dims or {}, Mapping):
+            raise InvalidOptionError(f"dims must map dim names to sizes, got {type(self.dims).__name__}")
         for name, size in dict(self.dims or {}).items():
-            if isinstance(size, bool) or not isinstance(size, (int,)) and not hasattr(size, "__index__"):
-                raise InvalidOptionError(f"dims[{name!r}] must be an integer size, got {size!r}")
+            if not _is_size(size):
+                raise InvalidOptionError(f"dims[{name!r}] must be a non-negative integer size, got {size!r}")
             dims[str(name)] = int(size)
         object.__setattr__(self, "dims", types.MappingProxyType(dims))
         object.__setattr__(self, "input_shapes", types.MappingProxyType(_frozen_shapes(self.input_shapes)))
@@ -109,7 +111,40 @@ class CompileOptions:
 
 
 def _frozen_shapes(shapes: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A copy of ``input_shapes``; ``CompiledModel`` normalizes them against the input types."""
-    if shapes is not None and not isinstance(shapes, Mapping):
+    """A checked copy of ``input_shapes``; ``CompiledModel`` normalizes them against the input
+    types (see :func:`checked_input_shapes`)."""
+    return checked_input_shapes(shapes)
+
+
+def checked_input_shapes(shapes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``input_shapes`` checked: input name -> a shape (a sequence of non-negative integer
+    sizes) or, for a sequence input, a list of shapes.
+
+    Raises:
+        InvalidOptionError: not a mapping, or a shape that is not one of those (a string, a
+            float or negative size, ``None``); the message names the input.
+    """
+    if shapes is None:
+        return {}
+    if not isinstance(shapes, Mapping):
         raise InvalidOptionError(f"input_shapes must map input names to shapes, got {type(shapes).__name__}")
-    return dict(shapes or {})
+    checked = {}
+    for name, shape in shapes.items():
+        if _is_shape(shape) or (
+            isinstance(shape, (list, tuple)) and shape and all(_is_shape(s) for s in shape)
+        ):
+            checked[name] = shape
+            continue
+        raise InvalidOptionError(
+            f"input_shapes[{name!r}] must be a shape (a list of non-negative integer sizes, or a list of "
+            f"such shapes for a sequence input), got {shape!r}"
+        )
+    return checked
+
+
+def _is_size(size: Any) -> bool:
+    return not isinstance(size, bool) and hasattr(size, "__index__") and int(size.__index__()) >= 0
+
+
+def _is_shape(shape: Any) -> bool:
+    return isinstance(shape, (list, tuple)) and all(_is_size(d) for d in shape)

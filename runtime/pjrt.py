@@ -157,6 +157,11 @@ def get_device(spec: str = "cpu") -> Device:
         DeviceNotFoundError: the platform is unknown or absent, or the index is out of range;
             the message lists the available platforms.
     """
+    if not isinstance(spec, str):
+        raise DeviceNotFoundError(
+            f"device must be a name such as 'cpu', 'cuda' or 'cuda:1', got {spec!r}; "
+            f"available here: {', '.join(available_platforms())}"
+        )
     name, _, index_text = spec.partition(":")
     name = name.strip().lower()
     index = int(index_text) if index_text.strip().isdigit() else 0

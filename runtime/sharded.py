@@ -80,8 +80,9 @@ class ShardedModel:
         self.batch_dim = self.function.batch_dim
         if self.batch_dim is None:
             raise InvalidOptionError(
-                "devices= shards the batch, but the model has no batch dim: name it with batch_dim= (a symbol "
-                f"that is the first dim of the inputs having it and of every output); symbols: "
+                "devices= shards the batch, but the model has no batch dim (a symbol named like 'batch' that is "
+                "the first dim of the inputs having it and of every output): name another with "
+                "ShardedModel(model, devices, batch_dim=NAME); symbols: "
                 f"{', '.join(repr(s) for s in sorted(self.function.symbols)) or '(none)'}"
             )
         self.input_names = self.function.input_names

@@ -266,3 +266,41 @@ def test_feeds_that_are_not_a_mapping_are_feed_errors():
             with pytest.raises(errors.FeedError, match=r"mapping of input name to array, got (list|tuple|ndarray).*'x'"):
                 call(feeds)
         np.testing.assert_array_equal(np.asarray(call(types.MappingProxyType({"x": x}))[0]), -x)
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"device": 3}, errors.DeviceNotFoundError, "device must be a name such as 'cpu'.*got 3"),
+        ({"device": None}, errors.DeviceNotFoundError, "got None"),
+        ({"input_shapes": [(2, 3)]}, errors.InvalidOptionError, "input_shapes must map input names to shapes, got list"),
+        ({"input_shapes": {"x": "abc"}}, errors.InvalidOptionError, r"input_shapes\['x'\] must be a shape"),
+        ({"input_shapes": {"x": (1.5, 3)}}, errors.InvalidOptionError, r"input_shapes\['x'\] must be a shape"),
+        ({"input_shapes": {"x": (-1, 3)}}, errors.InvalidOptionError, r"input_shapes\['x'\] must be a shape"),
+        ({"input_shapes": {"x": (2, 3, 1)}}, errors.ShapeError, r"shape \[2, 3, 1\], but the model declares \[2, 3\]"),
+        ({"dims": [1]}, errors.InvalidOptionError, "dims must map dim names to sizes, got list"),
+        ({"dims": {"batch": "x"}}, errors.InvalidOptionError, r"dims\['batch'\] must be a non-negative integer size"),
+        ({"dims": {"batch": -1}}, errors.InvalidOptionError, r"dims\['batch'\] must be a non-negative integer size"),
+    ],
+    ids=["device-int", "device-none", "shapes-list", "shape-str", "shape-float", "shape-negative", "shape-rank",
+         "dims-list", "dims-str", "dims-negative"],
+)
+def test_malformed_compile_options_are_typed_errors(options, error, match):
+    with pytest.raises(error, match=match):
+        onnx_stablehlo.compile(parse(NEG), **options)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{"weights": "x"}, {"input_shapes": {"x": "x"}}, {"input_shapes": [(2, 3)]}, {"dims": {"batch": None}}, {"dims": {"b": -1}}],
+    ids=["weights", "shape-str", "shapes-list", "dims-none", "dims-negative"],
+)
+def test_malformed_lower_options_are_invalid_option_errors(options):
+    with pytest.raises(errors.InvalidOptionError):
+        onnx_stablehlo.lower(parse(NEG), **options)
+
+
+@pytest.mark.parametrize("dims", [None, 3, {"sequence": 0}, {"sequence": [8, 4]}, {"sequence": 5}, {"sequence": "pow3"}])
+def test_malformed_bucketing_is_invalid_option_error(dims):
+    with pytest.raises(errors.InvalidOptionError, match="[Bb]ucketing"):
+        onnx_stablehlo.Bucketing(dims)

@@ -34,7 +34,7 @@ def test_options_are_validated_once_where_they_are_built():
         CompileOptions(weights="constants")  # type: ignore[arg-type]
     with pytest.raises(InvalidOptionError, match="cache_size must be a positive"):
         CompileOptions(cache_size=0)
-    with pytest.raises(InvalidOptionError, match=r"dims\['batch'\] must be an integer"):
+    with pytest.raises(InvalidOptionError, match=r"dims\['batch'\] must be a non-negative integer"):
         CompileOptions(dims={"batch": "eight"})  # type: ignore[dict-item]
     with pytest.raises(PipelineParseError):
         CompileOptions(pipeline="no-such-pass")

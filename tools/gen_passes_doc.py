@@ -36,8 +36,11 @@ names the pass in every failure. Driver flags: `--split-input-file`, `--print-ir
 `--list-passes`, `--debug-info`, `-o OUT`.
 
 From Python: `onnx_stablehlo.passes.run_pipeline(module, pipeline, verify=True,
-print_ir_after_all=False, print_ir_after=(), pass_timing=False, out=sys.stderr)` returns a
-`PipelineResult` (per-pass time and pattern statistics, op counts before and after).
+print_ir_after_all=False, print_ir_after=(), pass_timing=False, debug_patterns=False,
+out=None)` (`out`: where the reports go, standard error by default) returns a
+`PipelineResult` (per-pass time and pattern statistics, op counts before and after). `module`
+is a live `ir.Module` (for `onnx_stablehlo.lower`'s result: `lowered.module`, inside
+`with lowered.context:`).
 
 Floating-point rewrites hold for every input, NaN, infinities and both zeros included
 (`x + 0.0 -> x` is not done: it maps -0.0 to +0.0; `x + (-0.0) -> x` and `x * 1 -> x` are).

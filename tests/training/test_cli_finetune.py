@@ -145,3 +145,23 @@ def test_finetune_trains_and_writes_back_a_scalar_weight(tmp_path, capsys):
     (logits,) = ort_run(out, {"input_ids": ids[:2]})
     compiled = onnx_stablehlo.compile(str(out)).run({"input_ids": ids[:2]})[0]
     np.testing.assert_allclose(compiled, logits, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("engine", ["bridge", "pjrt"])
+def test_a_batch_with_mismatched_rows_or_out_of_range_classes_is_refused(engine):
+    """3 labels for 4 rows, or class 7 of 3, gave a finite and wrong loss before."""
+    from onnx_stablehlo.errors import FeedError, ShapeError
+    from onnx_stablehlo.runtime.training import Trainer
+
+    data = classification_data(8, seed=1)
+    trainer = Trainer(mlp_classifier(), "softmax_cross_entropy", engine=engine)
+    with pytest.raises(ShapeError, match="different numbers of rows: 'x' 4, 'labels' 3"):
+        trainer.train_step({"x": data["x"][:4], "labels": data["labels"][:3]})
+    for bad in (7, -1):
+        labels = data["labels"][:4].copy()
+        labels[2] = bad
+        with pytest.raises(FeedError, match=rf"'labels' holds class {bad}, outside \[0, 3\)"):
+            trainer.train_step({"x": data["x"][:4], "labels": labels})
+        with pytest.raises(FeedError, match="outside"):
+            trainer.evaluate([{"x": data["x"][:4], "labels": labels}])
+    assert np.isfinite(trainer.train_step({"x": data["x"][:4], "labels": data["labels"][:4]}))
