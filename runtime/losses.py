@@ -33,7 +33,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import onnx
@@ -42,9 +42,13 @@ import onnx.helper
 import onnx.version_converter
 import onnx_ir
 
+from onnx_stablehlo.errors import FeedError, ShapeError
 from onnx_stablehlo.frontend.graph_edit import FragmentBuilder, GraphEditError, attach, default_opset, to_proto, value_types
 
-__all__ = ["LOSSES", "LossSpec", "ModelWithLoss", "add_loss", "accuracy_of", "GraphEditError"]
+__all__ = [
+    "LOSSES", "LossSpec", "ModelWithLoss", "add_loss", "accuracy_of", "GraphEditError", "label_classes",
+    "check_batch_rows_and_labels",
+]
 
 ModelLike = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
 Accuracy = Callable[[np.ndarray, np.ndarray], np.ndarray]
@@ -236,3 +240,44 @@ def _user_fragment(loss: onnx.ModelProto | onnx.GraphProto | os.PathLike | str, 
         fragment, "loss/", rename_inputs=False, rename_outputs=False, rename_functions=False
     )
 
+
+
+# Losses whose labels are class indices into the prediction's last axis.
+_CLASS_INDEX_LOSSES = ("softmax_cross_entropy",)
+
+
+def label_classes(with_loss: ModelWithLoss, model: onnx.ModelProto) -> dict[str, int | None]:
+    """The class-index label inputs of ``with_loss`` -> how many classes its prediction has in
+    ``model`` (its last declared dim; None when not declared); empty for other losses."""
+    if with_loss.loss_name not in _CLASS_INDEX_LOSSES:
+        return {}
+    classes = None
+    for info in list(model.graph.output) + list(model.graph.value_info):
+        if info.name == with_loss.prediction and info.type.tensor_type.HasField("shape"):
+            dims = info.type.tensor_type.shape.dim
+            classes = int(dims[-1].dim_value) if dims and dims[-1].HasField("dim_value") else None
+    return {name: classes for name in with_loss.label_inputs}
+
+
+def check_batch_rows_and_labels(arrays: Mapping[str, np.ndarray], classes: Mapping[str, int | None]) -> None:
+    """Checks that a training batch's arrays have one row count and that class-index labels
+    lie in ``[0, classes)`` (either mistake gave a finite, wrong loss).
+
+    Raises:
+        ShapeError: two arrays have different numbers of rows.
+        FeedError: a label is negative or not below the prediction's number of classes.
+    """
+    rows = {name: np.shape(a)[0] for name, a in arrays.items() if np.ndim(a) > 0}
+    if len(set(rows.values())) > 1:
+        raise ShapeError(
+            "the batch's arrays have different numbers of rows: " + ", ".join(f"{n!r} {c}" for n, c in rows.items())
+        )
+    for name, count in classes.items():
+        labels = arrays[name]
+        low, high = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
+        if low < 0 or (count is not None and high >= count):
+            raise FeedError(
+                f"{name!r} holds class {low if low < 0 else high}, outside [0, "
+                f"{count if count is not None else 'classes'}) of the prediction",
+                name,
+            )

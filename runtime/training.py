@@ -43,7 +43,7 @@ import numpy as np
 import onnx
 import onnx_ir
 
-from onnx_stablehlo.errors import FeedError, ShapeError
+from onnx_stablehlo.errors import FeedError
 from onnx_stablehlo.frontend import atomic_io, dtypes
 from onnx_stablehlo.frontend.graph_edit import PROTO_LIMIT, to_proto
 from onnx_stablehlo.frontend.importer import graph_input_values
@@ -51,7 +51,7 @@ from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import load as load_model
 from onnx_stablehlo.runtime import pjrt
 from onnx_stablehlo.runtime.feeds import FeedChecker
-from onnx_stablehlo.runtime.losses import Accuracy, ModelWithLoss, add_loss
+from onnx_stablehlo.runtime.losses import Accuracy, ModelWithLoss, add_loss, check_batch_rows_and_labels, label_classes
 from onnx_stablehlo.runtime.model import CompiledModel
 from onnx_stablehlo.runtime.optimizers import OPTIMIZERS, SCHEDULES, make_optimizer
 from onnx_stablehlo.runtime.training_data import (
@@ -187,10 +187,7 @@ class Trainer:
         self.loss_name = with_loss.loss_name
         self.accuracy = accuracy or with_loss.accuracy
         self.label_inputs = list(with_loss.label_inputs)
-        # Class-index labels (softmax_cross_entropy) and how many classes the prediction has
-        # (None: not declared): a label out of range would give a finite, wrong loss.
-        self._class_labels = self.label_inputs if with_loss.loss_name in _CLASS_INDEX_LOSSES else []
-        self._classes = _last_declared_dim(proto, with_loss.prediction) if self._class_labels else None
+        self._label_classes = label_classes(with_loss, proto)  # class-index labels, checked per batch
         # (the onnx checker cannot take a ModelProto of 2 GB or more)
         self._training_model = load_model(with_loss.model, check=with_loss.model.ByteSize() < PROTO_LIMIT)
         graph = self._training_model.graph
@@ -302,21 +299,7 @@ class Trainer:
                     name,
                 )
         arrays = self._feeds.check(batch, names=self.input_names)
-        rows = {name: np.shape(a)[0] for name, a in arrays.items() if np.ndim(a) > 0}
-        if len(set(rows.values())) > 1:  # a batch is rows of examples: every input has as many
-            raise ShapeError(
-                "the batch's arrays have different numbers of rows: "
-                + ", ".join(f"{name!r} {count}" for name, count in rows.items())
-            )
-        for name in self._class_labels:
-            labels = arrays[name]
-            low, high = (int(labels.min()), int(labels.max())) if labels.size else (0, 0)
-            if low < 0 or (self._classes is not None and high >= self._classes):
-                raise FeedError(
-                    f"{name!r} holds class {low if low < 0 else high}, outside [0, "
-                    f"{self._classes if self._classes is not None else 'classes'}) of the prediction",
-                    name,
-                )
+        check_batch_rows_and_labels(arrays, self._label_classes)
         return {name: np.asarray(array, order="C") for name, array in arrays.items()}  # 0-d stays 0-d
 
     def train_step(self, batch: Mapping[str, Any]) -> float:
@@ -596,15 +579,3 @@ class Trainer:
 
         return save_onnx(self, path, **options)
 
-
-_CLASS_INDEX_LOSSES = ("softmax_cross_entropy",)
-
-
-def _last_declared_dim(proto: onnx.ModelProto, value: str | None) -> int | None:
-    """The static size of ``value``'s last declared dim in ``proto`` (a graph output or a
-    value_info), or None."""
-    for info in list(proto.graph.output) + list(proto.graph.value_info):
-        if info.name == value and info.type.tensor_type.HasField("shape"):
-            dims = info.type.tensor_type.shape.dim
-            return int(dims[-1].dim_value) if dims and dims[-1].HasField("dim_value") else None
-    return None
