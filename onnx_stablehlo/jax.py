@@ -58,7 +58,7 @@ from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import ModelSource
 from onnx_stablehlo.frontend.loader import load as _load
 from onnx_stablehlo.frontend.shapes import SymbolicDim
-from onnx_stablehlo.runtime.options import CompileOptions
+from onnx_stablehlo.runtime.options import CompileOptions, checked_input_shapes
 
 if TYPE_CHECKING:
     from onnx_stablehlo.runtime.artifact import Artifact
@@ -121,11 +121,11 @@ def bridge_options(
     """The :class:`CompileOptions` of the bridge: weights as arguments (``params``), every float
     weight trainable (no scalar inlining), no run-time check result (``@main`` returns the
     graph outputs only), float64 math by platform; nothing compiled by the runtime itself."""
-    shapes = {k: tuple(int(d) for d in v) for k, v in (input_shapes or {}).items()}
+    shapes = {k: tuple(int(d) for d in v) for k, v in checked_input_shapes(input_shapes).items()}
     return CompileOptions(
         weights="args",
         input_shapes=shapes,
-        dims=dict(dims or {}),
+        dims=dims or {},  # checked there
         pipeline=pipeline,
         device_passes=False,
         hoist_weights=False,

@@ -91,7 +91,7 @@ class CompileOptions:
                 raise InvalidOptionError(f"dims[{name!r}] must be a non-negative integer size, got {size!r}")
             dims[str(name)] = int(size)
         object.__setattr__(self, "dims", types.MappingProxyType(dims))
-        object.__setattr__(self, "input_shapes", types.MappingProxyType(_frozen_shapes(self.input_shapes)))
+        object.__setattr__(self, "input_shapes", types.MappingProxyType(checked_input_shapes(self.input_shapes)))
 
     def float64_math_on(self, platform: str) -> bool:
         """Whether float64 math is used on ``platform`` (``float64_math``, else not on TPU)."""
@@ -110,15 +110,10 @@ class CompileOptions:
         }
 
 
-def _frozen_shapes(shapes: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A checked copy of ``input_shapes``; ``CompiledModel`` normalizes them against the input
-    types (see :func:`checked_input_shapes`)."""
-    return checked_input_shapes(shapes)
-
-
 def checked_input_shapes(shapes: Mapping[str, Any] | None) -> dict[str, Any]:
-    """``input_shapes`` checked: input name -> a shape (a sequence of non-negative integer
-    sizes) or, for a sequence input, a list of shapes.
+    """A copy of ``input_shapes``, checked: input name -> a shape (a sequence of non-negative
+    integer sizes) or, for a sequence input, a list of shapes (``CompiledModel`` normalizes them
+    against the input types).
 
     Raises:
         InvalidOptionError: not a mapping, or a shape that is not one of those (a string, a

@@ -304,3 +304,13 @@ def test_malformed_lower_options_are_invalid_option_errors(options):
 def test_malformed_bucketing_is_invalid_option_error(dims):
     with pytest.raises(errors.InvalidOptionError, match="[Bb]ucketing"):
         onnx_stablehlo.Bucketing(dims)
+
+
+@pytest.mark.parametrize("options", [{"input_shapes": {"x": "x"}}, {"input_shapes": [(2, 3)]}, {"dims": [1]}],
+                         ids=["shape-str", "shapes-list", "dims-list"])
+def test_malformed_bridge_options_are_invalid_option_errors(options):
+    """The JAX bridge checks its options where compile and lower do (they raised ValueError)."""
+    from onnx_stablehlo.jax import to_jax
+
+    with pytest.raises(errors.InvalidOptionError):
+        to_jax(parse(NEG), **options)
