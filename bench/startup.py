@@ -10,9 +10,9 @@ before its first import to the first result, so interpreter start-up is left out
 
 * ``ours cold``: an empty executable cache folder (``ONNX_STABLEHLO_EXECUTABLE_CACHE``), so XLA
   compiles everything;
-* ``ours warm``: the same folder again, so the lowered artifacts and the executables are read
-  from disk (``runtime/artifact_cache.py``, ``runtime/executable_cache.py``): no lowering,
-  passes or compile;
+* ``ours warm``: the same folder again: a warm start (``runtime/warm_start.py``) runs the stored
+  executable (``runtime/executable_cache.py``) with the weights read by onnx's protobuf, without
+  importing onnx_ir or the frontend: no lowering, passes or compile;
 * ``ORT``: ``onnxruntime.InferenceSession`` (2 intra-op threads, or the CUDA execution provider
   with ``--device cuda``) plus its first run.
 * ``jaxlib floor``: what any runtime on the pinned jaxlib pays before the warm run's first result,
@@ -63,13 +63,16 @@ def feeds_for(names_types):
 if kind == "ours":
     import onnx_stablehlo
     model = onnx_stablehlo.compile(path, device, input_shapes=shapes)
-    from onnx_stablehlo.frontend.dtypes import numpy_dtype
-    feeds = feeds_for([(n, np.dtype(numpy_dtype(model._feeds.input_dtypes[n])).str) for n in model.input_names])
+    dtypes = json.loads(sys.argv[6])
+    feeds = feeds_for([(n, dtypes[n]) for n in model.input_names])
     model.run(feeds)
     first = time.perf_counter() - start
     from onnx_stablehlo.runtime.executable_cache import default_cache
     cache = default_cache()
-    detail = dict(model.timings, cache_hits=cache.hits if cache else 0, lowered_from_disk=model.executables.disk_hits)
+    warm = model._warm is not None  # a warm start (runtime/warm_start.py): nothing lowered or loaded
+    detail = dict(cache_hits=cache.hits if cache else 0, warm_start=warm, onnx_ir_imported="onnx_ir" in sys.modules)
+    if not warm:
+        detail.update(model.timings, lowered_from_disk=model.executables.disk_hits)
 elif kind == "floor":
     import glob, os
     import jax
@@ -119,13 +122,13 @@ json.dump({"seconds": first, "detail": detail}, sys.stdout)
 """
 
 
-def _child(kind: str, path: str, shapes: dict, device: str, cache: str, payloads: str = "") -> dict:
+def _child(kind: str, path: str, shapes: dict, device: str, cache: str, payloads: str = "", dtypes: dict | None = None) -> dict:
     env = {**os.environ, "ONNX_STABLEHLO_EXECUTABLE_CACHE": cache}
     # Bytecode (.pyc) is written and reused, as in an installed package (a checkout run with
     # PYTHONDONTWRITEBYTECODE=1 would recompile every module in every child).
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, kind, path, json.dumps(shapes), device, payloads],
+        [sys.executable, "-c", _CHILD, kind, path, json.dumps(shapes), device, payloads, json.dumps(dtypes or {})],
         env=env, capture_output=True, text=True, check=False,
     )
     if done.returncode != 0:
@@ -158,6 +161,16 @@ def _model(quick: bool) -> tuple[str, dict, str]:
     return str(path), {"input_ids": shape, "attention_mask": shape, "token_type_ids": shape}, "MiniLM legacy 1x16"
 
 
+def _input_dtypes(path: str) -> dict[str, str]:
+    """The numpy dtype of each graph input (read here, so the child's first result needs nothing
+    from the compiled model but ``input_names``)."""
+    import onnx
+    from onnx import helper
+
+    graph = onnx.load(path, load_external_data=False).graph
+    return {v.name: helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type).str for v in graph.input}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="an .onnx file (its inputs need --shape)")
@@ -173,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         path, shapes, label = _model(args.quick)
     rounds = 1 if args.quick else args.rounds
+    dtypes = _input_dtypes(path)
     times: dict[str, list[float]] = {"ours cold": [], "ours warm": [], "ORT": [], "jaxlib floor": []}
     details: dict[str, dict] = {}
     # The child builds its own session (importing nothing but onnxruntime, as a user's process);
@@ -180,11 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     _timing.ort_session(path, args.device)
     with tempfile.TemporaryDirectory(prefix="startup-cache-") as cache:  # untimed: writes the .pyc files
         for kind in ("ours", "ort"):
-            _child(kind, path, shapes, args.device, cache)
+            _child(kind, path, shapes, args.device, cache, dtypes=dtypes)
     for _ in range(rounds):
         with tempfile.TemporaryDirectory(prefix="startup-cache-") as cache:
             for name, kind in (("ours cold", "ours"), ("ours warm", "ours"), ("ORT", "ort")):
-                result = _child(kind, path, shapes, args.device, cache)
+                result = _child(kind, path, shapes, args.device, cache, dtypes=dtypes)
                 times[name].append(result["seconds"])
                 details[name] = result["detail"]
             with tempfile.TemporaryDirectory(prefix="startup-payloads-") as payloads:
@@ -200,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         phases = ", ".join(f"{k.replace('_seconds', '')} {v:.2f}" for k, v in detail.items() if k.endswith("_seconds"))
         if "executables" in detail:
             phases += f", {detail['executables']} executables of {detail['entries']} cache entries"
-        if "cache_hits" in detail:
+        if detail.get("warm_start"):
+            phases = "warm start: nothing lowered, onnx_ir " + ("imported" if detail["onnx_ir_imported"] else "not imported")
+        elif "cache_hits" in detail:
             phases += f", executables from disk {detail['cache_hits']}, lowered from disk {detail['lowered_from_disk']}"
         rows.append([name, _timing.format_s(median), f"{median / ort:.2f}", phases or "-"])
     print(f"# first result in a new process: {label}, device {args.device}, {rounds} round(s), "

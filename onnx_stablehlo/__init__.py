@@ -13,12 +13,26 @@ import os
 # without this package's __init__).
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
+from typing import TYPE_CHECKING, Any  # noqa: E402
+
 from onnx_stablehlo import errors  # noqa: E402
 from onnx_stablehlo.api import compile, load, lower  # noqa: A004, E402
 from onnx_stablehlo.runtime.bucketing import Bucketing  # noqa: E402
 from onnx_stablehlo.runtime.model import CompiledModel  # noqa: E402
-from onnx_stablehlo.runtime.training import ArrayBatches, Trainer  # noqa: E402
-from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes  # noqa: E402
+
+# Imported on first use (PEP 562): they import onnx_ir and the frontend, which a warm start
+# (runtime/warm_start.py) runs without.
+_LAZY = {
+    "Trainer": "onnx_stablehlo.runtime.training",
+    "ArrayBatches": "onnx_stablehlo.runtime.training",
+    "ShapeInference": "onnx_stablehlo.shape_inference",
+    "annotate_shapes": "onnx_stablehlo.shape_inference",
+    "infer_shapes": "onnx_stablehlo.shape_inference",
+}
+
+if TYPE_CHECKING:
+    from onnx_stablehlo.runtime.training import ArrayBatches, Trainer
+    from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes
 
 __all__ = [
     "compile", "load", "lower", "infer_shapes", "annotate_shapes", "ShapeInference", "Bucketing",
@@ -32,3 +46,18 @@ def example_model_path() -> str:
     from importlib.resources import files
 
     return str(files("onnx_stablehlo") / "data" / "tiny_transformer.onnx")
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onnx_stablehlo' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

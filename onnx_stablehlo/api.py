@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
-import onnx_ir
-
-from onnx_stablehlo.frontend.importer import LoweredModule, import_model
-from onnx_stablehlo.frontend.loader import ModelSource
-from onnx_stablehlo.frontend.loader import load as _load
-from onnx_stablehlo.frontend.registry import LoweringRegistry
 from onnx_stablehlo.runtime import artifact_cache, pjrt
 from onnx_stablehlo.runtime.bucketing import Bucketing
 from onnx_stablehlo.runtime.model import CompiledModel
 from onnx_stablehlo.runtime.options import CompileOptions
+
+# The frontend and onnx_ir are imported on first use, so that a warm start
+# (runtime/warm_start.py) never imports them.
+if TYPE_CHECKING:
+    import onnx_ir
+
+    from onnx_stablehlo.frontend.importer import LoweredModule
+    from onnx_stablehlo.frontend.loader import ModelSource
+    from onnx_stablehlo.frontend.registry import LoweringRegistry
 
 __all__ = ["load", "lower", "compile"]
 
@@ -32,7 +37,21 @@ def load(model: ModelSource, *, check: bool = True, base_dir: str | os.PathLike 
         ModelLoadError: missing file, unreadable or corrupt protobuf, unsafe external data.
         ModelCheckError: the onnx checker rejects the model.
     """
+    from onnx_stablehlo.frontend.loader import load as _load
+
     return _load(model, check=check, base_dir=base_dir)
+
+
+def _is_ir_model(model: Any) -> bool:
+    """Whether ``model`` is an ``onnx_ir.Model`` (without importing onnx_ir for other sources)."""
+    ir = sys.modules.get("onnx_ir")
+    return ir is not None and isinstance(model, ir.Model)
+
+
+def _load(model: ModelSource, *, check: bool) -> onnx_ir.Model:
+    from onnx_stablehlo.frontend.loader import load as load_model
+
+    return load_model(model, check=check)
 
 
 def lower(
@@ -66,7 +85,9 @@ def lower(
         ModelLoadError, ModelCheckError, UnsupportedOpError, ShapeError, FrontendError.
     """
     checked = CompileOptions(weights=weights, input_shapes=input_shapes or {}, dims=dims or {})  # type: ignore[arg-type]
-    ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
+    from onnx_stablehlo.frontend.importer import import_model
+
+    ir_model = model if _is_ir_model(model) else _load(model, check=check)
     return import_model(
         ir_model, dict(checked.input_shapes) or None, weights=weights, registry=registry, dynamic=dynamic,  # type: ignore[arg-type]
         dims=dict(checked.dims),
@@ -153,12 +174,19 @@ def compile(  # noqa: A001 - the field's verb
     if devices is not None:
         from onnx_stablehlo.runtime.sharded import ShardedModel
 
-        ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
+        ir_model = model if _is_ir_model(model) else _load(model, check=check)
         return ShardedModel(ir_model, devices, input_shapes=input_shapes, dims=dims, pipeline=pipeline)  # type: ignore[return-value]
     target = pjrt.get_device(device)
     # The model's identity keys the on-disk cache of lowered artifacts (runtime/artifact_cache.py).
     digest = artifact_cache.source_digest(model) if artifact_cache.enabled() else None
-    if isinstance(model, onnx_ir.Model):
+    source_digest = digest
+    if digest is not None:  # an earlier process stored this model's executable: run it as it is
+        from onnx_stablehlo.runtime import warm_start
+
+        warm = warm_start.lookup(model, digest, options, target, check=check)
+        if warm is not None:
+            return CompiledModel.from_warm_start(warm, device=target, options=options)
+    if _is_ir_model(model):
         ir_model = model
     else:
         # The onnx checker (0.4 s for MiniLM) runs once per model: a pass is remembered in the
@@ -168,4 +196,9 @@ def compile(  # noqa: A001 - the field's verb
         if check and not checked:
             artifact_cache.record_checker_pass(digest)
     digest = artifact_cache.with_external_data(digest, ir_model)
-    return CompiledModel(ir_model, device=target, options=options, model_digest=digest)
+    compiled = CompiledModel(ir_model, device=target, options=options, model_digest=digest)
+    if source_digest is not None:
+        from onnx_stablehlo.runtime import warm_start
+
+        warm_start.record(compiled, model, source_digest, checked=check)
+    return compiled

@@ -51,6 +51,7 @@ __all__ = [
     "model_digest",
     "source_digest",
     "with_external_data",
+    "external_files",
     "source_fingerprint",
     "specialization_key",
     "read_entry",
@@ -106,7 +107,7 @@ def with_external_data(digest: str | None, model: Any) -> str | None:
     if digest is None:
         return None
     combined = hashlib.sha256(digest.encode())
-    for path in sorted(_external_files(model)):
+    for path in sorted(external_files(model)):
         try:
             stat = os.stat(path)
             combined.update(f"\0{path}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
@@ -151,7 +152,7 @@ def record_checker_pass(digest: str | None) -> None:
         default_cache().store(key, b"passed")
 
 
-def _external_files(model: Any) -> set[str]:
+def external_files(model: Any) -> set[str]:
     """Paths of the external data files ``model``'s initializers read (main graph and subgraphs)."""
     if model is None:
         return set()

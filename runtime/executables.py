@@ -247,6 +247,12 @@ class Executables:
         self._keep(key, spec)
         return True
 
+    def stored_entry(self, shapes: Mapping[str, Any]) -> tuple[dict[str, Any], Artifact] | None:
+        """The on-disk entry of the specialization for ``shapes`` and its artifact (see
+        ``runtime/artifact_cache.read_entry``), or None when it is not stored."""
+        disk_key = self._disk_key(tuple(_hashable(shapes[n]) for n in self.input_names))
+        return self._read_entry(disk_key) if disk_key is not None else None
+
     def touch(self, spec: Specialization) -> bool:
         """Marks ``spec`` most recently used (and ``last``); False when the LRU evicted it."""
         with self._lock:

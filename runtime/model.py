@@ -19,30 +19,43 @@ a node's output size depends on run-time values.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnx_ir
 
 from onnx_stablehlo.errors import (
     DataDependentShapeError,
+    FeedError,
     InvalidOptionError,
     NonConstantInputError,
     ShapeError,
     UnsupportedDtypeError,
 )
-from onnx_stablehlo.frontend.importer import check_supported, graph_input_values
-from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
-from onnx_stablehlo.runtime import pjrt, split
-from onnx_stablehlo.runtime.artifact import Artifact
+from onnx_stablehlo.runtime import pjrt
 from onnx_stablehlo.runtime.call_plan import CallPlan, raise_failed_checks
-from onnx_stablehlo.runtime.executables import AssumptionFailed, Executables, Specialization
-from onnx_stablehlo.runtime.feeds import FeedChecker, format_dims, require_mapping
-from onnx_stablehlo.runtime.host_stages import HostStages
 from onnx_stablehlo.runtime.options import CompileOptions
 
+# The frontend (and onnx_ir, which imports sympy: 0.6 s) is imported when a model is built or
+# lowered, not with this module: a warm start (runtime/warm_start.py) runs without it.
+if TYPE_CHECKING:
+    import onnx_ir
+
+    from onnx_stablehlo.runtime import split
+    from onnx_stablehlo.runtime.artifact import Artifact
+    from onnx_stablehlo.runtime.executables import Specialization
+    from onnx_stablehlo.runtime.warm_start import WarmStart
+
 __all__ = ["CompiledModel", "Specialization"]
+
+
+def __getattr__(name: str) -> Any:  # PEP 562: Specialization without importing the frontend up front
+    if name == "Specialization":
+        from onnx_stablehlo.runtime.executables import Specialization
+
+        return Specialization
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class CompiledModel:
@@ -84,7 +97,15 @@ class CompiledModel:
         no_values: frozenset[str] = frozenset(),
         model_digest: str | None = None,
     ) -> None:
+        from onnx_stablehlo.frontend.importer import check_supported, graph_input_values
+        from onnx_stablehlo.frontend.layout import onnx_kind
+        from onnx_stablehlo.runtime import split
+        from onnx_stablehlo.runtime.executables import Executables
+        from onnx_stablehlo.runtime.feeds import FeedChecker, format_dims
+        from onnx_stablehlo.runtime.host_stages import HostStages
+
         options = options if options is not None else CompileOptions()
+        self._warm = None
         self.model = model
         self.device = device
         self.options = options
@@ -150,6 +171,48 @@ class CompiledModel:
                 pass  # an input's value is needed at compile time: wait for the feeds of run()
         elif options.dynamic:
             self.executables.lower_artifact()
+
+    # A warm start (runtime/warm_start.py) -------------------------------------------------------
+
+    _warm: WarmStart | None = None
+    _materialize_lock = threading.Lock()
+
+    @classmethod
+    def from_warm_start(cls, warm: WarmStart, *, device: pjrt.Device, options: CompileOptions) -> CompiledModel:
+        """A model that runs ``warm``'s stored executable without loading the ONNX model.
+
+        ``run`` and ``run_device`` with feeds of the stored signature (names, dtypes and shapes)
+        go straight to PJRT. Anything else (other shapes, a bad feed, ``mlir``, ``model``,
+        ``executables``...) first loads and lowers the model as :func:`onnx_stablehlo.compile`
+        does (from the on-disk caches), then behaves exactly as a model compiled in this process.
+        """
+        self = cls.__new__(cls)
+        self._warm = warm
+        self.device = device
+        self.options = options
+        self.input_names = list(warm.input_names)
+        self.output_names = list(warm.output_names)
+        return self
+
+    def __getattr__(self, name: str) -> Any:
+        # Only attributes a warm start lacks get here (the model, executables, feed checks...).
+        if name.startswith("__") or self.__dict__.get("_warm") is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        self._materialize()
+        return getattr(self, name)
+
+    def _materialize(self) -> None:
+        """Loads the ONNX model of a warm start and builds this model as ``compile`` would."""
+        with self._materialize_lock:
+            warm = self.__dict__.get("_warm")
+            if warm is None:
+                return
+            model, digest = warm.load_model()
+            try:
+                CompiledModel.__init__(self, model, device=self.device, options=self.options, model_digest=digest)
+            except BaseException:
+                self._warm = warm  # still runs the stored signature
+                raise
 
     # Options and state, by their long-standing names ---------------------------------------------
 
@@ -250,7 +313,14 @@ class CompiledModel:
             FeedError: a missing or unknown feed name, a wrong dtype, rank or dim.
             CompileError, ExecutionError: PJRT failed.
         """
-        require_mapping(feeds, self.input_names)
+        warm = self._warm
+        if warm is not None:  # a warm start: the stored executable, while the feeds fit it
+            results = warm.run(feeds)
+            if results is not None:
+                return results
+            self._materialize()
+        if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
+            _not_a_mapping(feeds, self.input_names)
         extra: list[str] = []
         if self._host.encodes:  # map and string inputs: their tensors (runtime/host_stages.py)
             feeds, extra = self._host.encode(feeds)
@@ -261,6 +331,8 @@ class CompiledModel:
         return self._host_values(self._run_arrays(arrays), extra)
 
     def _run_arrays(self, arrays: dict[str, Any]) -> list[Any]:
+        from onnx_stablehlo.runtime import split
+
         if self._split is None:
             try:
                 if self.bucketing is not None and self.artifact is not None:
@@ -275,6 +347,8 @@ class CompiledModel:
         return self._host.decode(outputs, extra) if self._host.decodes else outputs
 
     def _run_bucketed(self, arrays: dict[str, np.ndarray]) -> list[np.ndarray]:
+        from onnx_stablehlo.runtime.executables import AssumptionFailed
+
         artifact, bucketing = self.artifact, self.bucketing
         assert artifact is not None and bucketing is not None
         try:
@@ -291,6 +365,8 @@ class CompiledModel:
         return bucketing.slice_outputs(outputs, output_dims, actual, padded_sizes, others)
 
     def _run_checked(self, arrays: dict[str, Any]) -> list[np.ndarray]:
+        from onnx_stablehlo.frontend.layout import onnx_kind, spec_of_feed
+
         types = self._feeds.input_types
         specs = {n: spec_of_feed(types[n], a) for n, a in arrays.items()}
         spec = self.executables.get(specs, arrays)
@@ -363,7 +439,14 @@ class CompiledModel:
             UnsupportedDtypeError: the model has map or string inputs or string outputs, which
                 are converted on the host (``runtime/host_stages.py``): use ``run``.
         """
-        require_mapping(feeds, self.input_names)
+        warm = self._warm
+        if warm is not None:
+            outputs = warm.run_device(feeds)
+            if outputs is not None:
+                return outputs
+            self._materialize()
+        if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
+            _not_a_mapping(feeds, self.input_names)
         if self._host.encodes or self._host.string_outputs:
             raise UnsupportedDtypeError(
                 "run_device: this model's map or string inputs or string outputs are converted on "
@@ -397,6 +480,12 @@ class CompiledModel:
         lowered per shape."""
         options = dataclasses.replace(self.options, input_shapes=dict(input_shapes), dynamic=False, bucketing=None)
         return CompiledModel(model, device=self.device, options=options, no_values=no_values)
+
+
+def _not_a_mapping(feeds: Any, input_names: Sequence[str]) -> None:
+    from onnx_stablehlo.runtime.feeds import require_mapping
+
+    require_mapping(feeds, input_names)  # raises FeedError
 
 
 def _to_device_value(value: Any, device: pjrt.Device) -> Any:

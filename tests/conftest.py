@@ -8,6 +8,17 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)
 
 
+@pytest.fixture
+def disk_cache(monkeypatch, tmp_path):
+    """A fresh on-disk cache for this test, with lowered artifacts (and warm starts) turned on."""
+    from onnx_stablehlo.runtime import artifact_cache, executable_cache
+
+    cache = executable_cache.ExecutableCache(tmp_path / "cache")
+    monkeypatch.setattr(executable_cache, "_default", [cache])
+    monkeypatch.setenv(artifact_cache.ENV_SWITCH, "1")
+    return cache
+
+
 _created_cache_dirs: list[str] = []
 
 

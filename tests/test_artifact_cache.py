@@ -10,48 +10,18 @@ import sys
 
 import numpy as np
 import onnx
-import onnx.helper as oh
-import onnx.numpy_helper as onh
 import onnxruntime as ort
 import pytest
 
 import onnx_stablehlo
 from onnx_stablehlo.runtime import artifact_cache, executable_cache
 from onnx_stablehlo.runtime.executable_cache import ExecutableCache
-
-
-def _conv_mlp(rng: np.random.Generator) -> onnx.ModelProto:
-    """Conv (its kernel transpose is hoisted into @hoisted_weights on CPU) -> Relu -> MatMul."""
-    f32 = onnx.TensorProto.FLOAT
-    weights = [
-        onh.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "k"),
-        onh.from_array(rng.standard_normal(4).astype(np.float32), "kb"),
-        onh.from_array(rng.standard_normal((6, 5)).astype(np.float32), "w"),
-    ]
-    nodes = [
-        oh.make_node("Conv", ["x", "k", "kb"], ["c"], pads=[1, 1, 1, 1]),
-        oh.make_node("Relu", ["c"], ["r"]),
-        oh.make_node("MatMul", ["r", "w"], ["y"]),
-    ]
-    graph = oh.make_graph(
-        nodes, "g", [oh.make_tensor_value_info("x", f32, ["N", 3, 6, 6])],
-        [oh.make_tensor_value_info("y", f32, ["N", 4, 6, 5])], weights,
-    )
-    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])
-
-
-@pytest.fixture
-def disk_cache(monkeypatch, tmp_path):
-    """A fresh on-disk cache for this test, with lowered artifacts turned on."""
-    cache = ExecutableCache(tmp_path / "cache")
-    monkeypatch.setattr(executable_cache, "_default", [cache])
-    monkeypatch.setenv(artifact_cache.ENV_SWITCH, "1")
-    return cache
+from tests.util import conv_mlp_model
 
 
 @pytest.fixture
 def model_file(tmp_path, rng):
-    proto = _conv_mlp(rng)
+    proto = conv_mlp_model(rng)
     path = tmp_path / "conv_mlp.onnx"
     onnx.save(proto, path)
     return path
@@ -101,7 +71,7 @@ def test_artifact_cache_weights_come_from_the_model_not_the_entry(disk_cache, tm
     paths = []
     for seed in (1, 2):
         path = tmp_path / f"m{seed}.onnx"
-        onnx.save(_conv_mlp(np.random.default_rng(seed)), path)
+        onnx.save(conv_mlp_model(np.random.default_rng(seed)), path)
         paths.append(path)
     for path in paths + paths:
         model = onnx_stablehlo.compile(path, input_shapes={"x": [2, 3, 6, 6]})

@@ -378,3 +378,27 @@ def shift_exposed_oracle(monkeypatch, names: tuple[str, ...], factor: float = 1.
         return values
 
     monkeypatch.setattr(bisect_module, "run_onnxruntime", shifted)
+
+
+def conv_mlp_model(rng: np.random.Generator) -> onnx.ModelProto:
+    """Conv (its kernel transpose is hoisted into @hoisted_weights on CPU) -> Relu -> MatMul,
+    batch dim ``N``, seeded float32 weights."""
+    import onnx.helper as oh
+    import onnx.numpy_helper as onh
+
+    f32 = onnx.TensorProto.FLOAT
+    weights = [
+        onh.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "k"),
+        onh.from_array(rng.standard_normal(4).astype(np.float32), "kb"),
+        onh.from_array(rng.standard_normal((6, 5)).astype(np.float32), "w"),
+    ]
+    nodes = [
+        oh.make_node("Conv", ["x", "k", "kb"], ["c"], pads=[1, 1, 1, 1]),
+        oh.make_node("Relu", ["c"], ["r"]),
+        oh.make_node("MatMul", ["r", "w"], ["y"]),
+    ]
+    graph = oh.make_graph(
+        nodes, "g", [oh.make_tensor_value_info("x", f32, ["N", 3, 6, 6])],
+        [oh.make_tensor_value_info("y", f32, ["N", 4, 6, 5])], weights,
+    )
+    return oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)])

@@ -1,0 +1,265 @@
+"""Warm start: a new process runs a model's stored executable without loading onnx_ir or the frontend.
+
+With the on-disk caches (``runtime/artifact_cache.py``, ``runtime/executable_cache.py``) a second
+process skips lowering, passes and XLA's compile, but it still imported onnx_ir (0.6 s, most of
+it the sympy that onnx_ir imports) and the frontend, and read the model through onnx_ir, only to
+find the stored specialization. A *warm-start entry* holds, in plain Python types, everything a
+call of one static specialization needs: the graph's input and output names, the input avals
+(numpy dtype and shape), the weights' names, avals and CRC-32s, the run-time check messages and
+the bytecode of the entry and ``@hoisted_weights`` modules. ``onnx_stablehlo.compile`` looks it up
+before loading the model; on a hit it parses the model with ``onnx``'s protobuf alone (the
+weights), checks each weight's dtype, shape and CRC-32 against the entry, gets the executables
+from the executable cache and returns a ``CompiledModel`` that runs them
+(``CompiledModel.from_warm_start``). Feeds of another signature, a bad feed, or anything that
+needs the model (``mlir``, ``model``, ``executables``...) load the model then, through the
+usual path (whose on-disk entries make that a warm compile too), and the model behaves exactly
+as one compiled in that process.
+
+Key: :func:`~onnx_stablehlo.runtime.artifact_cache.specialization_key` of the model's source
+digest (path, size, modification time and inode of the file; or the bytes) with the options,
+platform, package sources, jaxlib and onnx versions and ``XLA_FLAGS``. An entry is written only
+for a model whose inputs and outputs are all tensors, with no external data, no host stages, no
+split, bucketing or value specialization, no caller's registry, and whose static specialization
+was stored on disk. ``ONNX_STABLEHLO_ARTIFACT_CACHE=0`` turns it off with the artifact cache.
+
+This module imports neither onnx_ir nor the frontend (``record`` does, in a process that has them).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import zlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from onnx_stablehlo.runtime import artifact_cache, pjrt
+from onnx_stablehlo.runtime.call_plan import CallPlan
+
+__all__ = ["WARM_VERSION", "WarmStart", "lookup", "record", "weight_crc"]
+
+WARM_VERSION = "onnx-stablehlo warm start v1"
+
+
+def weight_crc(array: np.ndarray) -> int:
+    """CRC-32 of ``array``'s bytes in C order (any fixed-size dtype, ml_dtypes' included)."""
+    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
+    return zlib.crc32(data)
+
+
+def _warm_key(cache: Any, source_digest: str, options: Any, platform: str) -> str:
+    import onnx  # the checker's version decides whether a recorded check still stands
+
+    return artifact_cache.specialization_key(
+        cache, source_digest, options, platform, (WARM_VERSION, f"onnx {onnx.__version__}")
+    )
+
+
+def _eligible(source: Any, source_digest: str | None, options: Any) -> Any:
+    """The on-disk cache when a model from ``source`` with ``options`` may have a warm-start entry."""
+    if source_digest is None or options.registry is not None or options.bucketing is not None:
+        return None
+    if not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)) and not hasattr(source, "SerializeToString"):
+        return None
+    return artifact_cache.default_cache()
+
+
+class WarmStart:
+    """A stored static specialization, its weights on the device, and a ``CallPlan`` over it.
+
+    Attributes:
+        input_names: graph inputs, in graph order.
+        output_names: graph outputs, in the order ``run`` returns them.
+    """
+
+    def __init__(self, entry: Mapping[str, Any], source: Any, source_digest: str, device: pjrt.Device,
+                 weights: list[Any]) -> None:
+        self.input_names = list(entry["input_names"])
+        self.output_names = list(entry["output_names"])
+        self._source = source
+        self._source_digest = source_digest
+        self._device = device
+        executable = pjrt.compile_module(entry["entry_module"], device)  # the executable cache's hit
+        constants = list(weights)
+        if entry["hoisted_module"] is not None:
+            hoisted = pjrt.compile_module(entry["hoisted_module"], device)
+            constants += pjrt.execute(hoisted, weights)
+        inputs = tuple(
+            (name, np.dtype(dtype), tuple(shape), pjrt.transfer_of(tuple(shape), np.dtype(dtype), device))
+            for name, (dtype, shape) in zip(self.input_names, entry["input_avals"])
+        )
+        self._executable = executable
+        self._plan = CallPlan(
+            inputs, tuple(self.input_names), constants, executable, tuple(entry["check_messages"]), device,
+            self._first_execute,
+        )
+
+    def _first_execute(self, arguments: list[Any]) -> list[Any]:
+        results = pjrt.execute(self._executable, arguments)
+        self._plan._execute = pjrt.executor_of(self._executable, results)  # C++ result handlers from now on
+        return results
+
+    def run(self, feeds: Any) -> list[np.ndarray] | None:
+        """The outputs for ``feeds`` of the stored signature (run-time checks raised), else None."""
+        if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
+            return None
+        return self._plan.run(feeds)
+
+    def run_device(self, feeds: Any) -> list[Any] | None:
+        """``run``, leaving the outputs on the device; None for feeds of another signature."""
+        if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
+            return None
+        if any(getattr(feeds.get(n), "dtype", None) is None for n in self.input_names):
+            return None
+        return self._plan.run_device(feeds)
+
+    def load_model(self) -> tuple[Any, str | None]:
+        """The ONNX model loaded through onnx_ir (no checker: the entry's process ran it) and its
+        digest as ``onnx_stablehlo.compile`` computes it."""
+        from onnx_stablehlo.frontend.loader import load
+
+        model = load(self._source, check=False)
+        return model, artifact_cache.with_external_data(self._source_digest, model)
+
+
+def lookup(source: Any, source_digest: str | None, options: Any, device: pjrt.Device, *, check: bool) -> WarmStart | None:
+    """The warm start of ``source`` compiled with ``options`` for ``device``, or None.
+
+    None when there is no entry, the entry did not run the onnx checker and ``check`` asks for
+    it, or a weight in the model no longer matches the entry (dtype, shape, CRC-32) or lives in
+    external data. A payload that is not an entry of this version is deleted.
+    """
+    cache = _eligible(source, source_digest, options)
+    if cache is None:
+        return None
+    key = _warm_key(cache, source_digest, options, device.platform)
+    payload = cache.load(key)
+    if payload is None:
+        return None
+    entry = _loads(payload)
+    if entry is None:
+        cache.discard(key)
+        return None
+    if check and not entry["checked"]:
+        return None
+    weights = _read_weights(source, entry["parameters"])
+    if weights is None:
+        return None
+    on_device = [pjrt.to_device(w, device) for w in weights]
+    return WarmStart(entry, source, source_digest, device, on_device)
+
+
+def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...], int]]) -> list[np.ndarray] | None:
+    """The weights ``parameters`` names (name, numpy dtype, shape, CRC-32), read from the model's
+    initializers with onnx's protobuf; None when one is missing, external or differs."""
+    if not parameters:
+        return []
+    import onnx
+    from onnx import numpy_helper
+
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as handle:
+                proto = onnx.ModelProto.FromString(handle.read())
+        elif isinstance(source, (bytes, bytearray, memoryview)):
+            proto = onnx.ModelProto.FromString(bytes(source))
+        else:
+            proto = source
+        initializers = {t.name: t for t in proto.graph.initializer}
+        arrays = []
+        for name, dtype, shape, crc in parameters:
+            tensor = initializers.get(name)
+            if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
+                return None
+            array = numpy_helper.to_array(tensor)
+            if array.dtype.str != dtype or array.shape != tuple(shape) or weight_crc(array) != crc:
+                return None
+            arrays.append(array)
+        return arrays
+    except Exception:  # an unreadable or changed file: the usual path reports it
+        return None
+
+
+def record(compiled: Any, source: Any, source_digest: str | None, *, checked: bool) -> bool:
+    """Stores the warm-start entry of ``compiled`` (just built by ``onnx_stablehlo.compile``
+    from ``source``) when it qualifies (see the module docstring); returns whether it did."""
+    options = compiled.options
+    cache = _eligible(source, source_digest, options)
+    if cache is None:
+        return False
+    try:
+        entry = _entry_of(compiled, checked)
+    except Exception:  # anything unexpected in a model's make-up: no warm start, no harm
+        return False
+    if entry is None:
+        return False
+    cache.store(_warm_key(cache, source_digest, options, compiled.device.platform), _dumps(entry))
+    return True
+
+
+def _entry_of(compiled: Any, checked: bool) -> dict[str, Any] | None:
+    from onnx_stablehlo.frontend.dtypes import numpy_dtype
+    from onnx_stablehlo.frontend.layout import onnx_kind
+
+    executables = compiled.executables
+    static = compiled._feeds.static_shapes()
+    if (
+        static is None or compiled._split is not None or compiled._host.encodes or compiled._host.decodes
+        or executables.value_specialized or artifact_cache.external_files(compiled.model)
+        or any(onnx_kind(compiled._feeds.input_types[n]) != "tensor" for n in compiled.input_names)
+    ):
+        return None
+    stored = executables.stored_entry(static)
+    if stored is None:
+        return None
+    stored_entry, artifact = stored
+    if (
+        list(artifact.input_names) != compiled.input_names or list(artifact.output_names) != compiled.output_names
+        or any(layout.kind != "tensor" for layout in artifact.input_layouts + artifact.output_layouts)
+        or len(artifact.input_types) != len(compiled.input_names)
+    ):
+        return None
+    parameters = []
+    for name in artifact.parameter_names:
+        array = np.asarray(artifact.parameters[name]())
+        parameters.append((name, array.dtype.str, tuple(array.shape), weight_crc(array)))
+    return {
+        "version": WARM_VERSION,
+        "input_names": list(compiled.input_names),
+        "output_names": list(compiled.output_names),
+        "input_avals": [(np.dtype(numpy_dtype(dtype)).str, tuple(int(d) for d in shape)) for dtype, shape in artifact.input_types],
+        "parameters": parameters,
+        "check_messages": list(artifact.check_messages),
+        "entry_module": stored_entry["entry_module"],
+        "hoisted_module": stored_entry["hoisted_module"],
+        "checked": bool(checked),
+    }
+
+
+def _dumps(entry: Mapping[str, Any]) -> bytes:
+    return pickle.dumps(dict(entry), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_FIELDS = {
+    "input_names": list, "output_names": list, "input_avals": list, "parameters": list, "check_messages": list,
+    "entry_module": bytes, "checked": bool,
+}
+
+
+def _loads(payload: bytes) -> dict[str, Any] | None:
+    """The entry in ``payload``, or None when it is not a warm-start entry of this version."""
+    try:
+        entry = pickle.loads(payload)
+    except Exception:
+        return None
+    if not isinstance(entry, dict) or entry.get("version") != WARM_VERSION:
+        return None
+    if any(not isinstance(entry.get(name), kind) for name, kind in _FIELDS.items()):
+        return None
+    if entry.get("hoisted_module") is not None and not isinstance(entry["hoisted_module"], bytes):
+        return None
+    if len(entry["input_avals"]) != len(entry["input_names"]):
+        return None
+    return entry

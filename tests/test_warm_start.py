@@ -1,0 +1,185 @@
+"""Warm start (runtime/warm_start.py): a later compile of the same model file runs the stored
+executable without loading the model through onnx_ir; anything else loads it then and behaves as
+before; a changed weight, a missing checker pass or a corrupt entry falls back to the usual path."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+import onnx.numpy_helper as onh
+import onnxruntime as ort
+import pytest
+
+import onnx_stablehlo
+from onnx_stablehlo.errors import FeedError
+from onnx_stablehlo.runtime import artifact_cache, warm_start
+from tests.util import conv_mlp_model
+
+SHAPES = {"x": [2, 3, 6, 6]}
+
+
+@pytest.fixture
+def model_file(tmp_path, rng):
+    path = tmp_path / "conv_mlp.onnx"
+    onnx.save(conv_mlp_model(rng), path)
+    return path
+
+
+def _ort(path, feeds):
+    return ort.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, feeds)
+
+
+def _is_warm(model) -> bool:
+    return model.__dict__.get("_warm") is not None
+
+
+def test_second_compile_is_a_warm_start_with_onnxruntime_s_numbers(disk_cache, model_file, rng):
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    expected = _ort(model_file, feeds)
+    first = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert not _is_warm(first)
+    first_out = first.run(feeds)
+    second = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert _is_warm(second)
+    assert second.input_names == ["x"] and second.output_names == ["y"]
+    out = second.run(feeds)
+    np.testing.assert_allclose(out[0], expected[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(out[0], first_out[0])  # the same executable and weights
+    assert out[0].flags.writeable and out[0].flags.owndata
+    again = second.run({"x": feeds["x"] * 2})  # the plan's C++ result handlers from the second call
+    np.testing.assert_allclose(again[0], _ort(model_file, {"x": feeds["x"] * 2})[0], rtol=1e-5, atol=1e-5)
+    on_device = second.run_device(feeds)
+    np.testing.assert_array_equal(second.to_host(on_device)[0], out[0])
+    assert _is_warm(second)  # nothing so far needed the model
+
+
+def test_warm_start_loads_the_model_when_something_needs_it(disk_cache, model_file, rng):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    warm = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert _is_warm(warm)
+    assert "stablehlo.convolution" in warm.mlir or "stablehlo.dot_general" in warm.mlir
+    assert not _is_warm(warm)
+    assert warm.model.graph.name == "g"
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    np.testing.assert_allclose(warm.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_warm_start_bad_feeds_raise_the_usual_typed_errors(disk_cache, model_file, rng):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    warm = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    good = rng.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    with pytest.raises(FeedError, match="mapping"):
+        warm.run([good])
+    with pytest.raises(FeedError, match="x"):
+        warm.run({"x": good.astype(np.float64)})
+    with pytest.raises(FeedError):
+        warm.run({})
+    with pytest.raises(FeedError, match="unknown feed 'z'"):
+        warm.run({"x": good, "z": good})
+    np.testing.assert_allclose(warm.run({"x": good})[0], _ort(model_file, {"x": good})[0], rtol=1e-5, atol=1e-5)
+
+
+def test_a_weight_changed_in_place_is_caught_by_its_crc(disk_cache, model_file, rng):
+    """Same path, size, inode and modification time (so the same digest), other weight values:
+    the warm start refuses the entry and the usual path binds the new weights."""
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    stat = os.stat(model_file)
+    proto = onnx.load(model_file)
+    w = onh.to_array(proto.graph.initializer[2])
+    proto.graph.initializer[2].CopyFrom(onh.from_array((w * -3).astype(np.float32), "w"))
+    data = proto.SerializeToString()
+    assert len(data) == stat.st_size
+    with open(model_file, "r+b") as handle:
+        handle.write(data)
+    os.utime(model_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert artifact_cache.source_digest(model_file) is not None
+    changed = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert not _is_warm(changed)
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    np.testing.assert_allclose(changed.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_an_entry_made_without_the_checker_does_not_skip_it(disk_cache, model_file):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES, check=False)
+    assert _is_warm(onnx_stablehlo.compile(model_file, input_shapes=SHAPES, check=False))
+    checked = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)  # runs the checker, records again
+    assert not _is_warm(checked)
+    assert _is_warm(onnx_stablehlo.compile(model_file, input_shapes=SHAPES))
+
+
+def test_a_corrupt_entry_is_deleted_and_rebuilt(disk_cache, model_file, rng):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    options = onnx_stablehlo.compile(model_file, input_shapes=SHAPES).options
+    key = warm_start._warm_key(disk_cache, artifact_cache.source_digest(model_file), options, "cpu")
+    assert disk_cache.load(key) is not None
+    disk_cache.store(key, b"not a pickle")
+    rebuilt = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert not _is_warm(rebuilt)
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    np.testing.assert_allclose(rebuilt.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
+    assert _is_warm(onnx_stablehlo.compile(model_file, input_shapes=SHAPES))
+
+
+def test_no_warm_start_without_a_static_signature_or_with_external_data(disk_cache, model_file, tmp_path, rng):
+    symbolic = onnx_stablehlo.compile(model_file)  # batch dim N: nothing compiled yet
+    assert not _is_warm(onnx_stablehlo.compile(model_file))
+    feeds = {"x": rng.standard_normal((3, 3, 6, 6)).astype(np.float32)}
+    np.testing.assert_allclose(symbolic.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
+    external = tmp_path / "external" / "m.onnx"
+    external.parent.mkdir()
+    onnx.save(onnx.load(model_file), external, save_as_external_data=True, size_threshold=0, location="m.data")
+    onnx_stablehlo.compile(external, input_shapes=SHAPES)
+    assert not _is_warm(onnx_stablehlo.compile(external, input_shapes=SHAPES))
+
+
+def test_warm_start_with_the_artifact_cache_off(disk_cache, model_file, monkeypatch):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    monkeypatch.setenv(artifact_cache.ENV_SWITCH, "0")
+    assert not _is_warm(onnx_stablehlo.compile(model_file, input_shapes=SHAPES))
+
+
+_CHILD = r"""
+import json, sys
+import numpy as np
+import onnx_stablehlo
+model = onnx_stablehlo.compile(sys.argv[1], input_shapes={"input_ids": [2, 16]})
+ids = np.random.default_rng(7).integers(0, 100, (2, 16)).astype(np.int64)
+out = model.run({"input_ids": ids})[0]
+np.save(sys.argv[2], out)
+print(json.dumps({
+    "warm": model.__dict__.get("_warm") is not None,
+    "imported": sorted(m for m in ("onnx_ir", "sympy", "onnx_stablehlo.frontend.importer") if m in sys.modules),
+}))
+"""
+
+
+def test_a_new_process_runs_without_onnx_ir(tmp_path):
+    """The bundled model: the first process lowers and compiles, the second imports neither
+    onnx_ir (nor sympy) nor the frontend (jax itself imports jaxlib's MLIR bindings), and gives the same numbers as the first and as
+    onnxruntime."""
+    env = {
+        **os.environ,
+        "ONNX_STABLEHLO_EXECUTABLE_CACHE": str(tmp_path / "cache"),
+        artifact_cache.ENV_SWITCH: "1",
+    }
+    path = onnx_stablehlo.example_model_path()
+    reports = []
+    for run in ("cold", "warm"):
+        done = subprocess.run(
+            [sys.executable, "-c", _CHILD, path, str(tmp_path / f"{run}.npy")],
+            env=env, capture_output=True, text=True, check=False, timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        reports.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    cold, warm = reports
+    assert cold == {"warm": False, "imported": ["onnx_ir", "onnx_stablehlo.frontend.importer", "sympy"]}
+    assert warm == {"warm": True, "imported": []}
+    np.testing.assert_array_equal(np.load(tmp_path / "warm.npy"), np.load(tmp_path / "cold.npy"))
+    ids = np.random.default_rng(7).integers(0, 100, (2, 16)).astype(np.int64)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids})[0]
+    np.testing.assert_allclose(np.load(tmp_path / "warm.npy"), expected, rtol=1e-4, atol=1e-4)
