@@ -176,16 +176,16 @@ def compile(  # noqa: A001 - the field's verb
 
         ir_model = model if _is_ir_model(model) else _load(model, check=check)
         return ShardedModel(ir_model, devices, input_shapes=input_shapes, dims=dims, pipeline=pipeline)  # type: ignore[return-value]
-    target = pjrt.get_device(device)
     # The model's identity keys the on-disk cache of lowered artifacts (runtime/artifact_cache.py).
     digest = artifact_cache.source_digest(model) if artifact_cache.enabled() else None
     source_digest = digest
     if digest is not None:  # an earlier process stored this model's executable: run it as it is
         from onnx_stablehlo.runtime import warm_start
 
-        warm = warm_start.lookup(model, digest, options, target, check=check)
+        warm = warm_start.lookup(model, digest, options, device, check=check)
         if warm is not None:
-            return CompiledModel.from_warm_start(warm, device=target, options=options)
+            return CompiledModel.from_warm_start(warm, options=options)
+    target = pjrt.get_device(device)
     if _is_ir_model(model):
         ir_model = model
     else:

@@ -178,7 +178,7 @@ class CompiledModel:
     _materialize_lock = threading.Lock()
 
     @classmethod
-    def from_warm_start(cls, warm: WarmStart, *, device: pjrt.Device, options: CompileOptions) -> CompiledModel:
+    def from_warm_start(cls, warm: WarmStart, *, options: CompileOptions) -> CompiledModel:
         """A model that runs ``warm``'s stored executable without loading the ONNX model.
 
         ``run`` and ``run_device`` with feeds of the stored signature (names, dtypes and shapes)
@@ -188,7 +188,7 @@ class CompiledModel:
         """
         self = cls.__new__(cls)
         self._warm = warm
-        self.device = device
+        self.device = warm.device
         self.options = options
         self.input_names = list(warm.input_names)
         self.output_names = list(warm.output_names)
@@ -208,10 +208,13 @@ class CompiledModel:
             if warm is None:
                 return
             model, digest = warm.load_model()
+            # A jax-free warm start's device belongs to a client of its own: the model joins the
+            # process's (jax's) client, as every other model does.
+            device = pjrt.get_device(warm.device_spec) if warm.device.jax_free else warm.device
             try:
-                CompiledModel.__init__(self, model, device=self.device, options=self.options, model_digest=digest)
+                CompiledModel.__init__(self, model, device=device, options=self.options, model_digest=digest)
             except BaseException:
-                self._warm = warm  # still runs the stored signature
+                self._warm, self.device = warm, warm.device  # still runs the stored signature
                 raise
 
     # Options and state, by their long-standing names ---------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -49,6 +50,8 @@ __all__ = [
     "PLATFORMS",
     "Device",
     "get_device",
+    "jax_free_cpu_device",
+    "executor_for_avals",
     "available_platforms",
     "compile_module",
     "to_device",
@@ -72,6 +75,9 @@ class Device:
         index: the device index within the platform.
     """
 
+    jax_free = False
+    """True for :func:`jax_free_cpu_device`'s device: its arrays carry :class:`HostAval` avals."""
+
     def __init__(self, platform: str, index: int, client: Any, handle: Any) -> None:
         self.platform = platform
         self.index = index
@@ -84,6 +90,8 @@ class Device:
     @functools.cached_property
     def sharding(self) -> Any:
         """jax's ``SingleDeviceSharding`` of this device (what transfers to it are placed by)."""
+        if self.jax_free:
+            return _jax_free_sharding_type()(self._handle)
         import jax
 
         return jax.sharding.SingleDeviceSharding(self._handle)
@@ -186,6 +194,69 @@ def get_device(spec: str = "cpu") -> Device:
         f"device '{spec}' is not available; available platforms: "
         f"{', '.join(available_platforms())}"
     )
+
+
+class HostAval:
+    """What jaxlib's C++ transfers and result handlers read of an aval (shape, dtype,
+    weak_type): jax's ``ShapedArray`` without importing jax, for :func:`jax_free_cpu_device`."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: Sequence[int], dtype: Any) -> None:
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = np.dtype(dtype)
+        self.weak_type = False
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+
+@functools.cache
+def _jax_free_sharding_type() -> type:
+    """jaxlib's C++ ``SingleDeviceSharding`` with the two members its transfers read, which jax
+    itself adds in Python when it is imported (``jax._src.sharding_impls``)."""
+    from jaxlib import _jax, xla_client
+
+    class JaxFreeSingleDeviceSharding(_jax.SingleDeviceSharding):
+        memory_kind = property(lambda self: self._memory_kind)
+
+        def _to_xla_hlo_sharding(self, num_dimensions: int) -> Any:
+            return xla_client.HloSharding.replicate()
+
+    return JaxFreeSingleDeviceSharding
+
+
+@functools.cache
+def _jax_free_cpu_client() -> Any:
+    _add_xla_flag_defaults()
+    try:
+        from jaxlib import xla_client
+
+        # Executions on the calling thread, as _prefer_inline_cpu_execution arranges for jax's client.
+        return xla_client.make_cpu_client(asynchronous=os.environ.get("ONNX_STABLEHLO_CPU_ASYNC_DISPATCH", "0") == "1")
+    except Exception:  # a jaxlib without it: warm starts take jax's client
+        return None
+
+
+def jax_free_cpu_device() -> Device | None:
+    """The CPU device of a PJRT client made by jaxlib alone, without importing jax (0.7-1.1 s).
+
+    A warm start (``runtime/warm_start.py``) runs its stored executable on it: transfers
+    (``to_device``, ``transfer_of``) give its arrays :class:`HostAval` avals, results come from
+    :func:`executor_for_avals`, and ``to_host`` reads them through the buffer protocol. None
+    when jax is already imported (its CPU client is then shared, as for every other model) or
+    this jaxlib lacks a piece of it; ``tests/test_warm_start.py`` fails when an upgrade moves one.
+    """
+    if "jax" in sys.modules or _device_put_fast_path() is None:
+        return None
+    with _lock:
+        client = _jax_free_cpu_client()
+    if client is None:
+        return None
+    device = Device("cpu", 0, client, client.local_devices()[0])
+    device.jax_free = True
+    return device
 
 
 _DEFAULT_CACHE: Any = object()
@@ -326,13 +397,13 @@ def to_device(array: np.ndarray, device: Device) -> Any:
         # own, dropping each block's file pages once copied, and let the device alias that
         # buffer (it keeps a reference): one copy of the weight in memory, not two.
         owned = _copy_out_of_mapping(array, mapping)
-        aval, sharding = _aval(owned.shape, owned.dtype), device.sharding
+        aval, sharding = _aval_of(device, owned.shape, owned.dtype), device.sharding
         try:
             return put(aval, sharding, [owned], [device._handle], committed=True, force_copy=False, enable_x64=True)
         except TypeError:
             array = owned
     if put is not None:
-        aval, sharding = _aval(array.shape, array.dtype), device.sharding
+        aval, sharding = _aval_of(device, array.shape, array.dtype), device.sharding
         try:
             return put(aval, sharding, [array], [device._handle], committed=True, force_copy=True, enable_x64=True)
         except TypeError:  # a jaxlib whose batched_device_put takes other arguments
@@ -362,6 +433,10 @@ def _aval(shape: tuple[int, ...], dtype: np.dtype) -> Any:
     return core.ShapedArray(shape, dtype)
 
 
+def _aval_of(device: Device, shape: tuple[int, ...], dtype: np.dtype) -> Any:
+    return HostAval(shape, dtype) if device.jax_free else _aval(tuple(shape), np.dtype(dtype))
+
+
 def transfer_of(shape: tuple[int, ...], dtype: np.dtype, device: Device) -> Callable[[np.ndarray], Any]:
     """A function copying C-contiguous, native-order host arrays of ``shape`` and ``dtype`` to
     ``device`` (``to_device`` with the aval, sharding and jaxlib entry point looked up once:
@@ -369,15 +444,15 @@ def transfer_of(shape: tuple[int, ...], dtype: np.dtype, device: Device) -> Call
     put = _device_put_fast_path()
     if put is None or device.platform != "cpu":
         return lambda array: to_device(array, device)
-    aval, sharding, handles = _aval(tuple(shape), np.dtype(dtype)), device.sharding, [device._handle]
+    aval, sharding, handles = _aval_of(device, tuple(shape), np.dtype(dtype)), device.sharding, [device._handle]
     try:
         from jaxlib import _jax
 
         # (aval, sharding, xs, devices, committed, force_copy, host_buffer_semantics, enable_x64)
         semantics = _jax.HostBufferSemantics.ZERO_COPY  # the default; a copy is forced anyway
         probe = put(aval, sharding, [np.zeros(shape, dtype)], handles, True, True, semantics, True)
-        if probe.dtype != np.dtype(dtype):
-            raise TypeError(f"batched_device_put gave {probe.dtype} for {dtype}")
+        if probe.aval.dtype != np.dtype(dtype):
+            raise TypeError(f"batched_device_put gave {probe.aval.dtype} for {dtype}")
     except (TypeError, AttributeError):  # a jaxlib whose batched_device_put takes other arguments
         return lambda array: to_device(array, device)
 
@@ -407,6 +482,23 @@ def executor_of(executable: Any, results: Sequence[Any]) -> Callable[[Sequence[A
         ]
     except Exception:  # a jaxlib without these: the plain path
         return lambda arguments: execute(executable, arguments)
+    return _handled_executor(executable, handlers)
+
+
+def executor_for_avals(executable: Any, avals: Sequence[tuple[Any, Sequence[int]]], device: Device) -> Callable[[Sequence[Any]], list[Any]]:
+    """``executor_of`` for results of known ``(numpy dtype, shape)`` avals, without a first
+    execution (``execute`` makes jax avals, so a :func:`jax_free_cpu_device` needs this one)."""
+    from jaxlib import xla_client
+
+    handlers = [
+        xla_client.array_result_handler(_aval_of(device, tuple(shape), np.dtype(dtype)), device.sharding,
+                                        committed=True, _skip_checks=True)
+        for dtype, shape in avals
+    ]
+    return _handled_executor(executable, handlers)
+
+
+def _handled_executor(executable: Any, handlers: list[Any]) -> Callable[[Sequence[Any]], list[Any]]:
     run = executable.execute_sharded
 
     def executor(arguments: Sequence[Any]) -> list[Any]:

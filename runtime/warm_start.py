@@ -5,12 +5,15 @@ process skips lowering, passes and XLA's compile, but it still imported onnx_ir 
 it the sympy that onnx_ir imports) and the frontend, and read the model through onnx_ir, only to
 find the stored specialization. A *warm-start entry* holds, in plain Python types, everything a
 call of one static specialization needs: the graph's input and output names, the input avals
-(numpy dtype and shape), the weights' names, avals and CRC-32s, the run-time check messages and
-the bytecode of the entry and ``@hoisted_weights`` modules. ``onnx_stablehlo.compile`` looks it up
-before loading the model; on a hit it parses the model with ``onnx``'s protobuf alone (the
-weights), checks each weight's dtype, shape and CRC-32 against the entry, gets the executables
-from the executable cache and returns a ``CompiledModel`` that runs them
-(``CompiledModel.from_warm_start``). Feeds of another signature, a bad feed, or anything that
+(numpy dtype and shape), the weights' names and avals, the output and ``@hoisted_weights``
+result avals, the run-time check messages and the bytecode of the entry and ``@hoisted_weights``
+modules. ``onnx_stablehlo.compile`` looks it up before loading the model; on a hit it parses the
+model with ``onnx``'s protobuf alone (the weights), checks each weight's dtype and shape against
+the entry (as the artifact cache binds weights by name), gets the executables from the
+executable cache and returns a ``CompiledModel`` that runs them
+(``CompiledModel.from_warm_start``). On CPU, in a process that has not imported jax, they run on
+a PJRT client made by jaxlib alone (``pjrt.jax_free_cpu_device``), so jax's import (0.7-1.1 s)
+is skipped too. Feeds of another signature, a bad feed, or anything that
 needs the model (``mlir``, ``model``, ``executables``...) load the model then, through the
 usual path (whose on-disk entries make that a warm compile too), and the model behaves exactly
 as one compiled in that process.
@@ -29,7 +32,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import zlib
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,15 +40,9 @@ import numpy as np
 from onnx_stablehlo.runtime import artifact_cache, pjrt
 from onnx_stablehlo.runtime.call_plan import CallPlan
 
-__all__ = ["WARM_VERSION", "WarmStart", "lookup", "record", "weight_crc"]
+__all__ = ["WARM_VERSION", "WarmStart", "lookup", "record"]
 
-WARM_VERSION = "onnx-stablehlo warm start v1"
-
-
-def weight_crc(array: np.ndarray) -> int:
-    """CRC-32 of ``array``'s bytes in C order (any fixed-size dtype, ml_dtypes' included)."""
-    data = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
-    return zlib.crc32(data)
+WARM_VERSION = "onnx-stablehlo warm start v3"
 
 
 def _warm_key(cache: Any, source_digest: str, options: Any, platform: str) -> str:
@@ -75,31 +71,26 @@ class WarmStart:
     """
 
     def __init__(self, entry: Mapping[str, Any], source: Any, source_digest: str, device: pjrt.Device,
-                 weights: list[Any]) -> None:
+                 device_spec: str, weights: list[np.ndarray]) -> None:
         self.input_names = list(entry["input_names"])
         self.output_names = list(entry["output_names"])
+        self.device = device
+        self.device_spec = device_spec
         self._source = source
         self._source_digest = source_digest
-        self._device = device
         executable = pjrt.compile_module(entry["entry_module"], device)  # the executable cache's hit
-        constants = list(weights)
+        constants = [pjrt.to_device(w, device) for w in weights]
         if entry["hoisted_module"] is not None:
             hoisted = pjrt.compile_module(entry["hoisted_module"], device)
-            constants += pjrt.execute(hoisted, weights)
+            constants += pjrt.executor_for_avals(hoisted, entry["hoisted_avals"], device)(constants)
         inputs = tuple(
             (name, np.dtype(dtype), tuple(shape), pjrt.transfer_of(tuple(shape), np.dtype(dtype), device))
             for name, (dtype, shape) in zip(self.input_names, entry["input_avals"])
         )
-        self._executable = executable
+        execute = pjrt.executor_for_avals(executable, entry["output_avals"], device)
         self._plan = CallPlan(
-            inputs, tuple(self.input_names), constants, executable, tuple(entry["check_messages"]), device,
-            self._first_execute,
+            inputs, tuple(self.input_names), constants, executable, tuple(entry["check_messages"]), device, execute,
         )
-
-    def _first_execute(self, arguments: list[Any]) -> list[Any]:
-        results = pjrt.execute(self._executable, arguments)
-        self._plan._execute = pjrt.executor_of(self._executable, results)  # C++ result handlers from now on
-        return results
 
     def run(self, feeds: Any) -> list[np.ndarray] | None:
         """The outputs for ``feeds`` of the stored signature (run-time checks raised), else None."""
@@ -109,8 +100,8 @@ class WarmStart:
 
     def run_device(self, feeds: Any) -> list[Any] | None:
         """``run``, leaving the outputs on the device; None for feeds of another signature."""
-        if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
-            return None
+        if self.device.jax_free or (feeds.__class__ is not dict and not isinstance(feeds, Mapping)):
+            return None  # device arrays for the caller come from jax's client: load the model first
         if any(getattr(feeds.get(n), "dtype", None) is None for n in self.input_names):
             return None
         return self._plan.run_device(feeds)
@@ -124,16 +115,25 @@ class WarmStart:
         return model, artifact_cache.with_external_data(self._source_digest, model)
 
 
-def lookup(source: Any, source_digest: str | None, options: Any, device: pjrt.Device, *, check: bool) -> WarmStart | None:
-    """The warm start of ``source`` compiled with ``options`` for ``device``, or None.
+def lookup(source: Any, source_digest: str | None, options: Any, device_spec: str, *, check: bool) -> WarmStart | None:
+    """The warm start of ``source`` compiled with ``options`` for the device ``device_spec``
+    (``compile``'s ``device``), or None.
+
+    On CPU, when nothing has imported jax yet, the executables run on
+    :func:`~onnx_stablehlo.runtime.pjrt.jax_free_cpu_device`, so jax is not imported either.
 
     None when there is no entry, the entry did not run the onnx checker and ``check`` asks for
-    it, or a weight in the model no longer matches the entry (dtype, shape, CRC-32) or lives in
+    it, or a weight in the model no longer matches the entry (name, dtype, shape) or lives in
     external data. A payload that is not an entry of this version is deleted.
     """
     cache = _eligible(source, source_digest, options)
-    if cache is None:
+    if cache is None or not isinstance(device_spec, str):
         return None
+    device = None
+    if device_spec.strip().lower() in ("cpu", "cpu:0"):
+        device = pjrt.jax_free_cpu_device()
+    if device is None:
+        device = pjrt.get_device(device_spec)  # DeviceNotFoundError as compile's
     key = _warm_key(cache, source_digest, options, device.platform)
     payload = cache.load(key)
     if payload is None:
@@ -147,12 +147,11 @@ def lookup(source: Any, source_digest: str | None, options: Any, device: pjrt.De
     weights = _read_weights(source, entry["parameters"])
     if weights is None:
         return None
-    on_device = [pjrt.to_device(w, device) for w in weights]
-    return WarmStart(entry, source, source_digest, device, on_device)
+    return WarmStart(entry, source, source_digest, device, device_spec, weights)
 
 
-def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...], int]]) -> list[np.ndarray] | None:
-    """The weights ``parameters`` names (name, numpy dtype, shape, CRC-32), read from the model's
+def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...]]]) -> list[np.ndarray] | None:
+    """The weights ``parameters`` names (name, numpy dtype, shape), read from the model's
     initializers with onnx's protobuf; None when one is missing, external or differs."""
     if not parameters:
         return []
@@ -169,12 +168,12 @@ def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...],
             proto = source
         initializers = {t.name: t for t in proto.graph.initializer}
         arrays = []
-        for name, dtype, shape, crc in parameters:
+        for name, dtype, shape in parameters:
             tensor = initializers.get(name)
             if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
                 return None
             array = numpy_helper.to_array(tensor)
-            if array.dtype.str != dtype or array.shape != tuple(shape) or weight_crc(array) != crc:
+            if array.dtype.str != dtype or array.shape != tuple(shape):
                 return None
             arrays.append(array)
         return arrays
@@ -224,12 +223,26 @@ def _entry_of(compiled: Any, checked: bool) -> dict[str, Any] | None:
     parameters = []
     for name in artifact.parameter_names:
         array = np.asarray(artifact.parameters[name]())
-        parameters.append((name, array.dtype.str, tuple(array.shape), weight_crc(array)))
+        parameters.append((name, array.dtype.str, tuple(array.shape)))
+    input_avals = [(np.dtype(numpy_dtype(t)).str, tuple(int(d) for d in shape)) for t, shape in artifact.input_types]
+    output_avals = [(np.dtype(numpy_dtype(t)).str, tuple(int(d) for d in shape)) for t, shape in artifact.output_types]
+    spec = executables.last
+    hoisted = executables.constants(spec)[len(artifact.parameter_names):] if spec is not None else []
+    hoisted_avals = [(np.dtype(a.dtype).str, tuple(int(d) for d in a.shape)) for a in hoisted]
+    if (stored_entry["hoisted_module"] is None) != (not hoisted_avals):
+        return None
+    # numpy's own dtypes only (ml_dtypes' bfloat16, float8, int4 have no buffer-protocol format)
+    kinds = [np.dtype(d).kind for d, _ in input_avals + output_avals + hoisted_avals]
+    kinds += [np.dtype(p[1]).kind for p in parameters]
+    if any(kind not in "biufc" for kind in kinds):
+        return None
     return {
         "version": WARM_VERSION,
         "input_names": list(compiled.input_names),
         "output_names": list(compiled.output_names),
-        "input_avals": [(np.dtype(numpy_dtype(dtype)).str, tuple(int(d) for d in shape)) for dtype, shape in artifact.input_types],
+        "input_avals": input_avals,
+        "output_avals": output_avals,
+        "hoisted_avals": hoisted_avals,
         "parameters": parameters,
         "check_messages": list(artifact.check_messages),
         "entry_module": stored_entry["entry_module"],
@@ -243,7 +256,8 @@ def _dumps(entry: Mapping[str, Any]) -> bytes:
 
 
 _FIELDS = {
-    "input_names": list, "output_names": list, "input_avals": list, "parameters": list, "check_messages": list,
+    "input_names": list, "output_names": list, "input_avals": list, "output_avals": list, "hoisted_avals": list,
+    "parameters": list, "check_messages": list,
     "entry_module": bytes, "checked": bool,
 }
 

@@ -1,6 +1,8 @@
 """Warm start (runtime/warm_start.py): a later compile of the same model file runs the stored
-executable without loading the model through onnx_ir; anything else loads it then and behaves as
-before; a changed weight, a missing checker pass or a corrupt entry falls back to the usual path."""
+executable without loading the model through onnx_ir (and, on CPU in a process without jax, on
+jaxlib's own client without importing jax); anything else loads the model then and behaves as
+before; a weight of another dtype or shape, a missing checker pass or a corrupt entry falls back
+to the usual path."""
 
 from __future__ import annotations
 
@@ -84,9 +86,10 @@ def test_warm_start_bad_feeds_raise_the_usual_typed_errors(disk_cache, model_fil
     np.testing.assert_allclose(warm.run({"x": good})[0], _ort(model_file, {"x": good})[0], rtol=1e-5, atol=1e-5)
 
 
-def test_a_weight_changed_in_place_is_caught_by_its_crc(disk_cache, model_file, rng):
+def test_a_weight_changed_in_place_is_read_from_the_file(disk_cache, model_file, rng):
     """Same path, size, inode and modification time (so the same digest), other weight values:
-    the warm start refuses the entry and the usual path binds the new weights."""
+    the weights are executable arguments, read from the file at each start, so the warm start
+    runs the new values (as the artifact cache's bound weights do)."""
     onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
     stat = os.stat(model_file)
     proto = onnx.load(model_file)
@@ -99,7 +102,7 @@ def test_a_weight_changed_in_place_is_caught_by_its_crc(disk_cache, model_file, 
     os.utime(model_file, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert artifact_cache.source_digest(model_file) is not None
     changed = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
-    assert not _is_warm(changed)
+    assert _is_warm(changed)
     feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
     np.testing.assert_allclose(changed.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
 
@@ -147,39 +150,64 @@ _CHILD = r"""
 import json, sys
 import numpy as np
 import onnx_stablehlo
-model = onnx_stablehlo.compile(sys.argv[1], input_shapes={"input_ids": [2, 16]})
-ids = np.random.default_rng(7).integers(0, 100, (2, 16)).astype(np.int64)
-out = model.run({"input_ids": ids})[0]
-np.save(sys.argv[2], out)
-print(json.dumps({
+from onnx_stablehlo.errors import RuntimeCheckError
+path, name, shape, dtype, out_path = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), sys.argv[4], sys.argv[5]
+model = onnx_stablehlo.compile(path, input_shapes={name: shape})
+rng = np.random.default_rng(7)
+feed = rng.integers(0, 100, shape).astype(dtype) if dtype == "int64" else rng.standard_normal(shape).astype(dtype)
+out = model.run({name: feed})[0]
+again = model.run({name: feed})[0]
+np.save(out_path, out)
+report = {
     "warm": model.__dict__.get("_warm") is not None,
-    "imported": sorted(m for m in ("onnx_ir", "sympy", "onnx_stablehlo.frontend.importer") if m in sys.modules),
-}))
+    "imported": sorted(m for m in ("jax", "onnx_ir", "sympy", "onnx_stablehlo.frontend.importer") if m in sys.modules),
+    "repeat_equal": bool(np.array_equal(out, again)),
+}
+if dtype == "int64":  # the Gather's run-time check, raised from the warm start as from a compiled model
+    try:
+        model.run({name: np.full(shape, 10**6, dtype)})
+        report["check_raised"] = False
+    except RuntimeCheckError:
+        report["check_raised"] = True
+has_mlir = "stablehlo." in model.mlir  # loads the model, on jax's client
+report["after_mlir"] = [model.__dict__.get("_warm") is not None, "jax" in sys.modules, has_mlir,
+                        bool(np.array_equal(model.run({name: feed})[0], out))]
+print(json.dumps(report))
 """
 
 
-def test_a_new_process_runs_without_onnx_ir(tmp_path):
-    """The bundled model: the first process lowers and compiles, the second imports neither
-    onnx_ir (nor sympy) nor the frontend (jax itself imports jaxlib's MLIR bindings), and gives the same numbers as the first and as
-    onnxruntime."""
+@pytest.mark.parametrize("which", ["tiny transformer", "conv with hoisted weights"])
+def test_a_new_process_runs_without_jax_or_onnx_ir(tmp_path, rng, which):
+    """The first process lowers and compiles; the second imports neither jax, onnx_ir (nor
+    sympy) nor the frontend until ``mlir`` needs the model, and gives the same numbers as the
+    first and as onnxruntime, before and after; a run-time check still raises."""
+    if which == "tiny transformer":
+        path, name, shape, dtype = onnx_stablehlo.example_model_path(), "input_ids", [2, 16], "int64"
+    else:
+        path, name, shape, dtype = str(tmp_path / "conv_mlp.onnx"), "x", [2, 3, 6, 6], "float32"
+        onnx.save(conv_mlp_model(rng), path)
     env = {
         **os.environ,
         "ONNX_STABLEHLO_EXECUTABLE_CACHE": str(tmp_path / "cache"),
         artifact_cache.ENV_SWITCH: "1",
     }
-    path = onnx_stablehlo.example_model_path()
     reports = []
     for run in ("cold", "warm"):
         done = subprocess.run(
-            [sys.executable, "-c", _CHILD, path, str(tmp_path / f"{run}.npy")],
+            [sys.executable, "-c", _CHILD, path, name, json.dumps(shape), dtype, str(tmp_path / f"{run}.npy")],
             env=env, capture_output=True, text=True, check=False, timeout=300,
         )
         assert done.returncode == 0, done.stderr[-3000:]
         reports.append(json.loads(done.stdout.strip().splitlines()[-1]))
     cold, warm = reports
-    assert cold == {"warm": False, "imported": ["onnx_ir", "onnx_stablehlo.frontend.importer", "sympy"]}
-    assert warm == {"warm": True, "imported": []}
+    checks = {"check_raised": True} if dtype == "int64" else {}
+    assert cold == {
+        "warm": False, "imported": ["jax", "onnx_ir", "onnx_stablehlo.frontend.importer", "sympy"],
+        "repeat_equal": True, "after_mlir": [False, True, True, True], **checks,
+    }
+    assert warm == {"warm": True, "imported": [], "repeat_equal": True, "after_mlir": [False, True, True, True], **checks}
     np.testing.assert_array_equal(np.load(tmp_path / "warm.npy"), np.load(tmp_path / "cold.npy"))
-    ids = np.random.default_rng(7).integers(0, 100, (2, 16)).astype(np.int64)
-    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"input_ids": ids})[0]
+    feed_rng = np.random.default_rng(7)
+    feed = feed_rng.integers(0, 100, shape).astype(dtype) if dtype == "int64" else feed_rng.standard_normal(shape).astype(dtype)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {name: feed})[0]
     np.testing.assert_allclose(np.load(tmp_path / "warm.npy"), expected, rtol=1e-4, atol=1e-4)
