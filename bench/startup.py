@@ -16,11 +16,11 @@ before its first import to the first result, so interpreter start-up is left out
 * ``ORT``: ``onnxruntime.InferenceSession`` (2 intra-op threads, or the CUDA execution provider
   with ``--device cuda``) plus its first run.
 * ``jaxlib floor``: what any runtime on the pinned jaxlib pays before the warm run's first result,
-  without our code: ``import jax``, its PJRT client, reading the model file's bytes, deserializing
-  the executables the warm run found on disk, transferring zeros of each parameter's shape and
-  dtype and running each executable once. In jaxlib 0.10.2 the client, the transfers and the
-  result arrays import jax (a ``_jax.ArrayImpl`` made from ``jaxlib.xla_client`` alone imports
-  ``jax._src.core`` for its aval), so no loader on this jaxlib starts without it.
+  without our loading: importing jaxlib and its PJRT client (on CPU, jaxlib's own client without
+  jax, as a warm start does: ``pjrt.jax_free_cpu_device``), reading the model file's bytes,
+  deserializing the executables the warm run found on disk, transferring zeros of each
+  parameter's shape and dtype and running each executable once. What ours spends above it is
+  parsing the weights out of the protobuf, importing onnx, and our own Python.
 
 An untimed child of each kind runs first, so the ``.pyc`` files exist (as in an installed
 package). Rounds are interleaved (cold, warm, ORT, cold, ...) because the machine is shared; the table
@@ -70,19 +70,16 @@ if kind == "ours":
     from onnx_stablehlo.runtime.executable_cache import default_cache
     cache = default_cache()
     warm = model._warm is not None  # a warm start (runtime/warm_start.py): nothing lowered or loaded
-    detail = dict(cache_hits=cache.hits if cache else 0, warm_start=warm, onnx_ir_imported="onnx_ir" in sys.modules)
+    detail = dict(cache_hits=cache.hits if cache else 0, warm_start=warm, onnx_ir_imported="onnx_ir" in sys.modules,
+                  jax_imported="jax" in sys.modules)
     if not warm:
         detail.update(model.timings, lowered_from_disk=model.executables.disk_hits)
 elif kind == "floor":
     import glob, os
-    import jax
-    jax.config.update("jax_enable_x64", True)  # int64 parameters stay int64
-    jax.config.update("jax_cpu_enable_async_dispatch", False)
-    from jax.extend.backend import get_backend
     from jaxlib import _jax, xla_client
+    from onnx_stablehlo.runtime import pjrt  # the PJRT layer alone: jaxlib, numpy, no jax
+    handle_device = pjrt.jax_free_cpu_device() if device == "cpu" else pjrt.get_device(device)
     imported = time.perf_counter()
-    backend = get_backend(device)
-    handle = backend.local_devices()[0]
     with open(path, "rb") as model_file:
         model_bytes = model_file.read()
     read = time.perf_counter()
@@ -92,20 +89,23 @@ elif kind == "floor":
         with open(payload, "rb") as entry:
             data = entry.read()
         try:
-            executables.append(backend.deserialize_executable(data, _jax.DeviceList((handle,)), _jax.CompileOptions()))
+            executables.append(handle_device._client.deserialize_executable(
+                data, _jax.DeviceList((handle_device._handle,)), _jax.CompileOptions()))
         except Exception:
             continue  # a lowered artifact or a check marker, not an executable
     deserialized = time.perf_counter()
     for executable in executables:
         proto = executable.hlo_modules()[0].as_serialized_hlo_module_proto()
-        shapes = xla_client.XlaComputation(proto).program_shape().parameter_shapes()
-        arguments = [jax.device_put(np.zeros(s.dimensions(), s.numpy_dtype()), handle) for s in shapes]
-        for result in executable.execute(arguments):
-            np.asarray(result)
+        program = xla_client.XlaComputation(proto).program_shape()
+        arguments = [pjrt.to_device(np.zeros(s.dimensions(), s.numpy_dtype()), handle_device) for s in program.parameter_shapes()]
+        result = program.result_shape()
+        results = result.tuple_shapes() if result.is_tuple() else [result]
+        run = pjrt.executor_for_avals(executable, [(r.numpy_dtype(), r.dimensions()) for r in results], handle_device)
+        pjrt.to_host(run(arguments))
     first = time.perf_counter() - start
     detail = dict(import_seconds=imported - start, client_and_read_seconds=read - imported,
                   deserialize_seconds=deserialized - read, run_seconds=time.perf_counter() - deserialized,
-                  executables=len(executables), entries=len(payloads))
+                  executables=len(executables), entries=len(payloads), jax_imported="jax" in sys.modules)
 else:
     import onnxruntime as ort
     options = ort.SessionOptions()
@@ -214,8 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         phases = ", ".join(f"{k.replace('_seconds', '')} {v:.2f}" for k, v in detail.items() if k.endswith("_seconds"))
         if "executables" in detail:
             phases += f", {detail['executables']} executables of {detail['entries']} cache entries"
+            phases += ", jax " + ("imported" if detail["jax_imported"] else "not imported")
         if detail.get("warm_start"):
-            phases = "warm start: nothing lowered, onnx_ir " + ("imported" if detail["onnx_ir_imported"] else "not imported")
+            phases = "warm start: nothing lowered; onnx_ir " + ("imported" if detail["onnx_ir_imported"] else "not imported")
+            phases += ", jax " + ("imported" if detail["jax_imported"] else "not imported")
         elif "cache_hits" in detail:
             phases += f", executables from disk {detail['cache_hits']}, lowered from disk {detail['lowered_from_disk']}"
         rows.append([name, _timing.format_s(median), f"{median / ort:.2f}", phases or "-"])

@@ -124,12 +124,11 @@ print("jax._src.core" in sys.modules)
 
 
 def test_a_device_array_made_from_jaxlib_alone_imports_jax():
-    """The reason the warm start (``bench/startup.py``) imports jax: in the pinned jaxlib a PJRT
-    client comes without jax, but the first device array made from it (here by DLPack, the
-    one transfer ``xla_client`` offers without a jax aval) imports ``jax._src.core``, so a
-    runtime that skips ``import jax`` (0.8-1.0 s of the warm start) cannot be built on this
-    jaxlib. When an upgrade makes this fail, a jax-free warm path becomes possible: revisit
-    docs/benchmarks.md's start-up section. A fresh process, since jax is imported here."""
+    """Why the jax-free client of a warm start (``pjrt.jax_free_cpu_device``) transfers through
+    ``batched_device_put`` with a ``HostAval``: a device array made by DLPack, the one transfer
+    ``xla_client`` offers without an aval, imports ``jax._src.core`` (0.7-1.1 s) in the pinned
+    jaxlib. ``tests/test_warm_start.py`` checks that the warm start imports no jax. A fresh
+    process, since jax is imported here."""
     import subprocess
     import sys
 
