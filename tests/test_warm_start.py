@@ -162,6 +162,7 @@ report = {
     "warm": model.__dict__.get("_warm") is not None,
     "imported": sorted(m for m in ("jax", "onnx_ir", "sympy", "onnx_stablehlo.frontend.importer") if m in sys.modules),
     "repeat_equal": bool(np.array_equal(out, again)),
+    "owned": bool(out.flags.writeable and out.flags.owndata and out.dtype == np.float32),
 }
 if dtype == "int64":  # the Gather's run-time check, raised from the warm start as from a compiled model
     try:
@@ -203,9 +204,11 @@ def test_a_new_process_runs_without_jax_or_onnx_ir(tmp_path, rng, which):
     checks = {"check_raised": True} if dtype == "int64" else {}
     assert cold == {
         "warm": False, "imported": ["jax", "onnx_ir", "onnx_stablehlo.frontend.importer", "sympy"],
-        "repeat_equal": True, "after_mlir": [False, True, True, True], **checks,
+        "repeat_equal": True, "owned": True, "after_mlir": [False, True, True, True], **checks,
     }
-    assert warm == {"warm": True, "imported": [], "repeat_equal": True, "after_mlir": [False, True, True, True], **checks}
+    assert warm == {
+        "warm": True, "imported": [], "repeat_equal": True, "owned": True, "after_mlir": [False, True, True, True], **checks,
+    }
     np.testing.assert_array_equal(np.load(tmp_path / "warm.npy"), np.load(tmp_path / "cold.npy"))
     feed_rng = np.random.default_rng(7)
     feed = feed_rng.integers(0, 100, shape).astype(dtype) if dtype == "int64" else feed_rng.standard_normal(shape).astype(dtype)
