@@ -7,9 +7,12 @@ find the stored specialization. A *warm-start entry* holds, in plain Python type
 call of one static specialization needs: the graph's input and output names, the input avals
 (numpy dtype and shape), the weights' names and avals, the output and ``@hoisted_weights``
 result avals, the run-time check messages and the bytecode of the entry and ``@hoisted_weights``
-modules. ``onnx_stablehlo.compile`` looks it up before loading the model; on a hit it parses the
-model with ``onnx``'s protobuf alone (the weights), checks each weight's dtype and shape against
-the entry (as the artifact cache binds weights by name), gets the executables from the
+modules, and where each weight's bytes lie in the model file (found by ``record``, which checks
+that they are there as they are). ``onnx_stablehlo.compile`` looks it up before loading the
+model; on a hit it maps the file and takes the weights as views at those offsets (no protobuf
+parse, no onnx import: the source digest says the file is the same), or, for a model whose
+weights are not stored as raw bytes, parses it with ``onnx``'s protobuf and checks each weight's
+dtype and shape (as the artifact cache binds weights by name); gets the executables from the
 executable cache and returns a ``CompiledModel`` that runs them
 (``CompiledModel.from_warm_start``). On CPU, in a process that has not imported jax, they run on
 a PJRT client made by jaxlib alone (``pjrt.jax_free_cpu_device``), so jax's import (0.7-1.1 s)
@@ -30,6 +33,7 @@ This module imports neither onnx_ir nor the frontend (``record`` does, in a proc
 
 from __future__ import annotations
 
+import mmap
 import os
 import pickle
 from collections.abc import Mapping
@@ -42,15 +46,26 @@ from onnx_stablehlo.runtime.call_plan import CallPlan
 
 __all__ = ["WARM_VERSION", "WarmStart", "lookup", "record"]
 
-WARM_VERSION = "onnx-stablehlo warm start v3"
+WARM_VERSION = "onnx-stablehlo warm start v4"
 
 
 def _warm_key(cache: Any, source_digest: str, options: Any, platform: str) -> str:
-    import onnx  # the checker's version decides whether a recorded check still stands
-
     return artifact_cache.specialization_key(
-        cache, source_digest, options, platform, (WARM_VERSION, f"onnx {onnx.__version__}")
+        cache, source_digest, options, platform, (WARM_VERSION, f"onnx {_onnx_version()}")
     )
+
+
+def _onnx_version() -> str:
+    """The installed onnx's version (its checker's pass is part of the entry), without importing
+    onnx (0.1-0.2 s) when nothing has."""
+    import sys
+
+    onnx = sys.modules.get("onnx")
+    if onnx is not None:
+        return str(onnx.__version__)
+    from importlib import metadata
+
+    return metadata.version("onnx")
 
 
 def _eligible(source: Any, source_digest: str | None, options: Any) -> Any:
@@ -144,13 +159,67 @@ def lookup(source: Any, source_digest: str | None, options: Any, device_spec: st
         return None
     if check and not entry["checked"]:
         return None
-    weights = _read_weights(source, entry["parameters"])
+    weights = _mapped_weights(source, entry["parameters"]) if entry["offsets"] else None
+    if weights is None:
+        weights = _read_weights(source, entry["parameters"])
     if weights is None:
         return None
     return WarmStart(entry, source, source_digest, device, device_spec, weights)
 
 
-def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...]]]) -> list[np.ndarray] | None:
+def _mapped_weights(source: Any, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
+    """The weights as views of the model file (memory-mapped) or bytes at the offsets ``record``
+    found them at, or None. No protobuf parse: the source digest (path, size, modification time,
+    inode; or the bytes themselves) says the file is the one whose bytes were found there."""
+    try:
+        if isinstance(source, (str, os.PathLike)):
+            with open(source, "rb") as handle:
+                buffer: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        else:
+            buffer = memoryview(source).cast("B")
+        arrays = []
+        for _name, dtype, shape, offset in parameters:
+            count = int(np.prod(shape, dtype=np.int64))
+            if offset is None or offset < 0 or offset + count * np.dtype(dtype).itemsize > len(buffer):
+                return None
+            arrays.append(np.frombuffer(buffer, dtype=np.dtype(dtype), count=count, offset=offset).reshape(shape))
+        return arrays
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _weight_offsets(source: Any, model: Any, arrays: Mapping[str, np.ndarray]) -> dict[str, int] | None:
+    """Where each weight's little-endian bytes lie in the model file (or bytes), in the order of
+    the model's initializers, each search starting where the last match ended; None when the
+    source is neither, or a weight's bytes are not found as they are (a typed-field tensor)."""
+    if isinstance(source, (str, os.PathLike)):
+        with open(source, "rb") as handle:
+            data = handle.read()
+    elif isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+    else:
+        return None
+    order = [name for name in model.graph.initializers if name in arrays]
+    order += [name for name in arrays if name not in set(order)]
+    offsets: dict[str, int] = {}
+    start = 0
+    for name in order:
+        array = arrays[name]
+        raw = np.ascontiguousarray(array).astype(array.dtype.newbyteorder("<"), copy=False).tobytes()
+        if not raw:
+            offsets[name] = 0
+            continue
+        found = data.find(raw, start)
+        if found < 0:
+            found = data.find(raw)  # stored out of order
+        if found < 0:
+            return None
+        offsets[name] = found
+        start = found + len(raw)
+    return offsets
+
+
+def _read_weights(source: Any, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
     """The weights ``parameters`` names (name, numpy dtype, shape), read from the model's
     initializers with onnx's protobuf; None when one is missing, external or differs."""
     if not parameters:
@@ -168,7 +237,7 @@ def _read_weights(source: Any, parameters: list[tuple[str, str, tuple[int, ...]]
             proto = source
         initializers = {t.name: t for t in proto.graph.initializer}
         arrays = []
-        for name, dtype, shape in parameters:
+        for name, dtype, shape, _offset in parameters:
             tensor = initializers.get(name)
             if tensor is None or tensor.data_location == onnx.TensorProto.EXTERNAL:
                 return None
@@ -189,7 +258,7 @@ def record(compiled: Any, source: Any, source_digest: str | None, *, checked: bo
     if cache is None:
         return False
     try:
-        entry = _entry_of(compiled, checked)
+        entry = _entry_of(compiled, source, checked)
     except Exception:  # anything unexpected in a model's make-up: no warm start, no harm
         return False
     if entry is None:
@@ -198,7 +267,7 @@ def record(compiled: Any, source: Any, source_digest: str | None, *, checked: bo
     return True
 
 
-def _entry_of(compiled: Any, checked: bool) -> dict[str, Any] | None:
+def _entry_of(compiled: Any, source: Any, checked: bool) -> dict[str, Any] | None:
     from onnx_stablehlo.frontend.dtypes import numpy_dtype
     from onnx_stablehlo.frontend.layout import onnx_kind
 
@@ -220,10 +289,12 @@ def _entry_of(compiled: Any, checked: bool) -> dict[str, Any] | None:
         or len(artifact.input_types) != len(compiled.input_names)
     ):
         return None
-    parameters = []
-    for name in artifact.parameter_names:
-        array = np.asarray(artifact.parameters[name]())
-        parameters.append((name, array.dtype.str, tuple(array.shape)))
+    arrays = {name: np.asarray(artifact.parameters[name]()) for name in artifact.parameter_names}
+    offsets = _weight_offsets(source, compiled.model, arrays) if arrays else {}
+    parameters = [
+        (name, array.dtype.str, tuple(array.shape), offsets.get(name) if offsets else None)
+        for name, array in arrays.items()
+    ]
     input_avals = [(np.dtype(numpy_dtype(t)).str, tuple(int(d) for d in shape)) for t, shape in artifact.input_types]
     output_avals = [(np.dtype(numpy_dtype(t)).str, tuple(int(d) for d in shape)) for t, shape in artifact.output_types]
     spec = executables.last
@@ -248,6 +319,7 @@ def _entry_of(compiled: Any, checked: bool) -> dict[str, Any] | None:
         "entry_module": stored_entry["entry_module"],
         "hoisted_module": stored_entry["hoisted_module"],
         "checked": bool(checked),
+        "offsets": offsets is not None,
     }
 
 
@@ -258,7 +330,7 @@ def _dumps(entry: Mapping[str, Any]) -> bytes:
 _FIELDS = {
     "input_names": list, "output_names": list, "input_avals": list, "output_avals": list, "hoisted_avals": list,
     "parameters": list, "check_messages": list,
-    "entry_module": bytes, "checked": bool,
+    "entry_module": bytes, "checked": bool, "offsets": bool,
 }
 
 

@@ -214,3 +214,47 @@ def test_a_new_process_runs_without_jax_or_onnx_ir(tmp_path, rng, which):
     feed = feed_rng.integers(0, 100, shape).astype(dtype) if dtype == "int64" else feed_rng.standard_normal(shape).astype(dtype)
     expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {name: feed})[0]
     np.testing.assert_allclose(np.load(tmp_path / "warm.npy"), expected, rtol=1e-4, atol=1e-4)
+
+
+def _warm_entry(cache, source, options) -> dict:
+    key = warm_start._warm_key(cache, artifact_cache.source_digest(source), options, "cpu")
+    return warm_start._loads(cache.load(key))
+
+
+def test_typed_field_weights_are_read_through_the_protobuf(disk_cache, tmp_path, rng):
+    """int64 weights in ``int64_data`` (varints) are not in the file as raw bytes: the entry has
+    no offsets and the warm start parses the model with onnx instead."""
+    import onnx.helper as oh
+
+    w = rng.integers(-50, 50, (64, 64)).astype(np.int64)
+    graph = oh.make_graph(
+        [oh.make_node("Add", ["x", "w"], ["y"])], "g",
+        [oh.make_tensor_value_info("x", onnx.TensorProto.INT64, [64, 64])],
+        [oh.make_tensor_value_info("y", onnx.TensorProto.INT64, [64, 64])],
+        [oh.make_tensor("w", onnx.TensorProto.INT64, [64, 64], w.reshape(-1).tolist())],
+    )
+    path = tmp_path / "typed.onnx"
+    onnx.save(oh.make_model(graph, opset_imports=[oh.make_opsetid("", 18)]), path)
+    first = onnx_stablehlo.compile(path, input_shapes={"x": [64, 64]})
+    entry = _warm_entry(disk_cache, path, first.options)
+    assert entry["offsets"] is False and [p[:3] for p in entry["parameters"]] == [("w", "<i8", (64, 64))]
+    warm = onnx_stablehlo.compile(path, input_shapes={"x": [64, 64]})
+    assert _is_warm(warm)
+    x = rng.integers(-50, 50, (64, 64)).astype(np.int64)
+    np.testing.assert_array_equal(warm.run({"x": x})[0], _ort(path, {"x": x})[0])
+
+
+def test_raw_weights_are_mapped_from_the_file_or_the_bytes(disk_cache, model_file, rng):
+    first = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    entry = _warm_entry(disk_cache, model_file, first.options)
+    assert entry["offsets"] is True and all(p[3] is not None for p in entry["parameters"])
+    data = model_file.read_bytes()
+    for name, dtype, shape, offset in entry["parameters"]:  # the offsets hold the initializers' bytes
+        expected = onh.to_array(next(t for t in onnx.load(model_file).graph.initializer if t.name == name))
+        stored = np.frombuffer(data, dtype=dtype, count=expected.size, offset=offset).reshape(shape)
+        np.testing.assert_array_equal(stored, expected)
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    onnx_stablehlo.compile(data, input_shapes=SHAPES)  # bytes: their own entry
+    from_bytes = onnx_stablehlo.compile(data, input_shapes=SHAPES)
+    assert _is_warm(from_bytes)
+    np.testing.assert_allclose(from_bytes.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
