@@ -172,6 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", nargs="+", choices=("head", "full"), default=["head", "full"])
     parser.add_argument("--out", type=Path, help="folder for the fine-tuned .onnx (default: not kept)")
     args = parser.parse_args(argv)
+    if args.out is not None:  # the folder --out names is made (not its parents): save_onnx creates none
+        try:
+            args.out.mkdir(exist_ok=True)
+        except OSError as exc:
+            parser.error(f"--out {args.out}: {exc.strerror or exc}")
     results = run(steps=args.steps, batch_size=args.batch_size, max_length=args.max_length, seed=args.seed,
                   head_lr=args.head_lr, full_lr=args.full_lr, runs=args.runs, out_dir=args.out)
     data = results.pop("data")

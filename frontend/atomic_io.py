@@ -19,12 +19,15 @@ import tempfile
 import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from onnx_stablehlo.errors import WriteError
+from onnx_stablehlo.errors import InvalidOptionError, WriteError
 
 __all__ = [
+    "as_path",
+    "output_path",
     "atomic_writer",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -77,18 +80,61 @@ def sweep_stale(path: Path) -> list[Path]:
     return removed
 
 
+def as_path(path: Any, where: str, name: str = "path") -> Path:
+    """``path`` (a ``str`` or ``os.PathLike``) as a :class:`Path`.
+
+    Args:
+        where, name: the function and argument, for the message (``"Trainer.save_checkpoint"``,
+            ``"path"``).
+
+    Raises:
+        InvalidOptionError: ``path`` is not a ``str`` or ``os.PathLike`` (``None``, an int, bytes).
+    """
+    if isinstance(path, (str, os.PathLike)):
+        try:
+            return Path(path)
+        except TypeError:  # an os.PathLike whose __fspath__ gives bytes
+            pass
+    shown = repr(path) if len(repr(path)) <= 60 else repr(path)[:57] + "..."
+    raise InvalidOptionError(f"{where}: {name} must be a path (str or os.PathLike), got {type(path).__name__} {shown}")
+
+
+def output_path(path: Any, where: str, name: str = "path") -> Path:
+    """``path`` as a :class:`Path` to write a file to, checked before any work is done: the
+    folder it names must exist (nothing creates folders) and the path must not be a folder.
+
+    Raises:
+        InvalidOptionError: ``path`` is not a ``str`` or ``os.PathLike``.
+        WriteError: ``path`` is a folder, or its folder does not exist or is not a folder.
+    """
+    target = as_path(path, where, name)
+    if target.is_dir():
+        raise WriteError(f"cannot write {target}: it is a folder")
+    _check_folder(target)
+    return target
+
+
+def _check_folder(path: Path) -> None:
+    folder = path.parent
+    if not folder.is_dir():
+        why = "is not a folder" if folder.exists() else "does not exist"
+        raise WriteError(f"cannot write {path}: the folder {folder} {why} (folders are not created)")
+
+
 @contextlib.contextmanager
 def atomic_writer(path: Path) -> Iterator[io.BufferedWriter]:
     """Yields a binary file that replaces ``path`` only if the block finishes without error.
 
+    The folder of ``path`` must exist: it is not created.
+
     Raises:
-        WriteError: ``path`` is a folder, or its folder cannot be created or written.
+        WriteError: ``path`` is a folder, or its folder does not exist or cannot be written.
     """
     path = Path(path)
     if path.is_dir():
         raise WriteError(f"cannot write {path}: it is a folder")
+    _check_folder(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
         sweep_stale(path)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:

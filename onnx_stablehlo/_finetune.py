@@ -111,8 +111,10 @@ def _cast(arrays: dict[str, np.ndarray], dtypes: dict[str, np.dtype], path: str)
 def run_finetune(args: argparse.Namespace) -> int:
     """Runs ``finetune``; returns the exit code."""
     from onnx_stablehlo.heads import add_classifier_head
+    from onnx_stablehlo.frontend.atomic_io import output_path
     from onnx_stablehlo.runtime.training import ArrayBatches, Trainer, make_optimizer
 
+    output_path(args.output, "finetune", "-o")  # a missing folder is refused before training, not after
     model = args.model
     if args.head is not None:
         mask = None if args.attention_mask.lower() == "none" else args.attention_mask

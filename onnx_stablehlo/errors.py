@@ -38,7 +38,8 @@ Hierarchy::
     │   └── ForwardModeError    jax.jvp / jacfwd / hessian through an ONNX model (also TypeError)
     ├── ResourceLimitError        a model or feed that implies absurd work or memory (a window
     │                             of 2^62, a 4 TiB input): refused before any allocation
-    ├── WriteError                an output file cannot be written (a folder, no permission)
+    ├── WriteError                an output file cannot be written (a folder, a missing folder
+    │                             (none is created), no permission)
     ├── RuntimeErrorBase
     │   ├── DeviceNotFoundError       the asked-for PJRT platform is not available
     │   ├── FeedError                 a wrong feed name, dtype or shape at run time
@@ -339,7 +340,8 @@ class ResourceLimitError(FrontendError):
 
 
 class WriteError(OnnxStableHLOError, OSError):
-    """An output file cannot be written: the target is a folder, or the folder is not writable.
+    """An output file cannot be written: the target is a folder, its folder does not exist (no
+    folder is created), or the folder is not writable.
 
     Also an ``OSError``, so code that caught the raw error keeps working."""
 

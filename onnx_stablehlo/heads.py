@@ -76,12 +76,14 @@ def add_classifier_head(
 
     Raises:
         GraphEditError: unknown value or input, unknown pooling, a hidden size that cannot be
-            told, a non-float ``hidden``, clashing names.
+            told, a non-float ``hidden``, clashing names; ``num_classes`` or ``hidden_size``
+            that is not an integer of at least 1.
     """
-    if pooling not in POOLINGS:
+    if not isinstance(pooling, str) or pooling not in POOLINGS:
         raise GraphEditError(f"unknown pooling {pooling!r}; choose one of {', '.join(POOLINGS)}")
-    if num_classes < 1:
-        raise GraphEditError(f"num_classes must be at least 1, got {num_classes}")
+    _check_size("num_classes", num_classes)
+    if hidden_size is not None:
+        _check_size("hidden_size", hidden_size)
     proto = to_proto(model)
     graph = proto.graph
     hidden = hidden or graph.output[0].name
@@ -124,6 +126,11 @@ def add_classifier_head(
 
     outputs = [output_name] + ([o.name for o in graph.output] if keep_outputs else [])
     return attach(proto, builder.model(proto.ir_version), connections, outputs)
+
+
+def _check_size(what: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise GraphEditError(f"{what} must be an integer of at least 1, got {type(value).__name__} {value!r}")
 
 
 def _mean_pool(

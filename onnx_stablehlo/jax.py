@@ -32,7 +32,10 @@ Transformations (docs/jax.md has the table):
   ``jax.lax.map``.
 * Forward mode (``jax.jvp``, ``jax.jacfwd``, ``jax.hessian``) is not supported: JAX rejects it on
   the ``custom_vjp``, and the call raises :class:`~onnx_stablehlo.errors.ForwardModeError`
-  saying so (``jax.jacrev(jax.jacrev(f))`` gives a Hessian).
+  saying so (``jax.jacrev(jax.jacrev(f))`` gives a Hessian). ``jax.linearize`` is the exception:
+  it succeeds, and its linear map can be transposed (``jax.linear_transpose``, a VJP), but
+  evaluating the map is forward mode, and JAX raises its own ``TypeError`` from its evaluation
+  of the linearized jaxpr, after the bridge's call has returned: the bridge has no hook there.
 """
 
 from __future__ import annotations
@@ -65,6 +68,10 @@ if TYPE_CHECKING:
 
 __all__ = ["OnnxFunction", "to_jax"]
 
+EXPORT_PLATFORMS = ("cpu", "cuda", "rocm", "tpu")
+"""The platforms ``platforms=`` may name (``jax.export``'s); ``"gpu"`` also names the GPU platform
+present (JAX's alias, resolved when the module is exported)."""
+
 _FORWARD_MODE_MESSAGE = "can't apply forward-mode autodiff (jvp) to a custom_vjp function"
 """JAX's message when forward mode meets the bridge's ``custom_vjp`` (replaced by ours; a test
 fails if a jax upgrade changes it)."""
@@ -88,7 +95,8 @@ def to_jax(
         dims: sizes for named symbolic dims (``{"batch": 8}``).
         pipeline: StableHLO passes run on the module (``"default"``, ``"none"`` or a pipeline
             string, see docs/passes.md).
-        platforms: the platforms the exported module is for; default JAX's default backend.
+        platforms: the platforms the exported module is for, a sequence of names of
+            :data:`EXPORT_PLATFORMS` (or ``"gpu"``); default JAX's default backend.
         batch_dim: the symbol ``jax.vmap`` folds a mapped axis into: a symbol name, ``None``
             (always loop), or ``"auto"``: a symbol whose name contains ``batch`` and that is
             the first dim of every input and output that has it and of every output. Folding
@@ -105,10 +113,13 @@ def to_jax(
         ShapeError: an output whose size depends on run-time values, or a model that lowers
             only with static shapes (pass ``input_shapes``).
         InvalidOptionError: an unknown ``batch_dim``, bad ``dims`` or ``pipeline`` (validated
-            once, as a :class:`~onnx_stablehlo.runtime.options.CompileOptions`).
+            once, as a :class:`~onnx_stablehlo.runtime.options.CompileOptions`); ``platforms``
+            that is not a sequence of names of :data:`EXPORT_PLATFORMS`.
+        DeviceNotFoundError: ``platforms`` names ``"gpu"`` and no GPU is present.
         PipelineParseError: ``pipeline`` does not parse.
     """
     options = bridge_options(input_shapes, dims, pipeline)
+    platforms = checked_platforms(platforms)
     ir_model = model if isinstance(model, onnx_ir.Model) else _load(model, check=check)
     return OnnxFunction(ir_model, options=options, platforms=platforms, batch_dim=batch_dim)
 
@@ -132,6 +143,41 @@ def bridge_options(
         runtime_checks=False,
         inline_scalar_weights=False,
     )
+
+
+def checked_platforms(platforms: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``platforms`` as a tuple, checked (``None`` and an empty sequence mean the default).
+
+    Raises:
+        InvalidOptionError: not a sequence of names of :data:`EXPORT_PLATFORMS` (or ``"gpu"``).
+        DeviceNotFoundError: ``"gpu"`` with no GPU present.
+    """
+    if platforms is None:
+        return None
+    if isinstance(platforms, (str, bytes)) or not isinstance(platforms, Sequence | set | frozenset):
+        raise InvalidOptionError(
+            f"platforms must be a sequence of platform names such as ('cpu',), got {type(platforms).__name__} {platforms!r}"
+        )
+    names = tuple(platforms)
+    for name in names:
+        if name not in EXPORT_PLATFORMS and name != "gpu":
+            raise InvalidOptionError(
+                f"platforms: unknown platform {name!r}; the module can be exported for "
+                f"{', '.join(map(repr, EXPORT_PLATFORMS))} (or 'gpu', the GPU platform present)"
+            )
+    if "gpu" in names:
+        import jax
+
+        try:
+            jax.devices("gpu")
+        except RuntimeError:
+            from onnx_stablehlo.errors import DeviceNotFoundError
+
+            raise DeviceNotFoundError(
+                f"platforms: 'gpu' names the GPU platform present, but there is none (this process has "
+                f"{jax.default_backend()}); to export for a GPU from here name it: 'cuda' or 'rocm'"
+            ) from None
+    return names
 
 
 class OnnxFunction:
@@ -172,7 +218,7 @@ class OnnxFunction:
             raise InvalidOptionError("the JAX bridge takes the weights as params: options.weights must be 'args'")
         self.dims = dict(self.options.dims)
         self.pipeline = self.options.pipeline
-        self.platforms = tuple(platforms or (jax.default_backend(),))
+        self.platforms = checked_platforms(platforms) or (jax.default_backend(),)
         # float64 math off when any platform is a TPU (CompileOptions' policy)
         self._platform = "tpu" if "tpu" in self.platforms else self.platforms[0]
         inputs = graph_input_values(model.graph)
@@ -360,7 +406,7 @@ class OnnxFunction:
                 raise FeedError(f"missing input {name!r}", name)
             array = bound[name]
             if not hasattr(array, "dtype"):
-                array = jnp.asarray(array)
+                array = _as_jax_array(array, name, want)
             got = np.dtype(array.dtype)
             if got != want and not (np.dtype(_canonical(got)) == want and _canonical(got) != got):
                 raise FeedError(f"input {name!r}: expected dtype {want}, got {got}", name)
@@ -389,6 +435,8 @@ class OnnxFunction:
             want_shape = self._param_shapes[name]
             if tuple(np.shape(value)) != want_shape:
                 raise FeedError(f"param {name!r}: expected shape {want_shape}, got {tuple(np.shape(value))}", name)
+            if not hasattr(value, "dtype"):
+                raise FeedError(f"param {name!r}: expected an array of {self._jax_params[name]}, got {_shown(value)}", name)
             if np.dtype(value.dtype) != self._jax_params[name]:
                 raise FeedError(f"param {name!r}: expected dtype {self._jax_params[name]}, got {value.dtype}", name)
             values.append(value)
@@ -854,6 +902,13 @@ class _SymbolTable:
                         raise FeedError(f"input {name!r}: axis {axis} must be {dim}, got shape {tuple(shape)}", name)
                     continue
                 symbol = dim.name
+                if int(size) < 1:
+                    raise FeedError(
+                        f"input {name!r}: dim '{symbol}' (axis {axis}) is {int(size)}; through the JAX bridge a "
+                        "symbolic dim is at least 1 (JAX's shape polymorphism): an empty batch runs with "
+                        "onnx_stablehlo.compile",
+                        name,
+                    )
                 root = self.find(symbol)
                 if root in seen and seen[root][2] != int(size):
                     other, other_axis, other_size, other_symbol = seen[root]
@@ -912,6 +967,32 @@ def _jax_expression(dim: SymbolicDim, dims: Mapping[str, Any], what: str) -> Any
 
 
 # Types ---------------------------------------------------------------------------------------
+
+
+def _as_jax_array(value: Any, name: str, want: np.dtype) -> Any:
+    """An input given without a dtype (a list, a Python number) as a jax array, or ``FeedError``
+    for what JAX cannot take (``None``, a string, a ragged list)."""
+    import jax.numpy as jnp
+
+    problem = FeedError(f"input {name!r}: expected an array of {want}, got {_shown(value)}", name)
+    if value is None or isinstance(value, (str, bytes)):
+        raise problem
+    try:
+        kind = np.asarray(value).dtype.kind
+    except Exception:  # a list of tracers: jnp.asarray takes it
+        kind = "?"
+    if kind not in "biufc?":
+        raise problem
+    try:
+        return jnp.asarray(value)
+    except (TypeError, ValueError):
+        raise problem from None
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: its type and a short repr."""
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) <= 40 else text[:37] + '...'}"
 
 
 def _canonical(dtype: np.dtype) -> np.dtype:

@@ -696,11 +696,19 @@ def _strip_locations(text: str) -> str:
 
 
 def write_report(model: str | Path | onnx.ModelProto, output: str | Path, **options: Any) -> ModelReport:
-    """Builds the report of ``model`` and writes it to ``output`` as HTML (see :func:`build_report`)."""
-    from onnx_stablehlo import _io
+    """Builds the report of ``model`` and writes it to ``output`` as HTML (see :func:`build_report`).
 
+    Raises:
+        InvalidOptionError: ``output`` is not a ``str`` or ``os.PathLike``.
+        WriteError: ``output`` is a folder, its folder does not exist (it is not created), or it
+            cannot be written; checked before the report is built.
+        The errors of :func:`build_report`.
+    """
+    from onnx_stablehlo.frontend import atomic_io
+
+    target = atomic_io.output_path(output, "write_report", "output")
     report = build_report(model, **options)
-    _io.atomic_write_text(Path(output), render_html(report))
+    atomic_io.atomic_write_text(target, render_html(report))
     return report
 
 

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import onnx
 
-from onnx_stablehlo import _io
+from onnx_stablehlo.frontend import atomic_io
 from onnx_stablehlo.frontend.dtypes import DataType
+from onnx_stablehlo.frontend.graph_edit import to_proto
 from onnx_stablehlo.frontend.loader import ModelSource
 from onnx_stablehlo.frontend.shapes import DimEquality, Shape, SymbolicDim
 
@@ -87,14 +88,24 @@ def annotate_shapes(
     their declared types except that unknown output dims get the inferred ones.
 
     Args:
-        model: path, bytes or ``onnx.ModelProto``.
-        output: when given, the annotated model is written there (atomically).
+        model: path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model``.
+        output: when given, the annotated model is written there (atomically); its folder must
+            exist (it is not created).
         input_shapes, dims: as for :func:`infer_shapes`.
 
     Returns:
         The annotated ``onnx.ModelProto`` (a copy; ``model`` is not modified).
+
+    Raises:
+        ModelLoadError: ``model`` is missing, unreadable or not a model (or not a path, bytes,
+            ``onnx.ModelProto`` or ``onnx_ir.Model``).
+        InvalidOptionError: ``output`` is not a ``str`` or ``os.PathLike``.
+        WriteError: ``output`` is a folder, its folder does not exist, or it cannot be written
+            (checked before the shapes are inferred).
+        The errors of :func:`infer_shapes`.
     """
-    proto = _proto(model)
+    target = None if output is None else atomic_io.output_path(output, "annotate_shapes", "output")
+    proto = to_proto(model)  # a copy
     inferred = infer_shapes(proto, input_shapes, dims=dims)
     graph = proto.graph
     inputs = {v.name for v in graph.input} | {t.name for t in graph.initializer}
@@ -112,20 +123,11 @@ def annotate_shapes(
                 outputs[name].type.CopyFrom(info.type)
             continue
         graph.value_info.append(info)
-    if output is not None:
-        _io.atomic_write_bytes(Path(output), proto.SerializeToString())
+    if target is not None:
+        atomic_io.atomic_write_bytes(target, proto.SerializeToString())
     return proto
 
 
 def _dim_proto(dim) -> int | str:
     return str(dim) if isinstance(dim, SymbolicDim) else int(dim)
 
-
-def _proto(model: ModelSource) -> onnx.ModelProto:
-    if isinstance(model, onnx.ModelProto):
-        copy = onnx.ModelProto()
-        copy.CopyFrom(model)
-        return copy
-    if isinstance(model, (bytes, bytearray)):
-        return onnx.load_from_string(bytes(model))
-    return onnx.load(str(model))

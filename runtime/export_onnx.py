@@ -133,7 +133,7 @@ def save_onnx(
     Args:
         trained: a :class:`~onnx_stablehlo.runtime.training.Trainer` (its model without the
             loss and its trained weights), or a mapping initializer name -> array.
-        path: the new ``.onnx`` file.
+        path: the new ``.onnx`` file (in a folder that exists: it is not created).
         original: the model the weights go into: path, bytes, ``onnx.ModelProto`` or
             ``onnx_ir.Model``. Required with a mapping; with a trainer, default its model.
         external_data: write tensors to a side file; ``None``: only when they total
@@ -144,16 +144,23 @@ def save_onnx(
         ``path``.
 
     Raises:
-        ExportError: ``path`` is the original file and ``overwrite`` is false; no original
-            for a mapping; a model too large for one file with ``external_data=False``.
+        InvalidOptionError: ``path`` is not a ``str`` or ``os.PathLike``.
+        WriteError: ``path`` is a folder, or its folder does not exist (it is not created).
+        ExportError: ``trained`` is neither a trainer nor a mapping; ``path`` is the original
+            file and ``overwrite`` is false; no original for a mapping; a model too large for
+            one file with ``external_data=False``.
         UnknownInitializerError, InitializerMismatchError: see :func:`with_initializers`.
     """
-    target = Path(path)
+    target = _io.output_path(path, "save_onnx")
     if isinstance(trained, Mapping):
         values = dict(trained)
         if original is None:
             raise ExportError("save_onnx(weights, path) needs original=<the model the weights belong to>")
     else:
+        if not hasattr(trained, "trainable_params") or not hasattr(trained, "inference_model"):
+            raise ExportError(
+                f"save_onnx: trained must be a Trainer or a mapping initializer name -> array, got {type(trained).__name__}"
+            )
         values = trained.trainable_params
         if original is None:
             original = trained.inference_model
@@ -188,7 +195,6 @@ def save_onnx(
             onnx.external_data_helper.convert_model_to_external_data(
                 proto, all_tensors_to_one_file=True, location=location, size_threshold=_SMALL_TENSOR
             )
-            target.parent.mkdir(parents=True, exist_ok=True)
             onnx.external_data_helper.write_external_data_tensors(proto, str(target.parent))
             if data_path.exists():  # absent when every tensor is under _SMALL_TENSOR bytes
                 with open(data_path, "rb+") as handle:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -56,13 +58,20 @@ def make_optimizer(
 
     Raises:
         TrainingError: an unknown name or schedule, a decaying schedule without
-            ``total_steps``, weight decay for an optimizer without it.
+            ``total_steps``, weight decay for an optimizer without it; a learning rate, weight
+            decay or clip norm that is not a finite number, step counts that are not
+            non-negative integers (checked here, not at the first update).
     """
     import optax
 
-    if name not in OPTIMIZERS:
+    _check_count("warmup_steps", warmup_steps)
+    _check_count("total_steps", total_steps)
+    _check_number("learning_rate", learning_rate, required=True, schedule_ok=schedule == "constant" and not warmup_steps)
+    _check_number("weight_decay", weight_decay)
+    _check_number("clip_norm", clip_norm)
+    if not isinstance(name, str) or name not in OPTIMIZERS:
         raise TrainingError(f"unknown optimizer {name!r}; choose one of {', '.join(OPTIMIZERS)}")
-    if schedule not in SCHEDULES:
+    if not isinstance(schedule, str) or schedule not in SCHEDULES:
         raise TrainingError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
     if schedule == "constant":
         rate: Any = learning_rate
@@ -91,3 +100,20 @@ def make_optimizer(
     if clip_norm is not None:
         optimizer = optax.chain(optax.clip_by_global_norm(clip_norm), optimizer)
     return optimizer
+
+
+def _check_number(what: str, value: Any, *, required: bool = False, schedule_ok: bool = False) -> None:
+    """Raises ``TrainingError`` unless ``value`` is a finite real number, or ``None`` where it is
+    not ``required`` (a callable schedule too where optax receives ``value`` as it is)."""
+    if (value is None and not required) or (schedule_ok and callable(value)):
+        return
+    number = value.item() if hasattr(value, "item") and getattr(value, "shape", None) == () else value
+    if isinstance(number, bool) or not isinstance(number, numbers.Real) or not math.isfinite(number):
+        raise TrainingError(f"make_optimizer: {what} must be a finite number, got {type(value).__name__} {value!r}")
+
+
+def _check_count(what: str, value: Any) -> None:
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise TrainingError(f"make_optimizer: {what} must be a non-negative integer, got {type(value).__name__} {value!r}")

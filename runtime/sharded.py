@@ -98,7 +98,8 @@ class ShardedModel:
         """Runs the model on ``feeds`` (numpy arrays by input name); outputs as numpy, in order.
 
         Raises:
-            FeedError: as ``OnnxFunction`` (names, dtypes, ranks, symbol sizes).
+            FeedError: as ``OnnxFunction`` (names, dtypes, ranks, symbol sizes); a batch of 0
+                rows (the bridge's symbolic dims are at least 1).
         """
         import jax
 
@@ -114,6 +115,14 @@ class ShardedModel:
             name = sorted(self._batched)[0]
             raise FeedError(f"dim '{self.batch_dim}' differs between the inputs: sizes {sorted(sizes)}", name)
         size = sizes.pop() if sizes else 0
+        empty = [n for n in sorted(self._batched) if np.ndim(feeds[n]) > 0 and np.shape(feeds[n])[0] == 0]
+        if empty:
+            name = empty[0]
+            raise FeedError(
+                f"input {name!r}: a batch of 0 rows (dim '{self.batch_dim}' is 0); a sharded batch needs at least one "
+                "row (onnx_stablehlo.compile without devices= runs an empty batch)",
+                name,
+            )
         padded_size = -(-size // len(self.devices)) * len(self.devices)
         placed = {}
         for name in self.input_names:

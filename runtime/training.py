@@ -50,7 +50,7 @@ from onnx_stablehlo.frontend.importer import graph_input_values
 from onnx_stablehlo.frontend.layout import onnx_kind
 from onnx_stablehlo.frontend.loader import load as load_model
 from onnx_stablehlo.runtime import pjrt
-from onnx_stablehlo.runtime.feeds import FeedChecker
+from onnx_stablehlo.runtime.feeds import FeedChecker, require_mapping
 from onnx_stablehlo.runtime.losses import Accuracy, ModelWithLoss, add_loss, check_batch_rows_and_labels, label_classes
 from onnx_stablehlo.runtime.model import CompiledModel
 from onnx_stablehlo.runtime.optimizers import OPTIMIZERS, SCHEDULES, make_optimizer
@@ -61,6 +61,9 @@ from onnx_stablehlo.runtime.training_data import (
     NoTrainableParametersError,
     TrainingError,
     batch_size,
+    check_data,
+    check_fit_arguments,
+    check_optimizer,
     progress_bar,
     select_trainable,
     throughput,
@@ -133,6 +136,7 @@ class Trainer:
 
     Raises:
         NoTrainableParametersError: a trainable pattern matches nothing.
+        TrainingError: an unknown engine, a non-optax ``optimizer``, a non-string trainable pattern.
         GraphEditError: the loss cannot be attached.
         ModelLoadError, ModelCheckError: the model cannot be read.
     """
@@ -162,6 +166,7 @@ class Trainer:
             raise TrainingError(f"engine must be 'pjrt' or 'bridge', got {engine!r}")
         if devices is not None and chosen != "bridge":
             raise TrainingError("devices= trains through the JAX bridge: use engine='bridge' (or leave engine out)")
+        check_optimizer(optimizer)
         self.engine = chosen
         """The engine in use: ``"bridge"`` or ``"pjrt"``."""
 
@@ -291,6 +296,7 @@ class Trainer:
     def _check_batch(self, batch: Mapping[str, Any]) -> dict[str, np.ndarray]:
         """The batch's arrays for the training model's inputs (other keys are ignored), checked
         as ``CompiledModel.run`` checks feeds (dtype, rank, static dims)."""
+        require_mapping(batch, self.input_names)
         for name in self.input_names:
             if name not in batch:
                 raise FeedError(
@@ -308,7 +314,7 @@ class Trainer:
         Does not move the data position (:meth:`fit` does).
 
         Raises:
-            FeedError: a missing input or a wrong dtype.
+            FeedError: a batch that is not a mapping, a missing input or a wrong dtype.
             CompileError, ExecutionError: PJRT failed.
         """
         arrays = self._check_batch(batch)
@@ -351,7 +357,13 @@ class Trainer:
 
         Returns:
             The records added to :attr:`history` by this call.
+
+        Raises:
+            TrainingError: ``data`` or ``eval_data`` is not an iterable of batches.
+            InvalidOptionError, WriteError: ``checkpoint`` is not a path, or its folder does not
+                exist (checked before the first step); the errors of :meth:`train_step`.
         """
+        checkpoint = check_fit_arguments(data, eval_data, checkpoint)
         if steps is None and epochs is None:
             epochs = 1
         start_records = len(self.history)
@@ -440,9 +452,10 @@ class Trainer:
         mean over examples whatever the batch sizes.
 
         Raises:
-            TrainingError: ``data`` holds no batch.
+            TrainingError: ``data`` is not an iterable of batches or holds no batch.
             FeedError, CompileError, ExecutionError.
         """
+        check_data(data, "Trainer.evaluate")
         total_loss = 0.0
         correct = judged = examples = 0
         scored = self.accuracy is not None and self._prediction_index is not None and bool(self.label_inputs)
@@ -471,8 +484,9 @@ class Trainer:
         device arrays training updates (nothing is copied).
 
         Raises:
-            FeedError: a missing input, a wrong dtype or rank.
+            FeedError: ``feeds`` is not a mapping, a missing input, a wrong dtype or rank.
         """
+        require_mapping(feeds, [n for n in self.input_names if n not in self.label_inputs])
         if self._predict_model is None:
             self._predict_model = load_model(self.inference_model, check=False)
         model = self._predict_model
@@ -489,9 +503,13 @@ class Trainer:
 
         It holds the trainable weights, the optimizer state, the step, the data position
         (epoch and batch within it) and the seed.
+
+        Raises:
+            InvalidOptionError, WriteError: ``path`` is not a path, is a folder, or its folder is missing.
         """
         import jax
 
+        target = atomic_io.output_path(path, "Trainer.save_checkpoint")
         leaves = jax.tree_util.tree_leaves(self._opt_state)
         meta = {
             "format": CHECKPOINT_FORMAT,
@@ -509,7 +527,6 @@ class Trainer:
             arrays[f"param_{index:05d}"] = np.asarray(self._params[name])
         for index, leaf in enumerate(leaves):
             arrays[f"opt_{index:05d}"] = np.asarray(leaf)
-        target = Path(path)
         atomic_io.atomic_write_npz(target, arrays)
         os.chmod(target, 0o644)  # the atomic writer's temporary file is 0600
         return target
@@ -518,13 +535,15 @@ class Trainer:
         """Restores the run's state from a checkpoint of :meth:`save_checkpoint`.
 
         Raises:
+            InvalidOptionError: ``path`` is not a ``str`` or ``os.PathLike``.
             CheckpointError: unreadable, another format, other trainable weights (names,
                 shapes or dtypes) or another optimizer structure.
         """
         import jax
 
+        path = atomic_io.as_path(path, "Trainer.load_checkpoint")
         try:
-            with np.load(Path(path), allow_pickle=False) as stored:
+            with np.load(path, allow_pickle=False) as stored:
                 arrays = {key: stored[key] for key in stored.files}
             meta = json.loads(str(arrays["meta"]))
         except (OSError, ValueError, KeyError) as exc:
@@ -572,10 +591,10 @@ class Trainer:
     def save_onnx(self, path: str | os.PathLike, **options: Any) -> Path:
         """Writes the model (without the loss) with the trained weights to ``path``.
 
-        See :func:`onnx_stablehlo.runtime.export_onnx.save_onnx` for ``external_data`` and
-        ``overwrite``.
+        See :func:`onnx_stablehlo.runtime.export_onnx.save_onnx` for ``external_data``,
+        ``overwrite`` and the errors (InvalidOptionError, WriteError, ExportError).
         """
         from onnx_stablehlo.runtime.export_onnx import save_onnx
 
-        return save_onnx(self, path, **options)
+        return save_onnx(self, atomic_io.output_path(path, "Trainer.save_onnx"), **options)
 

@@ -6,15 +6,17 @@ import dataclasses
 import fnmatch
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from onnx_stablehlo.errors import OnnxStableHLOError
+from onnx_stablehlo.errors import InvalidOptionError, OnnxStableHLOError
+from onnx_stablehlo.frontend import atomic_io
 
 __all__ = [
     "ArrayBatches", "CheckpointError", "EvalResult", "NoTrainableParametersError", "TrainingError", "batch_size",
-    "progress_bar", "select_trainable", "throughput",
+    "check_data", "check_fit_arguments", "check_optimizer", "progress_bar", "select_trainable", "throughput",
 ]
 
 
@@ -64,22 +66,35 @@ class ArrayBatches:
         drop_last: drop the last, smaller batch (one batch shape means one executable).
 
     Raises:
-        ValueError: no arrays, different lengths, a batch size below 1.
+        InvalidOptionError: (also a ``ValueError``) ``arrays`` is not a mapping or is empty, an
+            array is a scalar or ragged, arrays of different lengths, a batch size that is not
+            an integer of at least 1.
     """
 
     def __init__(
         self, arrays: Mapping[str, np.ndarray], batch_size: int, *, shuffle: bool = True, drop_last: bool = True
     ) -> None:
-        if not arrays:
-            raise ValueError("ArrayBatches needs at least one array")
-        self.arrays = {name: np.asarray(array) for name, array in arrays.items()}
+        if not isinstance(arrays, Mapping) or not arrays:
+            got = "an empty mapping" if isinstance(arrays, Mapping) else type(arrays).__name__
+            raise InvalidOptionError(f"ArrayBatches needs a mapping name -> array with at least one array, got {got}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise InvalidOptionError(f"ArrayBatches: batch_size must be an integer of at least 1, got {batch_size!r}")
+        self.arrays = {}
+        for name, array in arrays.items():
+            try:
+                value = np.asarray(array)
+            except ValueError as exc:  # a ragged nested list
+                raise InvalidOptionError(f"ArrayBatches: array {name!r} is not an array: {exc}") from exc
+            if value.ndim == 0:
+                raise InvalidOptionError(
+                    f"ArrayBatches: array {name!r} is a scalar; each array holds one example per row of its first dim"
+                )
+            self.arrays[name] = value
         lengths = {name: len(array) for name, array in self.arrays.items()}
         if len(set(lengths.values())) != 1:
-            raise ValueError(f"arrays have different lengths: {lengths}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+            raise InvalidOptionError(f"ArrayBatches: arrays have different lengths (first dims): {lengths}")
         self.examples = next(iter(lengths.values()))
-        self.batch_size = batch_size
+        self.batch_size = int(batch_size)
         self.shuffle = shuffle
         self.drop_last = drop_last
 
@@ -107,6 +122,43 @@ class ArrayBatches:
             yield {name: array[chosen] for name, array in self.arrays.items()}
 
 
+def check_optimizer(optimizer: Any) -> None:
+    """Raises ``TrainingError`` unless ``optimizer`` is ``None`` (the default) or looks like an
+    ``optax.GradientTransformation``."""
+    optax_like = callable(getattr(optimizer, "init", None)) and callable(getattr(optimizer, "update", None))
+    if optimizer is not None and not optax_like:
+        shown = f" {optimizer!r}" if isinstance(optimizer, (str, int, float)) else ""
+        raise TrainingError(
+            f"optimizer must be an optax.GradientTransformation (optax.adamw(1e-3), or make_optimizer('adam', 1e-3) "
+            f"for one by name), got {type(optimizer).__name__}{shown}"
+        )
+
+
+def check_data(data: Any, where: str) -> None:
+    """Raises ``TrainingError`` unless ``data`` can give batches (an iterable, or ``epoch_batches``)."""
+    if not callable(getattr(data, "epoch_batches", None)) and (
+        not isinstance(data, Iterable) or isinstance(data, (str, bytes, Mapping))
+    ):
+        hint = " (a single batch: wrap it in a list)" if isinstance(data, Mapping) else ""
+        raise TrainingError(
+            f"{where}: data must be an iterable of batches (dicts of arrays) or ArrayBatches, got "
+            f"{type(data).__name__}{hint}"
+        )
+
+
+def check_fit_arguments(data: Any, eval_data: Any, checkpoint: Any) -> Path | None:
+    """``Trainer.fit``'s checks before its first step: the data sources and the checkpoint path.
+
+    Raises:
+        TrainingError: ``data`` or ``eval_data`` is not an iterable of batches.
+        InvalidOptionError, WriteError: see :func:`~onnx_stablehlo.frontend.atomic_io.output_path`.
+    """
+    check_data(data, "Trainer.fit")
+    if eval_data is not None:
+        check_data(eval_data, "Trainer.fit(eval_data=...)")
+    return None if checkpoint is None else atomic_io.output_path(checkpoint, "Trainer.fit", "checkpoint")
+
+
 def batch_size(batch: Mapping[str, Any], names: Sequence[str]) -> int:
     for name in names:
         shape = np.shape(batch[name])
@@ -129,9 +181,16 @@ def select_trainable(names: Sequence[str], patterns: str | Sequence[str]) -> lis
 
     Raises:
         NoTrainableParametersError: a pattern matches no name.
+        TrainingError: a pattern that is not a string, or an invalid regular expression.
     """
     if isinstance(patterns, str):
         patterns = [patterns]
+    elif not isinstance(patterns, Iterable) or isinstance(patterns, (bytes, Mapping)):
+        raise TrainingError(f"trainable must be a pattern or a sequence of patterns (strings), got {type(patterns).__name__}")
+    patterns = list(patterns)
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise TrainingError(f"trainable patterns must be strings, got {type(pattern).__name__} {pattern!r}")
     matchers: list[tuple[str, Callable[[str], bool]]] = []
     for pattern in patterns:
         if pattern.startswith("re:"):

@@ -314,3 +314,201 @@ def test_malformed_bridge_options_are_invalid_option_errors(options):
 
     with pytest.raises(errors.InvalidOptionError):
         to_jax(parse(NEG), **options)
+
+
+# Paths, the Trainer, ArrayBatches, the JAX bridge, ShardedModel and heads: arguments of the wrong
+# type or value are typed errors that name the function and the argument.
+
+BATCHED = """<ir_version: 9, opset_import: ["" : 18]>
+g (float[batch, 3] x) => (float[batch, 3] y) {
+  [neg_1] y = Neg(x)
+}"""
+
+
+@pytest.fixture(scope="module")
+def trainer():
+    from onnx_stablehlo.runtime.training import Trainer
+    from tests.training.models import mlp_classifier
+
+    return Trainer(mlp_classifier())
+
+
+@pytest.mark.parametrize("bad", [3, None, b"out.onnx"], ids=["int", "none", "bytes"])
+def test_path_arguments_that_are_not_paths_are_invalid_option_errors(trainer, tmp_path, bad):
+    from onnx_stablehlo.report import write_report
+    from onnx_stablehlo.runtime.export_onnx import save_onnx
+
+    model = parse(NEG)
+    calls = {
+        r"write_report: output must be a path": lambda: write_report(model, bad),
+        r"save_onnx: path must be a path": lambda: save_onnx({}, bad, original=model),
+        r"Trainer\.save_onnx: path must be a path": lambda: trainer.save_onnx(bad),
+        r"Trainer\.save_checkpoint: path must be a path": lambda: trainer.save_checkpoint(bad),
+        r"Trainer\.load_checkpoint: path must be a path": lambda: trainer.load_checkpoint(bad),
+    }
+    if bad is not None:  # output=None, checkpoint=None: nothing written
+        calls[r"annotate_shapes: output must be a path"] = lambda: onnx_stablehlo.annotate_shapes(model, bad)
+        calls[r"Trainer\.fit: checkpoint must be a path"] = lambda: trainer.fit([], checkpoint=bad, progress=False)
+    for match, call in calls.items():
+        with pytest.raises(errors.InvalidOptionError, match=match + rf" \(str or os\.PathLike\), got {type(bad).__name__}"):
+            call()
+    assert trainer.step == 0  # fit checked the path before its first step
+    with pytest.raises(errors.ModelLoadError, match="cannot read a model from int"):
+        onnx_stablehlo.annotate_shapes(3)
+
+
+def test_writes_into_a_missing_folder_are_write_errors_and_create_no_folder(trainer, tmp_path):
+    from onnx_stablehlo.cli import main
+    from onnx_stablehlo.runtime.export_onnx import save_onnx
+
+    missing = tmp_path / "missing" / "deeper"
+    model = parse(NEG)
+    for call in (
+        lambda: onnx_stablehlo.annotate_shapes(model, missing / "m.onnx"),
+        lambda: save_onnx(trainer, missing / "m.onnx"),
+        lambda: save_onnx(trainer, missing / "m.onnx", external_data=True),
+        lambda: trainer.save_onnx(str(missing / "m.onnx")),
+        lambda: trainer.save_checkpoint(missing / "c.npz"),
+        lambda: trainer.fit([], checkpoint=missing / "c.npz", progress=False),
+    ):
+        with pytest.raises(errors.WriteError, match=r"cannot write .*m(issing/deeper)?.*the folder .*deeper does not exist"):
+            call()
+    (tmp_path / "m.onnx").write_bytes(model.SerializeToString())
+    assert main(["compile", str(tmp_path / "m.onnx"), "-o", str(missing / "m.mlir")]) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.onnx"]  # nothing created
+    onnx_stablehlo.annotate_shapes(model, tmp_path / "annotated.onnx")  # an existing folder: written
+    assert (tmp_path / "annotated.onnx").is_file()
+
+
+def test_trainer_arguments_and_data_of_the_wrong_type_are_typed_errors(trainer):
+    from onnx_stablehlo.runtime.training import Trainer, TrainingError
+    from tests.training.models import mlp_classifier
+
+    with pytest.raises(TrainingError, match=r"optimizer must be an optax\.GradientTransformation .*got str 'adam'"):
+        Trainer(mlp_classifier(), optimizer="adam")
+    with pytest.raises(TrainingError, match="trainable patterns must be strings, got NoneType None"):
+        Trainer(mlp_classifier(), trainable=[None])
+    with pytest.raises(TrainingError, match="trainable must be a pattern or a sequence of patterns"):
+        Trainer(mlp_classifier(), trainable=None)
+    for call, where in ((lambda: trainer.fit(None, progress=False), "Trainer.fit"),
+                        (lambda: trainer.fit([], eval_data=3, progress=False), r"Trainer.fit\(eval_data=...\)"),
+                        (lambda: trainer.evaluate(None), "Trainer.evaluate")):
+        with pytest.raises(TrainingError, match=where + r": data must be an iterable of batches .*got (NoneType|int)"):
+            call()
+    with pytest.raises(TrainingError, match=r"got dict \(a single batch: wrap it in a list\)"):
+        trainer.evaluate({"x": np.zeros((2, 4), np.float32), "labels": np.zeros(2, np.int64)})
+    for call in (trainer.train_step, trainer.predict, lambda b: trainer.fit([b], progress=False)):
+        with pytest.raises(errors.FeedError, match=r"must be a mapping of input name to array, got NoneType.*'x'"):
+            call(None)
+    assert trainer.step == 0
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"learning_rate": "x"}, "learning_rate must be a finite number, got str 'x'"),
+        ({"learning_rate": float("nan")}, "learning_rate must be a finite number, got float nan"),
+        ({"learning_rate": None}, "learning_rate must be a finite number, got NoneType"),
+        ({"weight_decay": "0.1"}, "weight_decay must be a finite number"),
+        ({"clip_norm": [1.0]}, "clip_norm must be a finite number"),
+        ({"warmup_steps": 1.5}, "warmup_steps must be a non-negative integer"),
+        ({"schedule": "cosine", "total_steps": "100"}, "total_steps must be a non-negative integer"),
+        ({"warmup_steps": 10, "learning_rate": lambda step: 0.1}, "learning_rate must be a finite number, got function"),
+    ],
+    ids=["lr-str", "lr-nan", "lr-none", "decay-str", "clip-list", "warmup-float", "total-str", "lr-schedule-warmup"],
+)
+def test_make_optimizer_checks_its_numbers_up_front(options, match):
+    from onnx_stablehlo.runtime.training import TrainingError, make_optimizer
+
+    with pytest.raises(TrainingError, match="make_optimizer: " + match):
+        make_optimizer("adamw", **options)
+
+
+def test_make_optimizer_still_takes_numpy_numbers_and_a_schedule():
+    import optax
+
+    from onnx_stablehlo.runtime.training import make_optimizer
+
+    make_optimizer("adamw", np.float32(1e-3), warmup_steps=np.int64(2), schedule="cosine", total_steps=10, clip_norm=1)
+    make_optimizer("sgd", optax.linear_schedule(0.1, 0.0, 10))  # optax takes a schedule as it is
+
+
+@pytest.mark.parametrize(
+    ("arrays", "size", "match"),
+    [
+        ({}, 4, "needs a mapping name -> array with at least one array, got an empty mapping"),
+        (None, 4, "needs a mapping name -> array with at least one array, got NoneType"),
+        ([np.zeros(4)], 4, "got list"),
+        ({"a": np.zeros(3), "b": np.zeros(4)}, 2, r"different lengths \(first dims\): \{'a': 3, 'b': 4\}"),
+        ({"a": np.float32(1)}, 1, "array 'a' is a scalar"),
+        ({"a": [[1.0, 2.0], [1.0]]}, 1, "array 'a' is not an array"),
+        ({"a": np.zeros(4)}, 0, "batch_size must be an integer of at least 1, got 0"),
+        ({"a": np.zeros(4)}, "4", "batch_size must be an integer of at least 1, got '4'"),
+        ({"a": np.zeros(4)}, 2.0, "batch_size must be an integer of at least 1, got 2.0"),
+    ],
+    ids=["empty", "none", "list", "lengths", "scalar", "ragged", "size-0", "size-str", "size-float"],
+)
+def test_malformed_array_batches_are_invalid_option_errors(arrays, size, match):
+    from onnx_stablehlo.runtime.training import ArrayBatches
+
+    with pytest.raises(errors.InvalidOptionError, match=match) as info:
+        ArrayBatches(arrays, size)
+    assert isinstance(info.value, ValueError)  # what ArrayBatches raised before
+    assert len(ArrayBatches({"a": np.zeros(5)}, np.int64(2), drop_last=False)) == 3
+
+
+def test_bridge_inputs_jax_cannot_take_are_feed_errors():
+    from onnx_stablehlo.jax import to_jax
+
+    fn = to_jax(parse(BATCHED))
+    for value, shown in ((None, "NoneType None"), ("abc", "str 'abc'"), ([[1.0, 2.0, 3.0], [1.0]], "list"),
+                         ([["a", "b", "c"]], "list")):
+        with pytest.raises(errors.FeedError, match=f"input 'x': expected an array of float32, got {shown}"):
+            fn(fn.params, value)
+    with pytest.raises(errors.FeedError, match=r"input 'x': dim 'batch' \(axis 0\) is 0; .* at least 1"):
+        fn(fn.params, np.zeros((0, 3), np.float32))
+    np.testing.assert_array_equal(np.asarray(fn(fn.params, [[1.0, 2.0, 3.0]])[0]), [[-1.0, -2.0, -3.0]])
+
+
+@pytest.mark.parametrize(
+    ("platforms", "error", "match"),
+    [
+        (("nosuch",), errors.InvalidOptionError, r"unknown platform 'nosuch'; .* 'cpu', 'cuda', 'rocm', 'tpu'"),
+        (("CPU",), errors.InvalidOptionError, "unknown platform 'CPU'"),
+        ("cpu", errors.InvalidOptionError, r"platforms must be a sequence of platform names such as \('cpu',\), got str"),
+        (3, errors.InvalidOptionError, "platforms must be a sequence of platform names"),
+        (("cpu", None), errors.InvalidOptionError, "unknown platform None"),
+    ],
+    ids=["unknown", "upper-case", "str", "int", "none-entry"],
+)
+def test_bridge_platforms_are_checked_up_front(platforms, error, match):
+    from onnx_stablehlo.jax import to_jax
+
+    with pytest.raises(error, match=match):
+        to_jax(parse(NEG), platforms=platforms)
+
+
+def test_sharded_run_of_an_empty_batch_is_feed_error():
+    model = onnx_stablehlo.compile(parse(BATCHED), devices=1)
+    with pytest.raises(errors.FeedError, match=r"input 'x': a batch of 0 rows \(dim 'batch' is 0\)"):
+        model.run({"x": np.zeros((0, 3), np.float32)})
+    np.testing.assert_array_equal(model.run({"x": np.ones((2, 3), np.float32)})[0], -np.ones((2, 3)))
+
+
+@pytest.mark.parametrize(
+    ("options", "match"),
+    [
+        ({"num_classes": "2"}, "num_classes must be an integer of at least 1, got str '2'"),
+        ({"num_classes": 2.0}, "num_classes must be an integer of at least 1, got float 2.0"),
+        ({"num_classes": 0}, "num_classes must be an integer of at least 1, got int 0"),
+        ({"num_classes": 2, "hidden_size": "3"}, "hidden_size must be an integer of at least 1"),
+        ({"num_classes": 2, "pooling": None}, "unknown pooling None"),
+    ],
+    ids=["classes-str", "classes-float", "classes-0", "hidden-str", "pooling-none"],
+)
+def test_malformed_head_options_are_graph_edit_errors(options, match):
+    from onnx_stablehlo.heads import GraphEditError, add_classifier_head
+
+    with pytest.raises(GraphEditError, match=match) as info:
+        add_classifier_head(parse(NEG), pooling=options.pop("pooling", "none"), **options)
+    assert isinstance(info.value, errors.OnnxStableHLOError)

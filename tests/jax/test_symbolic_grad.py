@@ -85,6 +85,24 @@ def test_forward_mode_raises_our_error(mlp_fn):
         assert isinstance(info.value, UnsupportedTransformError)
 
 
+def test_linearize_transposes_but_its_linear_map_raises_jaxs_own_error(mlp_fn):
+    """``jax.linearize`` succeeds and its map transposes (a VJP); evaluating the map is forward mode,
+    which JAX refuses inside its own evaluation of the linearized jaxpr, after our call returned: no
+    hook turns that into ForwardModeError (docs/jax.md). This test fails when JAX changes that."""
+    x = np.ones((2, 4), np.float32)
+    ids = np.arange(2)
+
+    def f(x):
+        return mlp_fn(mlp_fn.params, x, ids)[0]
+
+    y, linear = jax.linearize(f, x)
+    (transposed,) = jax.linear_transpose(linear, x)(jnp.ones_like(y))
+    (expected,) = jax.vjp(f, x)[1](jnp.ones_like(y))
+    np.testing.assert_allclose(np.asarray(transposed), np.asarray(expected), rtol=1e-6)
+    with pytest.raises(TypeError, match=r"can't apply forward-mode autodiff \(jvp\) to a custom_vjp function"):
+        linear(x)
+
+
 @pytest.mark.slow
 def test_hessian_by_reverse_over_reverse_matches_jnp_twin(mlp_fn, rng):
     """``jax.hessian`` is forward mode; ``jacrev(jacrev)`` (what the error suggests) works."""

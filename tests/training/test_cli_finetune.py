@@ -96,6 +96,17 @@ def test_finetune_errors_print_one_line_and_exit_1(files, capsys, extra, message
     assert not (files / "x.onnx").exists()
 
 
+def test_finetune_output_into_a_missing_folder_is_refused_before_training(files, capsys):
+    missing = files / "missing" / "x.onnx"
+    code = main(["finetune", str(files / "mlp.onnx"), "--train", str(files / "train.npz"), "--loss",
+                 "softmax_cross_entropy", "-o", str(missing)])
+    assert code == 1
+    captured = capsys.readouterr()
+    assert "error: cannot write" in captured.err and "does not exist" in captured.err
+    assert "before:" not in captured.out  # nothing was evaluated or trained
+    assert not missing.parent.exists()
+
+
 def test_finetune_missing_input_in_npz_is_reported(files, capsys):
     np.savez(files / "bad.npz", features=np.zeros((4, 4), np.float32), labels=np.zeros(4, np.int64))
     code = main(["finetune", str(files / "mlp.onnx"), "--train", str(files / "bad.npz"), "--loss",
