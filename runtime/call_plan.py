@@ -99,7 +99,7 @@ class CallPlan:
         arguments = []
         for name, dtype, shape, transfer in self.inputs:
             array = feeds.get(name)
-            if array is None or array.dtype != dtype or array.shape != shape:
+            if getattr(array, "dtype", None) != dtype or array.shape != shape:  # None, a list, another dtype
                 return None
             if array.__class__ is np.ndarray:
                 arguments.append(transfer(array if array.flags.c_contiguous else np.ascontiguousarray(array)))

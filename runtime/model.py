@@ -194,9 +194,12 @@ class CompiledModel:
         self.output_names = list(warm.output_names)
         return self
 
+    # What __init__ sets and a warm start lacks: reading one loads the model (other missing names,
+    # such as the _repr_html_ a notebook probes for, stay AttributeErrors without loading anything).
+    _LOADED_ATTRIBUTES = frozenset({"model", "executables", "_feeds", "_host", "_split", "_plan", "_plans"})
+
     def __getattr__(self, name: str) -> Any:
-        # Only attributes a warm start lacks get here (the model, executables, feed checks...).
-        if name.startswith("__") or self.__dict__.get("_warm") is None:
+        if name not in CompiledModel._LOADED_ATTRIBUTES or self.__dict__.get("_warm") is None:
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         self._materialize()
         return getattr(self, name)
@@ -468,6 +471,8 @@ class CompiledModel:
 
     def to_device(self, array: Any) -> Any:
         """Copies a host array to this model's device, for :meth:`run_device`."""
+        if self._warm is not None and self.device.jax_free:
+            self._materialize()  # the caller's device arrays come from jax's client, as run_device's
         return pjrt.to_device(np.asarray(array), self.device)
 
     @staticmethod

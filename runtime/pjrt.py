@@ -567,8 +567,14 @@ def to_host(arrays: Sequence[Any]) -> list[np.ndarray]:
         ExecutionError: a result has more dims than numpy holds (64; a rewired graph that
             broadcasts rank up, fuzz seed 50 #47972).
     """
+    host = []
     for index, array in enumerate(arrays):
-        rank = len(getattr(array, "shape", ()))
+        aval = getattr(array, "aval", None)
+        jax_free = aval.__class__ is HostAval  # jax_free_cpu_device's: read by the buffer protocol, in C++
+        rank = len(aval.shape if jax_free else getattr(array, "shape", ()))
         if rank > _NUMPY_MAX_DIMS:
             raise ExecutionError(f"output {index} has {rank} dims; numpy arrays hold at most {_NUMPY_MAX_DIMS}")
-    return [np.array(a) for a in arrays]
+        # (jax's Python methods on the array type are not used for those: a thread importing jax
+        # meanwhile leaves them half-installed, raising NotImplementedError)
+        host.append(np.array(memoryview(array), copy=True) if jax_free else np.array(array))
+    return host

@@ -85,7 +85,7 @@ class WarmStart:
         output_names: graph outputs, in the order ``run`` returns them.
     """
 
-    def __init__(self, entry: Mapping[str, Any], source: Any, source_digest: str, device: pjrt.Device,
+    def __init__(self, entry: Mapping[str, Any], source: _PinnedSource, source_digest: str, device: pjrt.Device,
                  device_spec: str, weights: list[np.ndarray]) -> None:
         self.input_names = list(entry["input_names"])
         self.output_names = list(entry["output_names"])
@@ -123,11 +123,57 @@ class WarmStart:
 
     def load_model(self) -> tuple[Any, str | None]:
         """The ONNX model loaded through onnx_ir (no checker: the entry's process ran it) and its
-        digest as ``onnx_stablehlo.compile`` computes it."""
+        digest as ``onnx_stablehlo.compile`` computes it: the model ``compile`` was given, as a
+        model compiled then would hold it (see :class:`_PinnedSource`).
+
+        Raises:
+            ModelLoadError: the file was changed in place since ``compile``, or does not parse.
+        """
         from onnx_stablehlo.frontend.loader import load
 
-        model = load(self._source, check=False)
+        data, base_dir = self._source.read()
+        model = load(data, check=False, base_dir=base_dir)
+        self._source.close()
         return model, artifact_cache.with_external_data(self._source_digest, model)
+
+
+class _PinnedSource:
+    """The model ``compile`` was given, held as it was then: a model file stays open (a later
+    replacement, deletion or ``os.chdir`` does not change what a warm start loads when it needs
+    the model, as a model loaded at ``compile`` would not see them either); a mutable buffer is
+    copied; bytes and protos are kept as they are."""
+
+    def __init__(self, source: Any) -> None:
+        self.path: str | None = None
+        self.file: Any = None
+        self.value = source
+        if isinstance(source, (str, os.PathLike)):
+            self.path = os.fspath(source)
+            self.file = open(self.path, "rb")  # noqa: SIM115 - held until the model is loaded
+            stat = os.fstat(self.file.fileno())
+            self.stat = (stat.st_size, stat.st_mtime_ns)
+        elif isinstance(source, (bytearray, memoryview)):
+            self.value = bytes(source)
+
+    def read(self) -> tuple[Any, str | None]:
+        """``(bytes or proto, the folder of the model file or None)``."""
+        if self.file is None:
+            return self.value, None
+        from onnx_stablehlo.errors import ModelLoadError
+
+        stat = os.fstat(self.file.fileno())
+        if (stat.st_size, stat.st_mtime_ns) != self.stat:
+            raise ModelLoadError(
+                f"model file {self.path} was changed in place after compile loaded its executable; "
+                "compile it again"
+            )
+        self.file.seek(0)
+        return self.file.read(), os.path.dirname(os.path.abspath(self.path))
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
 
 
 def lookup(source: Any, source_digest: str | None, options: Any, device_spec: str, *, check: bool) -> WarmStart | None:
@@ -159,24 +205,28 @@ def lookup(source: Any, source_digest: str | None, options: Any, device_spec: st
         return None
     if check and not entry["checked"]:
         return None
-    weights = _mapped_weights(source, entry["parameters"]) if entry["offsets"] else None
-    if weights is None:
-        weights = _read_weights(source, entry["parameters"])
-    if weights is None:
+    try:
+        pinned = _PinnedSource(source)
+    except OSError:
         return None
-    return WarmStart(entry, source, source_digest, device, device_spec, weights)
+    weights = _mapped_weights(pinned, entry["parameters"]) if entry["offsets"] else None
+    if weights is None:
+        weights = _read_weights(pinned, entry["parameters"])
+    if weights is None:
+        pinned.close()
+        return None
+    return WarmStart(entry, pinned, source_digest, device, device_spec, weights)
 
 
-def _mapped_weights(source: Any, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
+def _mapped_weights(source: _PinnedSource, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
     """The weights as views of the model file (memory-mapped) or bytes at the offsets ``record``
     found them at, or None. No protobuf parse: the source digest (path, size, modification time,
     inode; or the bytes themselves) says the file is the one whose bytes were found there."""
     try:
-        if isinstance(source, (str, os.PathLike)):
-            with open(source, "rb") as handle:
-                buffer: Any = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        if source.file is not None:
+            buffer: Any = mmap.mmap(source.file.fileno(), 0, access=mmap.ACCESS_READ)
         else:
-            buffer = memoryview(source).cast("B")
+            buffer = memoryview(source.value).cast("B")
         arrays = []
         for _name, dtype, shape, offset in parameters:
             count = int(np.prod(shape, dtype=np.int64))
@@ -219,22 +269,18 @@ def _weight_offsets(source: Any, model: Any, arrays: Mapping[str, np.ndarray]) -
     return offsets
 
 
-def _read_weights(source: Any, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
+def _read_weights(source: _PinnedSource, parameters: list[tuple[Any, ...]]) -> list[np.ndarray] | None:
     """The weights ``parameters`` names (name, numpy dtype, shape), read from the model's
-    initializers with onnx's protobuf; None when one is missing, external or differs."""
+    initializers with onnx's protobuf; None when one is missing, external or differs (or the
+    file changed since it was opened)."""
     if not parameters:
         return []
     import onnx
     from onnx import numpy_helper
 
     try:
-        if isinstance(source, (str, os.PathLike)):
-            with open(source, "rb") as handle:
-                proto = onnx.ModelProto.FromString(handle.read())
-        elif isinstance(source, (bytes, bytearray, memoryview)):
-            proto = onnx.ModelProto.FromString(bytes(source))
-        else:
-            proto = source
+        data, _ = source.read()
+        proto = onnx.ModelProto.FromString(data) if isinstance(data, bytes) else data
         initializers = {t.name: t for t in proto.graph.initializer}
         arrays = []
         for name, dtype, shape, _offset in parameters:

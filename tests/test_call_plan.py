@@ -115,3 +115,16 @@ def test_call_plan_follows_the_executable_lru(rng):
         feeds = {"x": rng.standard_normal((n, 3)).astype(np.float32)}
         np.testing.assert_allclose(model.run(feeds)[0], ort_run(SYMBOLIC, feeds)[0], rtol=1e-5, atol=1e-6)
     assert model.compile_count == 4  # 5 compiled twice
+
+
+def test_run_device_takes_python_lists_as_run_does(rng):
+    """A list feed goes through run's checks; the plan's device path then declines it (it has
+    no dtype) instead of raising AttributeError (a new user's probe)."""
+    model = onnx_stablehlo.compile(MIXED)
+    feeds = _feeds(rng)
+    model.run(feeds)  # a plan exists
+    listed = dict(feeds, i=feeds["i"].tolist())
+    expected = model.run({**feeds})
+    outputs = model.to_host(model.run_device(listed))
+    for ours, want in zip(outputs, expected):
+        np.testing.assert_array_equal(ours, want)

@@ -170,6 +170,22 @@ if dtype == "int64":  # the Gather's run-time check, raised from the warm start 
         report["check_raised"] = False
     except RuntimeCheckError:
         report["check_raised"] = True
+import threading
+errors, done = [], threading.Event()
+def loop():  # runs while this thread imports jax, whose half-installed Array methods raised here
+    while not done.is_set():
+        try:
+            model.run({name: feed})
+        except Exception as exc:
+            errors.append(repr(exc))
+worker = threading.Thread(target=loop)
+worker.start()
+import jax  # noqa: E402,F401
+done.set()
+worker.join()
+report["runs_while_jax_imported"] = errors[:3]
+device_array = model.to_device(feed)  # loads the model: device arrays come from jax's client
+report["to_device"] = [model.__dict__.get("_warm") is not None, tuple(device_array.shape) == tuple(shape)]
 has_mlir = "stablehlo." in model.mlir  # loads the model, on jax's client
 report["after_mlir"] = [model.__dict__.get("_warm") is not None, "jax" in sys.modules, has_mlir,
                         bool(np.array_equal(model.run({name: feed})[0], out))]
@@ -204,10 +220,12 @@ def test_a_new_process_runs_without_jax_or_onnx_ir(tmp_path, rng, which):
     checks = {"check_raised": True} if dtype == "int64" else {}
     assert cold == {
         "warm": False, "imported": ["jax", "onnx_ir", "onnx_stablehlo.frontend.importer", "sympy"],
-        "repeat_equal": True, "owned": True, "after_mlir": [False, True, True, True], **checks,
+        "repeat_equal": True, "owned": True, "runs_while_jax_imported": [], "to_device": [False, True],
+        "after_mlir": [False, True, True, True], **checks,
     }
     assert warm == {
-        "warm": True, "imported": [], "repeat_equal": True, "owned": True, "after_mlir": [False, True, True, True], **checks,
+        "warm": True, "imported": [], "repeat_equal": True, "owned": True, "runs_while_jax_imported": [],
+        "to_device": [False, True], "after_mlir": [False, True, True, True], **checks,
     }
     np.testing.assert_array_equal(np.load(tmp_path / "warm.npy"), np.load(tmp_path / "cold.npy"))
     feed_rng = np.random.default_rng(7)
@@ -258,3 +276,54 @@ def test_raw_weights_are_mapped_from_the_file_or_the_bytes(disk_cache, model_fil
     from_bytes = onnx_stablehlo.compile(data, input_shapes=SHAPES)
     assert _is_warm(from_bytes)
     np.testing.assert_allclose(from_bytes.run(feeds)[0], _ort(model_file, feeds)[0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_model_a_warm_start_loads_is_the_one_compile_was_given(disk_cache, tmp_path, rng, monkeypatch):
+    """Replaced, deleted, or named by a relative path from another folder after ``compile``: the
+    warm model loads what it was compiled from (the file stays open), as a model loaded at
+    ``compile`` holds it; a file changed in place is a ModelLoadError."""
+    from onnx_stablehlo.errors import ModelLoadError
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    path = folder / "m.onnx"
+    onnx.save(conv_mlp_model(rng), path)
+    feeds = {"x": rng.standard_normal((2, 3, 6, 6)).astype(np.float32)}
+    expected = _ort(path, feeds)[0]
+    onnx_stablehlo.compile(path, input_shapes=SHAPES)
+    monkeypatch.chdir(folder)
+    warm = onnx_stablehlo.compile("m.onnx", input_shapes=SHAPES)
+    assert _is_warm(warm)
+    monkeypatch.chdir(tmp_path)
+    replacement = tmp_path / "other.onnx"
+    onnx.save(conv_mlp_model(np.random.default_rng(1)), replacement)
+    os.replace(replacement, path)
+    with pytest.raises(FeedError):
+        warm.run({"x": feeds["x"][:1]})  # another shape: loads the model
+    assert not _is_warm(warm) and "stablehlo.convolution" in warm.mlir
+    np.testing.assert_allclose(warm.run(feeds)[0], expected, rtol=1e-5, atol=1e-5)
+
+    onnx.save(conv_mlp_model(rng), path)
+    onnx_stablehlo.compile(path, input_shapes=SHAPES)
+    deleted = onnx_stablehlo.compile(path, input_shapes=SHAPES)
+    expected = _ort(path, feeds)[0]
+    os.remove(path)
+    assert "stablehlo.convolution" in deleted.mlir
+    np.testing.assert_allclose(deleted.run(feeds)[0], expected, rtol=1e-5, atol=1e-5)
+
+    onnx.save(conv_mlp_model(rng), path)
+    onnx_stablehlo.compile(path, input_shapes=SHAPES)
+    in_place = onnx_stablehlo.compile(path, input_shapes=SHAPES)
+    with open(path, "ab") as handle:
+        handle.write(b"\0")
+    with pytest.raises(ModelLoadError, match="changed in place"):
+        in_place.mlir  # noqa: B018
+    assert _is_warm(in_place)  # still runs what it was compiled with
+    assert in_place.run(feeds)[0].shape == (2, 4, 6, 5)
+
+
+def test_probing_a_missing_attribute_does_not_load_the_model(disk_cache, model_file):
+    onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    warm = onnx_stablehlo.compile(model_file, input_shapes=SHAPES)
+    assert not hasattr(warm, "_repr_html_") and getattr(warm, "nothing", None) is None
+    assert _is_warm(warm)
