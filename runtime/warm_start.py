@@ -36,6 +36,7 @@ from __future__ import annotations
 import mmap
 import os
 import pickle
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -150,6 +151,7 @@ class _PinnedSource:
         if isinstance(source, (str, os.PathLike)):
             self.path = os.fspath(source)
             self.file = open(self.path, "rb")  # noqa: SIM115 - held until the model is loaded
+            self._closer = weakref.finalize(self, self.file.close)  # or until the model is dropped
             stat = os.fstat(self.file.fileno())
             self.stat = (stat.st_size, stat.st_mtime_ns)
         elif isinstance(source, (bytearray, memoryview)):
@@ -172,7 +174,7 @@ class _PinnedSource:
 
     def close(self) -> None:
         if self.file is not None:
-            self.file.close()
+            self._closer()
             self.file = None
 
 
