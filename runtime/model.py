@@ -27,7 +27,6 @@ import numpy as np
 
 from onnx_stablehlo.errors import (
     DataDependentShapeError,
-    FeedError,
     InvalidOptionError,
     NonConstantInputError,
     ShapeError,
@@ -219,6 +218,7 @@ class CompiledModel:
             except BaseException:
                 self._warm, self.device = warm, warm.device  # still runs the stored signature
                 raise
+            warm.release()
 
     # Options and state, by their long-standing names ---------------------------------------------
 

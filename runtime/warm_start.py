@@ -134,8 +134,11 @@ class WarmStart:
 
         data, base_dir = self._source.read()
         model = load(data, check=False, base_dir=base_dir)
-        self._source.close()
         return model, artifact_cache.with_external_data(self._source_digest, model)
+
+    def release(self) -> None:
+        """Closes the model file held since ``compile`` (once the model is built from it)."""
+        self._source.close()
 
 
 class _PinnedSource:
