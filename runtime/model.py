@@ -203,6 +203,14 @@ class CompiledModel:
         self._materialize()
         return getattr(self, name)
 
+    def _run_warm(self, warm: WarmStart, feeds: Any, *, device: bool) -> list[Any] | None:
+        """The warm start's outputs (left on the device with ``device``) for feeds of its stored
+        signature; otherwise None, once the model is loaded for the usual path to take them."""
+        outputs = warm.run_device(feeds) if device else warm.run(feeds)
+        if outputs is None:
+            self._materialize()
+        return outputs
+
     def _materialize(self) -> None:
         """Loads the ONNX model of a warm start and builds this model as ``compile`` would."""
         with self._materialize_lock:
@@ -320,11 +328,8 @@ class CompiledModel:
             CompileError, ExecutionError: PJRT failed.
         """
         warm = self._warm
-        if warm is not None:  # a warm start: the stored executable, while the feeds fit it
-            results = warm.run(feeds)
-            if results is not None:
-                return results
-            self._materialize()
+        if warm is not None and (results := self._run_warm(warm, feeds, device=False)) is not None:
+            return results
         if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
             _not_a_mapping(feeds, self.input_names)
         extra: list[str] = []
@@ -446,11 +451,8 @@ class CompiledModel:
                 are converted on the host (``runtime/host_stages.py``): use ``run``.
         """
         warm = self._warm
-        if warm is not None:
-            outputs = warm.run_device(feeds)
-            if outputs is not None:
-                return outputs
-            self._materialize()
+        if warm is not None and (outputs := self._run_warm(warm, feeds, device=True)) is not None:
+            return outputs
         if feeds.__class__ is not dict and not isinstance(feeds, Mapping):
             _not_a_mapping(feeds, self.input_names)
         if self._host.encodes or self._host.string_outputs:

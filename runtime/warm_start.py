@@ -69,11 +69,10 @@ def _onnx_version() -> str:
     return metadata.version("onnx")
 
 
-def _eligible(source: Any, source_digest: str | None, options: Any) -> Any:
-    """The on-disk cache when a model from ``source`` with ``options`` may have a warm-start entry."""
+def _eligible(source_digest: str | None, options: Any) -> Any:
+    """The on-disk cache when a model of ``source_digest`` with ``options`` may have a warm-start entry
+    (``source_digest`` is None for sources without an identity: an ``onnx_ir.Model``)."""
     if source_digest is None or options.registry is not None or options.bucketing is not None:
-        return None
-    if not isinstance(source, (str, os.PathLike, bytes, bytearray, memoryview)) and not hasattr(source, "SerializeToString"):
         return None
     return artifact_cache.default_cache()
 
@@ -192,7 +191,7 @@ def lookup(source: Any, source_digest: str | None, options: Any, device_spec: st
     it, or a weight in the model no longer matches the entry (name, dtype, shape) or lives in
     external data. A payload that is not an entry of this version is deleted.
     """
-    cache = _eligible(source, source_digest, options)
+    cache = _eligible(source_digest, options)
     if cache is None or not isinstance(device_spec, str):
         return None
     device = None
@@ -305,7 +304,7 @@ def record(compiled: Any, source: Any, source_digest: str | None, *, checked: bo
     """Stores the warm-start entry of ``compiled`` (just built by ``onnx_stablehlo.compile``
     from ``source``) when it qualifies (see the module docstring); returns whether it did."""
     options = compiled.options
-    cache = _eligible(source, source_digest, options)
+    cache = _eligible(source_digest, options)
     if cache is None:
         return False
     try:
