@@ -1,7 +1,7 @@
 """Package discovery for the package-dir layout (everything else is in pyproject.toml).
 
-The top-level folders ``frontend/``, ``passes/`` and ``runtime/`` are the subpackages
-``onnx_stablehlo.frontend``, ``.passes`` and ``.runtime``. ``find_packages`` walks each folder, so a
+The top-level folders ``frontend/``, ``passes/``, ``runtime/`` and ``exporter/`` are the subpackages
+``onnx_stablehlo.frontend``, ``.passes``, ``.runtime`` and ``.exporter``. ``find_packages`` walks each folder, so a
 new subpackage (``passes/autodiff``, say) is packaged without anyone listing it;
 ``tests/test_packaging.py`` checks the built wheel against the source tree.
 """
@@ -13,6 +13,7 @@ ROOTS = {
     "onnx_stablehlo.frontend": "frontend",
     "onnx_stablehlo.passes": "passes",
     "onnx_stablehlo.runtime": "runtime",
+    "onnx_stablehlo.exporter": "exporter",
 }
 
 packages = []

@@ -49,6 +49,9 @@ Hierarchy::
     │   └── ExecutionError            PJRT failed while running the executable
     ├── OracleError               onnxruntime (the oracle of check --bisect, report) rejects
     │                             the model or the feeds
+    ├── ExportError               StableHLO -> ONNX (``to_onnx``, ``onnx-stablehlo export``) failed
+    │   ├── UnsupportedExportError    ops or types with no ONNX form (every one listed, with loc)
+    │   └── ExportMismatchError       onnxruntime's outputs of the exported file differ from JAX's
     └── ...
 """
 
@@ -89,6 +92,9 @@ __all__ = [
     "CompileError",
     "ExecutionError",
     "OracleError",
+    "ExportError",
+    "UnsupportedExportError",
+    "ExportMismatchError",
 ]
 
 
@@ -393,3 +399,33 @@ class ExecutionError(RuntimeErrorBase):
 class OracleError(OnnxStableHLOError):
     """onnxruntime, the oracle of ``check --bisect`` and ``report``, is missing or rejects the
     model or the feeds (the message carries onnxruntime's first line)."""
+
+
+class ExportError(OnnxStableHLOError):
+    """Converting a StableHLO module (or a JAX program) to ONNX failed: the input is not a module,
+    an option is unusable, or the ONNX file built does not pass the onnx checker."""
+
+
+class UnsupportedExportError(ExportError):
+    """One or more StableHLO ops or types have no ONNX form (complex numbers, tokens,
+    ``rng_bit_generator``, host callbacks, float8 below opset 19, ...).
+
+    Raised before anything is written. ``problems`` lists ``(op name, location, reason)`` for
+    every such op in the module, in module order.
+    """
+
+    def __init__(self, problems: Sequence[tuple[str, str, str]]):
+        self.problems = list(problems)
+        lines = [f"  {name} at {loc}: {reason}" for name, loc, reason in self.problems]
+        super().__init__(
+            f"{len(self.problems)} StableHLO op(s) have no ONNX form:\n" + "\n".join(lines)
+        )
+
+
+class ExportMismatchError(ExportError):
+    """onnxruntime's result for the exported model differs from the source program's (JAX or
+    PJRT) on the example arguments. ``output`` names the first output that differs."""
+
+    def __init__(self, message: str, output: str | None = None):
+        self.output = output
+        super().__init__(message)

@@ -20,7 +20,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOTS = {"onnx_stablehlo": "onnx_stablehlo", "onnx_stablehlo/frontend": "frontend",
-         "onnx_stablehlo/passes": "passes", "onnx_stablehlo/runtime": "runtime"}
+         "onnx_stablehlo/passes": "passes", "onnx_stablehlo/runtime": "runtime",
+         "onnx_stablehlo/exporter": "exporter"}
 
 SCRIPT = r"""
 import numpy as np

@@ -1,0 +1,274 @@
+"""Elementwise StableHLO/CHLO ops -> ONNX: arithmetic, math functions, comparisons, logic, bit
+shifts, ``select``, ``clamp``, ``convert``, ``constant``.
+
+StableHLO elementwise ops take operands of one shape, so every mapping is 1:1 onto ONNX's
+broadcasting ops. Where ONNX has no op, the decomposition is accurate to the last ulp or two
+(``expm1``/``log1p`` by Kahan's rewriting, ``atan2`` by quadrant, round-half-away by floor and
+remainder) rather than the naive formula. Spec: StableHLO spec, "Ops" (openxla.org/stablehlo/spec).
+
+Mappings (``A -> B``):
+  add subtract multiply divide maximum minimum power -> Add Sub Mul Div Max Min Pow
+  remainder -> Mod(fmod=1) (sign of the dividend, as C's fmod and StableHLO)
+  and/or/xor/not -> And/Or/Xor/Not on i1, BitwiseAnd/Or/Xor/Not on integers
+  shift_left/shift_right_logical/shift_right_arithmetic -> BitShift on the unsigned view, with
+      shifts >= the bit width giving 0 (-1 for negative values shifted arithmetically)
+  compare EQ NE LT LE GT GE -> Equal Not(Equal) Less LessOrEqual Greater GreaterOrEqual
+  select -> Where; clamp -> Clip (scalar bounds) or Max(Min(x, hi), lo)
+  convert -> Cast; constant -> an initializer
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx_ir
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo
+
+from onnx_stablehlo.exporter.context import ExportContext
+from onnx_stablehlo.exporter.registry import export_rule
+
+DT = onnx_ir.DataType
+
+_UNARY = {
+    "stablehlo.abs": "Abs",
+    "stablehlo.negate": "Neg",
+    "stablehlo.exponential": "Exp",
+    "stablehlo.log": "Log",
+    "stablehlo.logistic": "Sigmoid",
+    "stablehlo.tanh": "Tanh",
+    "stablehlo.sqrt": "Sqrt",
+    "stablehlo.sine": "Sin",
+    "stablehlo.cosine": "Cos",
+    "stablehlo.tan": "Tan",
+    "stablehlo.floor": "Floor",
+    "stablehlo.ceil": "Ceil",
+    "stablehlo.round_nearest_even": "Round",
+    "stablehlo.sign": "Sign",
+    "chlo.erf": "Erf",
+    "chlo.tan": "Tan",
+    "chlo.sinh": "Sinh",
+    "chlo.cosh": "Cosh",
+    "chlo.asin": "Asin",
+    "chlo.acos": "Acos",
+    "chlo.atan": "Atan",
+    "chlo.asinh": "Asinh",
+    "chlo.acosh": "Acosh",
+    "chlo.atanh": "Atanh",
+    "chlo.is_inf": "IsInf",
+}
+
+_BINARY = {
+    "stablehlo.add": "Add",
+    "stablehlo.subtract": "Sub",
+    "stablehlo.multiply": "Mul",
+    "stablehlo.divide": "Div",
+    "stablehlo.maximum": "Max",
+    "stablehlo.minimum": "Min",
+    "stablehlo.power": "Pow",
+}
+
+_LOGIC = {"stablehlo.and": ("And", "BitwiseAnd"), "stablehlo.or": ("Or", "BitwiseOr"),
+          "stablehlo.xor": ("Xor", "BitwiseXor")}
+
+_UNSIGNED = {DT.INT8: DT.UINT8, DT.INT16: DT.UINT16, DT.INT32: DT.UINT32, DT.INT64: DT.UINT64}
+_WIDTH = {DT.INT8: 8, DT.UINT8: 8, DT.INT16: 16, DT.UINT16: 16, DT.INT32: 32, DT.UINT32: 32, DT.INT64: 64,
+          DT.UINT64: 64}
+
+
+@export_rule(*_UNARY)
+def export_unary(ctx: ExportContext) -> list[onnx_ir.Value]:
+    return [ctx.emit(_UNARY[ctx.op.name], [ctx.input(0)])]
+
+
+@export_rule(*_BINARY)
+def export_binary(ctx: ExportContext) -> list[onnx_ir.Value]:
+    return [ctx.emit(_BINARY[ctx.op.name], [ctx.input(0), ctx.input(1)])]
+
+
+@export_rule("stablehlo.remainder")
+def export_remainder(ctx: ExportContext) -> list[onnx_ir.Value]:
+    return [ctx.emit("Mod", [ctx.input(0), ctx.input(1)], {"fmod": 1})]
+
+
+@export_rule(*_LOGIC)
+def export_logic(ctx: ExportContext) -> list[onnx_ir.Value]:
+    boolean, bitwise = _LOGIC[ctx.op.name]
+    op_type = boolean if ctx.operand_dtype(0) == DT.BOOL else bitwise
+    return [ctx.emit(op_type, [ctx.input(0), ctx.input(1)])]
+
+
+@export_rule("stablehlo.not")
+def export_not(ctx: ExportContext) -> list[onnx_ir.Value]:
+    op_type = "Not" if ctx.operand_dtype(0) == DT.BOOL else "BitwiseNot"
+    return [ctx.emit(op_type, [ctx.input(0)])]
+
+
+def _scalar(ctx: ExportContext, value: float | int, dtype: DT) -> onnx_ir.Value:
+    return ctx.const(np.array(value, dtype=dtype.numpy()))
+
+
+@export_rule("stablehlo.rsqrt")
+def export_rsqrt(ctx: ExportContext) -> list[onnx_ir.Value]:
+    return [ctx.emit("Reciprocal", [ctx.emit("Sqrt", [ctx.input(0)])])]
+
+
+@export_rule("stablehlo.cbrt")
+def export_cbrt(ctx: ExportContext) -> list[onnx_ir.Value]:
+    x = ctx.input(0)
+    dtype = ctx.operand_dtype(0)
+    magnitude = ctx.emit("Pow", [ctx.emit("Abs", [x]), _scalar(ctx, 1.0 / 3.0, dtype)])
+    return [ctx.emit("Mul", [ctx.emit("Sign", [x]), magnitude])]
+
+
+@export_rule("stablehlo.exponential_minus_one")
+def export_expm1(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """expm1(x) = x where exp(x) == 1; -1 where exp(x) - 1 == -1; else (u - 1) * x / log(u)
+    with u = exp(x) (Kahan: the rounding errors of u - 1 and log(u) cancel)."""
+    x = ctx.input(0)
+    dtype = ctx.operand_dtype(0)
+    one = _scalar(ctx, 1, dtype)
+    u = ctx.emit("Exp", [x])
+    um1 = ctx.emit("Sub", [u, one])
+    general = ctx.emit("Div", [ctx.emit("Mul", [um1, x]), ctx.emit("Log", [u])])
+    general = ctx.emit("Where", [ctx.emit("Equal", [um1, _scalar(ctx, -1, dtype)]), um1, general])
+    # x = +inf: u = inf, (inf * inf) / inf is NaN; exp(x) - 1 is right there.
+    general = ctx.emit("Where", [ctx.emit("IsInf", [u]), um1, general])
+    return [ctx.emit("Where", [ctx.emit("Equal", [u, one]), x, general])]
+
+
+@export_rule("stablehlo.log_plus_one")
+def export_log1p(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """log1p(x) = x where 1 + x == 1, else log(u) * x / (u - 1) with u = 1 + x (Kahan)."""
+    x = ctx.input(0)
+    dtype = ctx.operand_dtype(0)
+    one = _scalar(ctx, 1, dtype)
+    u = ctx.emit("Add", [x, one])
+    log_u = ctx.emit("Log", [u])
+    general = ctx.emit("Div", [ctx.emit("Mul", [log_u, x]), ctx.emit("Sub", [u, one])])
+    general = ctx.emit("Where", [ctx.emit("IsInf", [u]), log_u, general])
+    return [ctx.emit("Where", [ctx.emit("Equal", [u, one]), x, general])]
+
+
+@export_rule("stablehlo.round_nearest_afz")
+def export_round_afz(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """Round half away from zero: sign(x) * (floor(|x|) + (|x| - floor(|x|) >= 0.5))."""
+    x = ctx.input(0)
+    dtype = ctx.operand_dtype(0)
+    magnitude = ctx.emit("Abs", [x])
+    floor = ctx.emit("Floor", [magnitude])
+    up = ctx.emit("GreaterOrEqual", [ctx.emit("Sub", [magnitude, floor]), _scalar(ctx, 0.5, dtype)])
+    rounded = ctx.emit("Add", [floor, ctx.cast(up, dtype)])
+    # Sign(x) * rounded loses -0.0 and NaN; Where keeps x itself where |x| rounds to itself.
+    result = ctx.emit("Mul", [ctx.emit("Sign", [x]), rounded])
+    return [ctx.emit("Where", [ctx.emit("Equal", [rounded, magnitude]), x, result])]
+
+
+@export_rule("stablehlo.is_finite")
+def export_is_finite(ctx: ExportContext) -> list[onnx_ir.Value]:
+    x = ctx.input(0)
+    return [ctx.emit("Not", [ctx.emit("Or", [ctx.emit("IsInf", [x]), ctx.emit("IsNaN", [x])])])]
+
+
+@export_rule("chlo.is_pos_inf", "chlo.is_neg_inf")
+def export_is_signed_inf(ctx: ExportContext) -> list[onnx_ir.Value]:
+    positive = ctx.op.name == "chlo.is_pos_inf"
+    return [ctx.emit("IsInf", [ctx.input(0)], {"detect_positive": int(positive), "detect_negative": int(not positive)})]
+
+
+@export_rule("stablehlo.atan2")
+def export_atan2(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """atan2(y, x) = atan(y / x) corrected by quadrant: +pi for x < 0, y >= 0; -pi for x < 0,
+    y < 0; +-pi/2 for x = 0 (sign of y); 0 for x = y = 0 (signed like y)."""
+    y, x = ctx.input(0), ctx.input(1)
+    dtype = ctx.operand_dtype(0)
+    zero = _scalar(ctx, 0, dtype)
+    pi = _scalar(ctx, np.pi, dtype)
+    base = ctx.emit("Atan", [ctx.emit("Div", [y, x])])
+    x_negative = ctx.emit("Less", [x, zero])
+    y_negative = ctx.emit("Less", [y, zero])
+    shift = ctx.emit("Where", [y_negative, ctx.emit("Neg", [pi]), pi])
+    result = ctx.emit("Where", [x_negative, ctx.emit("Add", [base, shift]), base])
+    half_pi = ctx.emit("Mul", [ctx.emit("Sign", [y]), _scalar(ctx, np.pi / 2, dtype)])
+    x_zero = ctx.emit("Equal", [x, zero])
+    result = ctx.emit("Where", [x_zero, half_pi, result])
+    both_zero = ctx.emit("And", [x_zero, ctx.emit("Equal", [y, zero])])
+    # atan2(+-0, +0) = +-0; atan2(+-0, -0) = +-pi: the sign of x is read from 1/x.
+    x_neg_zero = ctx.emit("Less", [ctx.emit("Reciprocal", [x]), zero])
+    y_sign_pi = ctx.emit("Where", [ctx.emit("Less", [ctx.emit("Reciprocal", [y]), zero]), ctx.emit("Neg", [pi]), pi])
+    zeros = ctx.emit("Where", [x_neg_zero, y_sign_pi, y])
+    return [ctx.emit("Where", [both_zero, zeros, result])]
+
+
+_COMPARE = {"EQ": "Equal", "LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
+
+
+@export_rule("stablehlo.compare")
+def export_compare(ctx: ExportContext) -> list[onnx_ir.Value]:
+    direction = stablehlo.ComparisonDirectionAttr(ctx.attr("comparison_direction")).value
+    a, b = ctx.input(0), ctx.input(1)
+    if direction == "NE":
+        return [ctx.emit("Not", [ctx.emit("Equal", [a, b])])]
+    return [ctx.emit(_COMPARE[direction], [a, b])]
+
+
+@export_rule("stablehlo.select")
+def export_select(ctx: ExportContext) -> list[onnx_ir.Value]:
+    return [ctx.emit("Where", [ctx.input(0), ctx.input(1), ctx.input(2)])]
+
+
+@export_rule("stablehlo.clamp")
+def export_clamp(ctx: ExportContext) -> list[onnx_ir.Value]:
+    low, x, high = ctx.input(0), ctx.input(1), ctx.input(2)
+    return [ctx.emit("Max", [ctx.emit("Min", [x, high]), low])]
+
+
+@export_rule("stablehlo.convert")
+def export_convert(ctx: ExportContext) -> list[onnx_ir.Value]:
+    source, target = ctx.operand_dtype(0), ctx.result_dtype(0)
+    if source == target:
+        return [ctx.emit("Identity", [ctx.input(0)])]
+    return [ctx.cast(ctx.input(0), target)]
+
+
+@export_rule("stablehlo.constant", "arith.constant")
+def export_constant(ctx: ExportContext) -> list[onnx_ir.Value]:
+    array = ctx.converter.constant_value(ctx.op.results[0])
+    return [ctx.converter.constant(array, ctx.name or "c")]
+
+
+def _shift_check(op: ir.Operation) -> str | None:
+    element = str(ir.RankedTensorType(op.results[0].type).element_type)
+    if element in ("i1",):
+        return "bit shifts of i1"
+    return None
+
+
+@export_rule("stablehlo.shift_left", "stablehlo.shift_right_logical", "stablehlo.shift_right_arithmetic",
+             check=_shift_check)
+def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """Shifts on the unsigned view of the bits (ONNX BitShift takes unsigned ints only); a shift
+    amount outside [0, width) gives 0, or -1 for a negative value shifted arithmetically, as the
+    StableHLO spec says."""
+    dtype = ctx.operand_dtype(0)
+    width = _WIDTH[dtype]
+    unsigned = _UNSIGNED.get(dtype, dtype)
+    x, amount = ctx.input(0), ctx.input(1)
+    name = ctx.op.name
+    out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
+                                   ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
+    safe = ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount])
+    safe_u = ctx.cast(safe, unsigned) if unsigned != dtype else safe
+    if name == "stablehlo.shift_right_arithmetic" and unsigned != dtype:
+        negative = ctx.emit("Less", [x, _scalar(ctx, 0, dtype)])
+        # For x < 0: x >> s == ~((~x) >>> s); ~x >= 0 there.
+        flipped = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [x]), x])
+        shifted = ctx.cast(ctx.emit("BitShift", [ctx.cast(flipped, unsigned), safe_u], {"direction": "RIGHT"}), dtype)
+        shifted = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [shifted]), shifted])
+        overflow = ctx.emit("Where", [negative, _scalar(ctx, -1, dtype), _scalar(ctx, 0, dtype)])
+        return [ctx.emit("Where", [out_of_range, overflow, shifted])]
+    direction = "LEFT" if name == "stablehlo.shift_left" else "RIGHT"
+    x_u = ctx.cast(x, unsigned) if unsigned != dtype else x
+    shifted = ctx.emit("BitShift", [x_u, safe_u], {"direction": direction})
+    if unsigned != dtype:
+        shifted = ctx.cast(shifted, dtype)
+    return [ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), shifted])]
