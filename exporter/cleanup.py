@@ -15,9 +15,12 @@ __all__ = ["clean_up"]
 
 
 def clean_up(model: onnx_ir.Model, *, optimize: bool = True) -> onnx.ModelProto:
-    """Optimizes ``model`` in place (when ``optimize``) and serializes it."""
+    """Optimizes ``model`` in place (when ``optimize``), serializes it, and legalizes its dtypes
+    for onnxruntime's kernels (``exporter/ort_types.py``)."""
+    from onnx_stablehlo.exporter.ort_types import legalize_for_onnxruntime
+
     if optimize:
         import onnxscript.optimizer
 
         onnxscript.optimizer.optimize_ir(model, num_iterations=2)
-    return onnx_ir.serde.serialize_model(model)
+    return legalize_for_onnxruntime(onnx_ir.serde.serialize_model(model))

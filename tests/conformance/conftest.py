@@ -19,7 +19,7 @@ import time
 import onnx
 import pytest
 
-from . import dynamic, suite
+from . import dynamic, roundtrip, suite
 
 PROCESSES_ENV = "ONNX_STABLEHLO_NODE_SUITE_PROCESSES"
 _RESULTS_KEY = pytest.StashKey[dict[str, suite.CaseResult]]()
@@ -31,16 +31,17 @@ def _processes() -> int:
     return getattr(os, "process_cpu_count", os.cpu_count)() or 1
 
 
-def _selected_case_names(session: pytest.Session, test_name: str) -> list[str]:
+def _selected_case_names(session: pytest.Session, test_name: str | tuple[str, ...]) -> list[str]:
+    test_names = (test_name,) if isinstance(test_name, str) else test_name
     names = []
     for item in session.items:
         callspec = getattr(item, "callspec", None)
-        if getattr(item, "originalname", None) == test_name and callspec is not None:
+        if getattr(item, "originalname", None) in test_names and callspec is not None:
             names.append(callspec.params["case_name"])
     return list(dict.fromkeys(names))
 
 
-def _session_results(request, tmp_path_factory, *, test_name: str, run, from_row) -> dict:
+def _session_results(request, tmp_path_factory, *, test_name: str | tuple[str, ...], run, from_row) -> dict:
     """``run(names)`` once per session for the selected ``test_name[case_name]`` items.
 
     Under pytest-xdist the first worker to get here runs it and writes the rows to a file in
@@ -49,7 +50,8 @@ def _session_results(request, tmp_path_factory, *, test_name: str, run, from_row
     names = _selected_case_names(request.session, test_name)
     if "PYTEST_XDIST_WORKER" not in os.environ:
         return run(names)
-    shared = tmp_path_factory.getbasetemp().parent / f"{test_name}_results.json"
+    label = test_name if isinstance(test_name, str) else "_".join(test_name)
+    shared = tmp_path_factory.getbasetemp().parent / f"{label}_results.json"
     with open(f"{shared}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if shared.is_file():
@@ -64,9 +66,12 @@ def node_suite_results(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, suite.CaseResult]:
     """Case name -> CaseResult for every selected node case, from one parallel run."""
+    # One run serves both test_node_case and test_roundtrip_case: the round trip exports the
+    # module the forward run compiled (roundtrip.py), so no case is lowered twice.
     results = _session_results(
-        request, tmp_path_factory, test_name="test_node_case", from_row=suite.result_from_row,
-        run=lambda names: {r.name: r for r in suite.run_all(names, processes=_processes())},
+        request, tmp_path_factory, test_name=("test_node_case", "test_roundtrip_case"),
+        from_row=suite.result_from_row,
+        run=lambda names: {r.name: r for r in suite.run_all(names, processes=_processes(), runner=roundtrip.RUNNER)},
     )
     request.config.stash[_RESULTS_KEY] = results
     return results

@@ -69,6 +69,8 @@ class CaseResult:
         seconds: wall time of the case (compile and all data sets), in seconds.
         missing_ops: ``domain::op_type`` of every op the compiler said it has no lowering for
             (read from the error's ``missing`` mapping, as ``UnsupportedOpError`` carries it).
+        roundtrip: the round trip's status (``roundtrip.py``: pass, fail, error, skip; empty
+            when the runner did not do it) and ``roundtrip_reason`` its one-line reason.
     """
 
     name: str
@@ -76,6 +78,8 @@ class CaseResult:
     reason: str = ""
     seconds: float = 0.0
     missing_ops: tuple[str, ...] = ()
+    roundtrip: str = ""
+    roundtrip_reason: str = ""
 
 
 class HarnessError(RuntimeError):
@@ -374,8 +378,8 @@ def reference_compile(model: onnx.ModelProto) -> _ReferenceCompiled:
 
 def result_from_row(row: Sequence[Any]) -> CaseResult:
     """Inverse of ``dataclasses.astuple`` (also for rows read back from JSON)."""
-    name, status, reason, seconds, missing_ops = row
-    return CaseResult(name, status, reason, seconds, tuple(missing_ops))
+    name, status, reason, seconds, missing_ops, *trip = row
+    return CaseResult(name, status, reason, seconds, tuple(missing_ops), *trip)
 
 
 RUN_TEST_CASE = f"{__name__}:run_test_case"
