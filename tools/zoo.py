@@ -56,6 +56,7 @@ __all__ = [
     "cache_dir",
     "compare_steps",
     "onnxruntime_runner",
+    "onnxruntime_runner_for_model",
     "onnx_stablehlo_runner",
     "synthetic_photo",
     "text_image",
@@ -293,6 +294,26 @@ def onnxruntime_runner(path: Path, threads: int | None = None) -> Runner:
 
     def run(feeds: Feeds) -> list[np.ndarray]:
         return list(session.run(None, {k: v for k, v in feeds.items() if k in names}))
+
+    return run
+
+
+def onnxruntime_runner_for_model(model: object, threads: int | None = None) -> Runner:
+    """Returns a :data:`Runner` backed by an onnxruntime CPU session on an in-memory
+    ``onnx.ModelProto`` (the exporter's round trip); extra outputs past the source model's
+    (the run-time check flags) are dropped by the comparison."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    names = {i.name for i in session.get_inputs()}
+    outputs = [o.name for o in session.get_outputs() if o.name != "__runtime_checks"]
+
+    def run(feeds: Feeds) -> list[np.ndarray]:
+        return list(session.run(outputs, {k: v for k, v in feeds.items() if k in names}))
 
     return run
 

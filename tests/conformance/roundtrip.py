@@ -49,7 +49,7 @@ def run_test_case_with_roundtrip(case: Any, compile_fn: Any) -> suite.CaseResult
 
 def roundtrip(case: Any, compiled: Any) -> RoundTrip:
     """Exports ``compiled``'s last module to ONNX and checks it on ``case``'s data sets."""
-    from onnx_stablehlo.exporter import module_to_onnx
+    from onnx_stablehlo.exporter.artifact import artifact_to_onnx
 
     try:
         artifact = compiled.lowered
@@ -58,15 +58,8 @@ def roundtrip(case: Any, compiled: Any) -> RoundTrip:
     if len(artifact.input_types) != len(artifact.input_names) or len(artifact.output_types) != len(
             artifact.output_names) + (1 if artifact.check_messages else 0):
         return RoundTrip("skip", "sequence or optional values (several arrays per ONNX value)")
-    if artifact.hoisted_count:
-        return RoundTrip("skip", "hoisted weights")
-    names = list(artifact.input_names) + list(artifact.parameter_names)
-    initializers = {len(artifact.input_names) + i: np.asarray(artifact.parameters[name]())
-                    for i, name in enumerate(artifact.parameter_names)}
-    outputs = list(artifact.output_names) + (["__runtime_checks"] if artifact.check_messages else [])
     try:
-        exported = module_to_onnx(artifact.bytecode, input_names=[f"in_{i}" for i in range(len(names))],
-                                  output_names=[f"out_{i}" for i in range(len(outputs))], initializers=initializers)
+        exported = artifact_to_onnx(artifact, names="positional")
     except Exception as exc:
         return RoundTrip("error", f"export: {suite._one_line(exc)}")
     try:

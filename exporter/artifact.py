@@ -1,0 +1,55 @@
+"""A compiled ONNX model's own StableHLO back to ONNX: the round trip ONNX -> StableHLO -> ONNX.
+
+:func:`artifact_to_onnx` exports a frontend ``Artifact`` (``CompiledModel.lowered``: the module
+``compile`` lowered and ran, its weights as arguments) with the original graph's input, output
+and initializer names, so the result is fed and read exactly as the source model is. The node
+suite's and the zoo's round-trip tests use it; so can a user checking the exporter on a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from onnx_stablehlo.errors import ExportError
+from onnx_stablehlo.exporter.module import ExportedGraph, module_to_onnx
+
+__all__ = ["RUNTIME_CHECKS_OUTPUT", "artifact_to_onnx"]
+
+RUNTIME_CHECKS_OUTPUT = "__runtime_checks"
+"""The extra graph output holding the run-time check flags, when the module has checks (its
+last result; ``Artifact.check_messages`` names each flag)."""
+
+
+def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool = True,
+                     names: str = "original") -> ExportedGraph:
+    """Exports a frontend artifact (``CompiledModel.lowered``) to ONNX.
+
+    Args:
+        artifact: an ``onnx_stablehlo.runtime.artifact.Artifact`` whose inputs and outputs are
+            tensors (one array per ONNX value).
+        names: ``"original"`` keeps the source graph's names; ``"positional"`` names the
+            inputs ``in_<k>`` and outputs ``out_<k>`` (for graphs whose names are not unique
+            across inputs and outputs).
+
+    Raises:
+        ExportError: the artifact carries sequences/optionals (several arrays per value) or
+            hoisted weights, or the module does not export.
+    """
+    if len(artifact.input_types) != len(artifact.input_names):
+        raise ExportError("the model has sequence or optional inputs (several arrays per ONNX value)")
+    n_checks = 1 if artifact.check_messages else 0
+    if len(artifact.output_types) != len(artifact.output_names) + n_checks:
+        raise ExportError("the model has sequence or optional outputs (several arrays per ONNX value)")
+    if artifact.hoisted_count:
+        raise ExportError("the module takes hoisted weights (compile with hoist_weights=False)")
+    inputs = list(artifact.input_names) + list(artifact.parameter_names)
+    outputs = list(artifact.output_names) + ([RUNTIME_CHECKS_OUTPUT] if n_checks else [])
+    if names == "positional":
+        inputs = [f"in_{i}" for i in range(len(artifact.input_names))] + list(artifact.parameter_names)
+        outputs = [f"out_{i}" for i in range(len(artifact.output_names))] + outputs[len(artifact.output_names):]
+    initializers = {len(artifact.input_names) + i: np.asarray(artifact.parameters[name]())
+                    for i, name in enumerate(artifact.parameter_names)}
+    return module_to_onnx(artifact.bytecode, input_names=inputs, output_names=outputs, initializers=initializers,
+                          opset=opset, optimize=optimize)
