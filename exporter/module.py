@@ -59,17 +59,18 @@ def parse_module(source: str | bytes | ir.Module, context: ir.Context) -> ir.Mod
     if isinstance(source, ir.Module):
         return ir.Module.parse(str(source), context)
     if isinstance(source, bytes):
-        from jaxlib.mlir._mlir_libs import _stablehlo
+        import jax.extend.mlir
 
         try:
-            return _stablehlo.deserialize_portable_artifact(context, source)
+            return jax.extend.mlir.deserialize_portable_artifact(source, context=context)
         except Exception:  # noqa: BLE001 - not a portable artifact: try plain bytecode next
             pass
     try:
         return ir.Module.parse(source, context)
     except Exception as error:  # noqa: BLE001 - MLIR's diagnostics become one typed error
-        first = str(error).strip().splitlines()
-        raise ExportError(f"not a StableHLO module: {first[0] if first else type(error).__name__}") from None
+        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+        detail = " ".join(lines[:2]) if lines else type(error).__name__
+        raise ExportError(f"not a StableHLO module: {detail[:300]}") from None
 
 
 def module_to_onnx(
