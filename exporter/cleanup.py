@@ -1,9 +1,18 @@
-"""After conversion: onnxscript's optimizer (constant folding, dead-code removal, the
-rewriter's default rules), then serialization to an ``onnx.ModelProto``.
+"""After conversion: onnxscript's optimizer and rewriter, then serialization and dtype
+legalization for onnxruntime.
 
-A literal translation of StableHLO is correct but noisy (shape arithmetic on constants, Identity
-for no-op reshapes, Casts of constants); ``onnxscript.optimizer.optimize_ir`` folds and removes
-these with onnx's own shape inference.
+A literal translation of StableHLO is correct but noisy: shape arithmetic on constants,
+Identity for no-op reshapes, Casts of constants, an ``Expand`` before every broadcasting
+binary op (StableHLO broadcasts explicitly, ONNX implicitly), and normalizations spelled out
+as reductions. The clean-up, in order:
+
+1. ``onnxscript.optimizer.optimize_ir``: constant folding (with onnx's shape inference) and
+   dead-code removal;
+2. ``onnxscript.rewriter.rewrite`` with its default rules (no-op Cast/Expand/Transpose/Reshape,
+   Reshape/Unsqueeze chains, Min/Max -> Clip, ...), its rules that drop an ``Expand`` a
+   binary op's own broadcasting makes redundant, and its LayerNormalization fusion;
+3. ``optimize_ir`` again, for what the rewrites exposed;
+4. serialization, then ``exporter/ort_types.py`` (types without an onnxruntime kernel).
 """
 
 from __future__ import annotations
@@ -11,7 +20,17 @@ from __future__ import annotations
 import onnx
 import onnx_ir
 
-__all__ = ["clean_up"]
+__all__ = ["clean_up", "rewrite_rules"]
+
+
+def rewrite_rules() -> list:
+    """The onnxscript rewrite rules the clean-up applies (standard ONNX ops only: the result
+    runs on any runtime, onnxruntime-web included)."""
+    from onnxscript.rewriter import _DEFAULT_REWRITE_RULES
+    from onnxscript.rewriter.rules.common import expand_before_binary_op_rules
+    from onnxscript.rewriter.rules.fusion._layer_norm import layer_normalization_rules
+
+    return [*_DEFAULT_REWRITE_RULES, *expand_before_binary_op_rules, *layer_normalization_rules]
 
 
 def clean_up(model: onnx_ir.Model, *, optimize: bool = True) -> onnx.ModelProto:
@@ -21,6 +40,9 @@ def clean_up(model: onnx_ir.Model, *, optimize: bool = True) -> onnx.ModelProto:
 
     if optimize:
         import onnxscript.optimizer
+        import onnxscript.rewriter
 
         onnxscript.optimizer.optimize_ir(model, num_iterations=2)
+        onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=rewrite_rules())
+        onnxscript.optimizer.optimize_ir(model, num_iterations=1)
     return legalize_for_onnxruntime(onnx_ir.serde.serialize_model(model))

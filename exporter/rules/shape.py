@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx_ir
+from jaxlib.mlir import ir
 
 from onnx_stablehlo.exporter.context import ExportContext
 from onnx_stablehlo.exporter.registry import export_rule
@@ -28,10 +29,36 @@ DT = onnx_ir.DataType
 _INT64_MAX = np.iinfo(np.int64).max
 
 
+# Ops whose ONNX form broadcasts numpy-style: a broadcast_in_dim feeding only these, next to an
+# operand of the full result type, needs no Expand (the Unsqueeze'd value broadcasts itself).
+_IMPLICITLY_BROADCASTING = frozenset(
+    "stablehlo." + name for name in """add subtract multiply divide maximum minimum power remainder and or xor
+    compare select atan2""".split()
+)
+
+
+def consumers_broadcast(op: ir.Operation) -> bool:
+    """Whether every use of ``op``'s result is an implicitly broadcasting ONNX op with another
+    operand of the result's full type (so the broadcast can stay a rank-only Unsqueeze)."""
+    result = op.results[0]
+    uses = list(result.uses)
+    if not uses:
+        return False
+    for use in uses:
+        user = use.owner
+        user = user.operation if isinstance(user, ir.OpView) else user
+        if user.name not in _IMPLICITLY_BROADCASTING:
+            return False
+        if not any(other != result and other.type == result.type for other in user.operands):
+            return False
+    return True
+
+
 def broadcast(ctx: ExportContext, x: onnx_ir.Value, in_shape: tuple, dims: list[int], out_shape: tuple,
               target: onnx_ir.Value | None) -> onnx_ir.Value:
     """``broadcast_in_dim`` of ``x`` (shape ``in_shape``) to ``out_shape`` (``target``: the
-    run-time shape when ``out_shape`` has ``?`` dims)."""
+    run-time shape when ``out_shape`` has ``?`` dims). When every consumer broadcasts by itself
+    (:func:`consumers_broadcast`) the result is only unsqueezed to the full rank."""
     rank = len(out_shape)
     order = sorted(range(len(dims)), key=lambda i: dims[i])
     if order != list(range(len(dims))):
@@ -45,6 +72,8 @@ def broadcast(ctx: ExportContext, x: onnx_ir.Value, in_shape: tuple, dims: list[
     for i, d in enumerate(dims):
         expanded_shape[d] = in_shape[i]
     if tuple(expanded_shape) == tuple(out_shape) and None not in out_shape:
+        return x if (missing or order != list(range(len(order)))) else ctx.emit("Identity", [x])
+    if consumers_broadcast(ctx.op):
         return x if (missing or order != list(range(len(order)))) else ctx.emit("Identity", [x])
     if target is None:
         target = ctx.ints(out_shape)  # type: ignore[arg-type]
