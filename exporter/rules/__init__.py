@@ -22,6 +22,7 @@ RULE_MODULES = (
     "indexing",  # gather, scatter, dynamic_slice, dynamic_update_slice, pad, dynamic_gather, ...
     "sorting",  # sort, chlo.top_k
     "control_flow",  # func.call, composite, while, if, case, optimization_barrier, custom_call
+    "select_and_scatter",  # the gradient of max/min pooling
     "bits",  # bitcast_convert, popcnt, count_leading_zeros; ops with no ONNX form, with reasons
 )
 
