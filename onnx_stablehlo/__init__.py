@@ -28,15 +28,18 @@ _LAZY = {
     "ShapeInference": "onnx_stablehlo.shape_inference",
     "annotate_shapes": "onnx_stablehlo.shape_inference",
     "infer_shapes": "onnx_stablehlo.shape_inference",
+    "to_onnx": "onnx_stablehlo.export",
 }
 
 if TYPE_CHECKING:
     from onnx_stablehlo.runtime.training import ArrayBatches, Trainer
+    from onnx_stablehlo.export import to_onnx
     from onnx_stablehlo.shape_inference import ShapeInference, annotate_shapes, infer_shapes
 
 __all__ = [
     "compile", "load", "lower", "infer_shapes", "annotate_shapes", "ShapeInference", "Bucketing",
     "CompiledModel", "Trainer", "ArrayBatches", "errors", "example_model_path",
+    "to_onnx",
 ]
 __version__ = "0.1.0"
 

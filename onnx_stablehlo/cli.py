@@ -13,6 +13,12 @@ Commands:
             inputs and print each output's error against onnxruntime (exit 2 on a mismatch);
             --bisect names the first node whose output diverges (onnx_stablehlo/bisect.py)
     report  MODEL [-o report.html]: a self-contained HTML report (onnx_stablehlo/report.py)
+    export  SOURCE [-o OUT.onnx | -o -] [--print] [--input-name NAME ...] [--output-name NAME ...]
+            [--opset N] [--no-optimize] [--check [--input-shape NAME=D0,D1,...] [--dim NAME=N]
+            [--seed S] [--rtol R] [--atol A]]: a StableHLO module (.mlir text, .mlirbc, a portable
+            artifact) or a serialized jax.export artifact to ONNX (onnx_stablehlo/export.py);
+            without -o it prints the ONNX text syntax; --check runs the ONNX file in onnxruntime
+            against the source on PJRT, on seeded inputs sized by --input-shape/--dim
     finetune MODEL --train FILE.npz [--eval FILE.npz] --loss NAME [--trainable PATTERN ...]
             [--optimizer adamw --lr ...] [--steps N | --epochs N] [--batch-size N] -o OUT.onnx
             (see onnx_stablehlo/_finetune.py)
@@ -513,6 +519,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0 if ok else 2
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    import onnx
+
+    from onnx_stablehlo import export
+
+    if not Path(args.source).is_file():
+        raise UsageError(f"cannot read {args.source}: no such file")
+    source = export.load_source(Path(args.source))
+    inputs = []
+    if args.check:
+        inputs = export.example_inputs(source, shapes=_shapes(args), dims=_dims(args), seed=args.seed,
+                                        input_names=args.input_name)
+    elif args.input_shape or args.dim:
+        raise UsageError("--input-shape and --dim size the inputs of --check; the export keeps symbolic dims")
+    to_file = args.output not in (None, "-")
+    model = export.to_onnx(
+        source, *inputs, input_names=args.input_name, output_names=args.output_name, opset=args.opset,
+        optimize=not args.no_optimize, check=args.check, rtol=args.rtol, atol=args.atol,
+        path=args.output if to_file else None,
+    )
+    if args.check:
+        outputs = ", ".join(o.name for o in model.graph.output)
+        print(f"check: OK, onnxruntime matches the source on seeded inputs (seed {args.seed}): {outputs}",
+              file=sys.stderr)
+    if not to_file or args.print:
+        sys.stdout.write(onnx.printer.to_text(model) + "\n")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="onnx-stablehlo", description="Compile ONNX models to StableHLO and run them on PJRT."
@@ -591,6 +626,32 @@ def _parser() -> argparse.ArgumentParser:
 
     add_bisect_arguments(check_cmd)
     check_cmd.set_defaults(handler=_cmd_check)
+
+    export_cmd = commands.add_parser(
+        "export", help="convert a StableHLO module (or a serialized jax.export artifact) to ONNX"
+    )
+    export_cmd.add_argument("source", help="StableHLO .mlir text, .mlirbc bytecode / portable artifact, or "
+                            "Exported.serialize() bytes")
+    export_cmd.add_argument("-o", "--output", help="output .onnx file ('-' or none: print the ONNX text syntax)")
+    export_cmd.add_argument("--print", action="store_true", help="print the ONNX text syntax (also with -o)")
+    export_cmd.add_argument("--input-name", action="append", metavar="NAME",
+                            help="graph input name, one per input in order; repeatable")
+    export_cmd.add_argument("--output-name", action="append", metavar="NAME",
+                            help="graph output name, one per output in order; repeatable")
+    export_cmd.add_argument("--opset", type=int, help="target ONNX opset (default: the exporter's)")
+    export_cmd.add_argument("--no-optimize", action="store_true", help="keep the literal translation (no onnxscript "
+                            "optimizer)")
+    export_cmd.add_argument("--check", action="store_true", help="run the ONNX model in onnxruntime and the source on "
+                            "PJRT on seeded inputs and compare")
+    export_cmd.add_argument("--input-shape", action="append", metavar="NAME=D0,D1,...",
+                            help="shape of a --check input with symbolic dims; repeatable")
+    export_cmd.add_argument("--dim", action="append", metavar="NAME=N",
+                            help="size of a symbolic dim (dim_param) in --check inputs; repeatable")
+    export_cmd.add_argument("--seed", type=int, default=0, help="seed of the --check inputs")
+    export_cmd.add_argument("--rtol", type=float, help="relative tolerance of --check (default per dtype)")
+    export_cmd.add_argument("--atol", type=float, help="absolute tolerance of --check (default per dtype)")
+    export_cmd.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    export_cmd.set_defaults(handler=_cmd_export)
 
     from onnx_stablehlo.report import add_report_command
 
