@@ -33,16 +33,27 @@ def rewrite_rules() -> list:
     return [*_DEFAULT_REWRITE_RULES, *expand_before_binary_op_rules, *layer_normalization_rules]
 
 
-def clean_up(model: onnx_ir.Model, *, optimize: bool = True) -> onnx.ModelProto:
+def clean_up(model: onnx_ir.Model, *, optimize: bool = True, keep: frozenset[str] = frozenset()) -> onnx.ModelProto:
     """Optimizes ``model`` in place (when ``optimize``), serializes it, and legalizes its dtypes
-    for onnxruntime's kernels (``exporter/ort_types.py``)."""
+    for onnxruntime's kernels (``exporter/ort_types.py``).
+
+    Args:
+        keep: initializer names that must stay initializers under their names (the weights:
+            a node reading one is never folded, so a fine-tuned weight can be written back
+            and found by name; onnxruntime folds such nodes itself when it loads the file).
+    """
     from onnx_stablehlo.exporter.ort_types import legalize_for_onnxruntime
 
     if optimize:
         import onnxscript.optimizer
         import onnxscript.rewriter
 
-        onnxscript.optimizer.optimize_ir(model, num_iterations=2)
+        def should_fold(node: onnx_ir.Node) -> bool | None:
+            if any(value is not None and value.name in keep for value in node.inputs):
+                return False
+            return None
+
+        onnxscript.optimizer.optimize_ir(model, num_iterations=2, should_fold=should_fold)
         onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=rewrite_rules())
-        onnxscript.optimizer.optimize_ir(model, num_iterations=1)
+        onnxscript.optimizer.optimize_ir(model, num_iterations=1, should_fold=should_fold)
     return legalize_for_onnxruntime(onnx_ir.serde.serialize_model(model))

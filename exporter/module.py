@@ -122,7 +122,8 @@ def module_to_onnx(
     model = onnx_ir.Model(graph, ir_version=10, producer_name=PRODUCER)
     from onnx_stablehlo.exporter.cleanup import clean_up
 
-    proto = clean_up(model, optimize=optimize)
+    keep = frozenset(signature.input_names[i] for i in signature.initializers)
+    proto = clean_up(model, optimize=optimize, keep=keep)
     check_model(proto)
     kept_inputs = [n for i, n in enumerate(signature.input_names) if i not in signature.initializers]
     return ExportedGraph(proto, kept_inputs, signature.output_names)
