@@ -17,7 +17,11 @@ as reductions. The clean-up, in order:
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import onnx
+import onnx.helper
 import onnx_ir
 
 __all__ = ["clean_up", "rewrite_rules"]
@@ -53,7 +57,36 @@ def clean_up(model: onnx_ir.Model, *, optimize: bool = True, keep: frozenset[str
                 return False
             return None
 
-        onnxscript.optimizer.optimize_ir(model, num_iterations=2, should_fold=should_fold)
-        onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=rewrite_rules())
-        onnxscript.optimizer.optimize_ir(model, num_iterations=1, should_fold=should_fold)
-    return legalize_for_onnxruntime(onnx_ir.serde.serialize_model(model))
+        with _quiet("onnx_ir", "onnxscript"):
+            onnxscript.optimizer.optimize_ir(model, num_iterations=2, should_fold=should_fold)
+            onnxscript.rewriter.rewrite(model, pattern_rewrite_rules=rewrite_rules())
+            onnxscript.optimizer.optimize_ir(model, num_iterations=1, should_fold=should_fold)
+    return legalize_for_onnxruntime(_outputs_not_initializers(onnx_ir.serde.serialize_model(model)))
+
+
+@contextlib.contextmanager
+def _quiet(*names: str):
+    """The optimizer's own notices (initializers it skipped deduplicating, ...) are not a
+    user's concern: its loggers stay at errors while it runs."""
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _outputs_not_initializers(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A graph output folded into a constant becomes an initializer of the output's name, which
+    onnxruntime refuses ("Duplicate definition"): it is renamed and an Identity gives the output."""
+    graph = proto.graph
+    outputs = {value.name for value in graph.output}
+    for init in graph.initializer:
+        if init.name in outputs:
+            name = init.name
+            init.name = f"{name}__constant"
+            graph.node.append(onnx.helper.make_node("Identity", [init.name], [name], name=f"{name}/constant"))
+    return proto

@@ -347,10 +347,35 @@ def read_dense_attr(attr: ir.Attribute, ty: ir.Type) -> np.ndarray:
         return np.full(shape, scalar, dtype=dtype)
     if dtype == np.bool_:
         return np.array([bool(v) for v in ir.DenseIntElementsAttr(attr)], dtype=np.bool_).reshape(shape)
-    raw = np.array(dense)
+    try:
+        raw = np.array(dense)
+        if raw.dtype == object:
+            raise TypeError("no buffer format")
+    except (TypeError, ValueError, RuntimeError):  # bf16/float8/sub-byte: no buffer format numpy reads
+        return _parse_dense_text(str(attr), np.dtype(dtype), shape)
     if raw.dtype.itemsize == np.dtype(dtype).itemsize and raw.dtype != dtype:
         raw = raw.view(dtype)
     return raw.astype(dtype, copy=False).reshape(shape)
+
+
+_DENSE = re.compile(r"^dense<(.*)>\s*:\s*tensor<", re.S)
+_TOKEN = re.compile(r"0x[0-9A-Fa-f]+|[-+]?(?:inf|nan|\d+\.?\d*(?:[eE][-+]?\d+)?)")
+
+
+def _parse_dense_text(text: str, dtype: np.dtype, shape: tuple) -> np.ndarray:
+    """A dense attribute's printed form as numpy, for element types numpy's buffer protocol
+    cannot read (bf16, float8): ``dense<"0x...">`` (raw little-endian bytes) or a nested list
+    whose hex items are bit patterns."""
+    match = _DENSE.match(text)
+    if match is None:
+        raise ExportError(f"cannot read the constant {text[:80]}")
+    body = match.group(1).strip()
+    if body.startswith('"0x'):
+        return np.frombuffer(bytes.fromhex(body[3:-1]), dtype=dtype).reshape(shape).copy()
+    bits = np.dtype(f"u{dtype.itemsize}")
+    values = [np.array(int(t, 16), dtype=bits).view(dtype) if t.startswith("0x") else np.array(float(t)).astype(dtype)
+              for t in _TOKEN.findall(body)]
+    return np.array(values, dtype=dtype).reshape(shape)
 
 
 def _is_token(ty: ir.Type) -> bool:

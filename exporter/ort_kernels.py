@@ -54,7 +54,7 @@ ORT_KERNELS: dict[str, frozenset[int]] = {
     'Not': frozenset([9]),
     'Or': frozenset([9]),
     'Pow': frozenset([1, 6, 7, 10, 11]),
-    'Range': frozenset([]),
+    'Range': frozenset([1, 5, 6, 7, 11]),
     'Reciprocal': frozenset([1, 10, 11]),
     'ReduceMax': frozenset([1, 2, 3, 6, 7, 9, 10, 11]),
     'ReduceMin': frozenset([1, 2, 3, 6, 7, 9, 10, 11]),

@@ -103,7 +103,7 @@ def probe(op: str, dtype: int) -> bool:
         session = onnxruntime.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
         run_feeds = {n: _value(d, s) for n, (d, s) in feeds.items()}
         if op == "Range":
-            run_feeds = {"i0": _value(dtype, ()) * 0, "i1": _value(dtype, ()), "i2": _value(dtype, ())}
+            run_feeds = {"i0": np.asarray(_value(dtype, ()) * 0, dtype=_value(dtype, ()).dtype), "i1": _value(dtype, ()), "i2": _value(dtype, ())}
         session.run(None, run_feeds)
         return True
     except Exception:  # noqa: BLE001 - no kernel (or the spec refuses the type): not supported

@@ -201,6 +201,7 @@ def is_iota_along(value: ir.Value, dim: int) -> bool:
 # Identities ------------------------------------------------------------------------------
 
 def _is_identity(kind: str, value: np.ndarray | None, name: str) -> bool:
+    kind = kind.removesuffix("_ort")
     if value is None:
         return False
     if name == "i1":
@@ -222,7 +223,20 @@ def _kind_reason(kind: str, name: str) -> str | None:
     return None
 
 
-def _elementwise_kinds(trees: Sequence[Any], n: int) -> list[str] | None:
+def _select_kind(t: Any, a: Any, b: Any, name: str) -> str | None:
+    """``"max_ort"``/``"min_ort"`` for ``select(a > b, a, b)`` (or >=, <, <=, either operand
+    order): the NaN-skipping max/min our frontend lowers onnxruntime's ReduceMax/ReduceMin to.
+    Its result with NaN depends on the reduction order, which StableHLO leaves to the
+    implementation; onnxruntime's ReduceMax (NaN skipped) is one such order's answer."""
+    for x, y in ((a, b), (b, a)):
+        for ct in compare_types(name):
+            for direction, kind in (("GT", "max_ort"), ("GE", "max_ort"), ("LT", "min_ort"), ("LE", "min_ort")):
+                if t == ("stablehlo.select", cmp(direction, x, y, ct), x, y):
+                    return kind
+    return None
+
+
+def _elementwise_kinds(trees: Sequence[Any], n: int, names: Sequence[str] = ()) -> list[str] | None:
     kinds = []
     for k, t in enumerate(trees):
         for op_name, kind in _KIND_OF.items():
@@ -230,7 +244,10 @@ def _elementwise_kinds(trees: Sequence[Any], n: int) -> list[str] | None:
                 kinds.append(kind)
                 break
         else:
-            return None
+            select_kind = _select_kind(t, arg(k), arg(k + n), names[k]) if k < len(names) else None
+            if select_kind is None:
+                return None
+            kinds.append(select_kind)
     return kinds
 
 
@@ -264,10 +281,10 @@ def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
     n = len(op.results)
     _, trees = body_trees(op)
     names = [element_name(op.operands[k]) for k in range(n)]
-    kinds = _elementwise_kinds(trees, n)
+    kinds = _elementwise_kinds(trees, n, names)
     if kinds is not None:
         for kind, name in zip(kinds, names):
-            reason = _kind_reason(kind, name)
+            reason = _kind_reason(kind.removesuffix("_ort"), name)
             if reason:
                 return "error", reason
         return "elementwise", kinds
@@ -313,9 +330,11 @@ def reduce_kind(ctx: ExportContext, kind: str, x: onnx_ir.Value, axes: Sequence[
     attrs = {"keepdims": 0}
     axes_value = ctx.ints(list(axes))
     if dtype == DT.BOOL:
-        op_type = "ReduceMin" if kind in ("and", "min") else "ReduceMax"
+        op_type = "ReduceMin" if kind in ("and", "min", "min_ort") else "ReduceMax"
         reduced = ctx.emit(op_type, [ctx.cast(x, DT.UINT8), axes_value], attrs)
         return ctx.cast(reduced, DT.BOOL)
+    if kind in ("max_ort", "min_ort"):  # NaN skipped, as onnxruntime's own ReduceMax/ReduceMin do
+        return ctx.emit("ReduceMax" if kind == "max_ort" else "ReduceMin", [x, axes_value], attrs)
     op_type = {"add": "ReduceSum", "mul": "ReduceProd", "max": "ReduceMax", "min": "ReduceMin"}[kind]
     reduced = ctx.emit(op_type, [x, axes_value], attrs)
     if kind in ("max", "min") and _is_float(dtype):
@@ -327,9 +346,9 @@ def reduce_kind(ctx: ExportContext, kind: str, x: onnx_ir.Value, axes: Sequence[
 def combine(ctx: ExportContext, kind: str, a: onnx_ir.Value, b: onnx_ir.Value, dtype: DT) -> onnx_ir.Value:
     """``a op b`` elementwise (ONNX broadcasting) for a reduction kind."""
     if dtype == DT.BOOL:
-        op_type = "And" if kind in ("and", "min") else "Or"
+        op_type = "And" if kind in ("and", "min", "min_ort") else "Or"
     else:
-        op_type = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min"}[kind]
+        op_type = {"add": "Add", "mul": "Mul", "max": "Max", "min": "Min", "max_ort": "Max", "min_ort": "Min"}[kind]
     return ctx.emit(op_type, [a, b])
 
 

@@ -146,7 +146,7 @@ def _numpy_friendly(model: onnx.ModelProto) -> onnx.ModelProto:
 
 def _wide(array: np.ndarray) -> np.ndarray:
     dtype = array.dtype
-    if dtype.kind == "V" or dtype.name.startswith(("bfloat16", "float8", "float4", "float6")):
+    if dtype.kind == "V" or dtype.name.startswith(("bfloat16", "float8_", "float4_", "float6_")):
         return array.astype(np.float32)
     if dtype.name in ("int4", "int2"):
         return array.astype(np.int8)
