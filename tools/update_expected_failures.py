@@ -1,7 +1,10 @@
-"""Runs the ONNX backend node suite and rewrites tests/conformance/expected_failures.txt.
+"""Runs the ONNX backend node suite and rewrites tests/conformance/expected_failures.txt and
+tests/conformance/expected_roundtrip_failures.txt (the round trip ONNX -> StableHLO -> ONNX ->
+onnxruntime of each case, run in the same workers from the module the forward case compiled).
 
 Every case that does not pass gets a line ``case_name  # reason`` with the reason from this run,
-sorted by name. Prints the pass count and the most common failure reasons, grouped.
+sorted by name (for the round trip: cases that fail or error; skipped ones have nothing to
+export). Prints the pass count and the most common failure reasons, grouped.
 
 Usage:
     python tools/update_expected_failures.py                 # all cases, os.cpu_count() workers
@@ -25,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.conformance import suite  # noqa: E402
+from tests.conformance import roundtrip, suite  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -59,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         compiler=args.compiler,
         timeout_s=args.timeout,
         on_result=progress,
+        runner=roundtrip.RUNNER,
     )
     wall = time.perf_counter() - start
     print(f"{len(results)} cases in {wall:.1f} s with {args.processes} processes")
@@ -82,6 +86,24 @@ def main(argv: list[str] | None = None) -> int:
     if not args.dry_run:
         path.write_text(suite.format_expected_failures(entries))
         print(f"wrote {path.relative_to(REPO)}")
+
+    trips = {result.name: result for result in results}
+    passed = sum(r.roundtrip == "pass" for r in results)
+    skipped = sum(r.roundtrip == "skip" for r in results)
+    print(f"round trip: {passed} pass, {skipped} skip (nothing to export), "
+          f"{len(results) - passed - skipped} fail or error")
+    old_trip = roundtrip.read_expected()
+    trip_entries = {name: reason for name, reason in old_trip.items() if name not in set(names)}
+    for name, result in trips.items():
+        if result.roundtrip in ("fail", "error"):
+            keep = args.keep_reasons and name in old_trip
+            trip_entries[name] = old_trip[name] if keep else f"{result.roundtrip}: {result.roundtrip_reason}"
+    print(suite.describe_list_change("expected round-trip failures", old_trip, trip_entries, "now pass"))
+    if not args.dry_run:
+        header = ("# The node suite's round trip (tests/conformance/roundtrip.py): cases whose exported ONNX\n"
+                  "# fails or errors in onnxruntime, with the reason.\n")
+        roundtrip.EXPECTED_PATH.write_text(header + suite.format_expected_failures(trip_entries))
+        print(f"wrote {roundtrip.EXPECTED_PATH.relative_to(REPO)}")
     return 0
 
 
