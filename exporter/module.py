@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import onnx
+import onnx.helper
 import onnx_ir
 from jaxlib.mlir import ir
 
@@ -119,7 +120,7 @@ def module_to_onnx(
                                   input_dims=input_dims, output_dims=output_dims, initializers=initializers)
         converter.scan()
         graph = converter.convert(signature, graph_name=graph_name)
-    model = onnx_ir.Model(graph, ir_version=10, producer_name=PRODUCER)
+    model = onnx_ir.Model(graph, ir_version=ir_version_for(opset), producer_name=PRODUCER)
     from onnx_stablehlo.exporter.cleanup import clean_up
 
     keep = frozenset(signature.input_names[i] for i in signature.initializers)
@@ -127,6 +128,14 @@ def module_to_onnx(
     check_model(proto)
     kept_inputs = [n for i, n in enumerate(signature.input_names) if i not in signature.initializers]
     return ExportedGraph(proto, kept_inputs, signature.output_names)
+
+
+def ir_version_for(opset: int) -> int:
+    """The oldest IR version that carries ``opset`` (onnx's release table): opset 23 is IR 11,
+    the first with float4 and float8e8m0 tensors; older opsets get IR 10 (onnxruntime's floor
+    for opset 18-22 files, and what they need)."""
+    candidates = [ir for _, ir, ai_onnx, *_ in onnx.helper.VERSION_TABLE if ai_onnx >= opset]
+    return max(10, min(candidates)) if candidates else onnx.IR_VERSION
 
 
 def check_model(proto: onnx.ModelProto) -> None:

@@ -7,7 +7,9 @@ computed in a wider type and cast back, where that gives the same bits:
 - uint32 -> int64 (the same argument); uint64 and int64 have no wider type: an error names them;
 - float16/bfloat16 -> float32, rounded back to the narrow type after each op, which is how
   XLA's CPU backend computes narrow-float elementwise ops too;
-- bool -> int32 for arithmetic and comparisons (the result cast back to bool where it is one).
+- bool -> int32 for arithmetic and comparisons (the result cast back to bool where it is one);
+- uint64 (no wider type) -> int64 for the ops whose bits do not depend on signedness (Where,
+  Add, Sub, Mul, Equal, gathers, Concat, bitwise ops): a Cast between them keeps the bits.
 
 Which (op, dtype) pairs have kernels is measured, not guessed: ``tools/probe_ort_kernels.py``
 builds a one-node model per pair and asks onnxruntime for a session; the result is
@@ -32,6 +34,13 @@ WIDER = {
     TP.FLOAT16: TP.FLOAT, TP.BFLOAT16: TP.FLOAT, TP.BOOL: TP.INT32,
 }
 """The type a value is computed in when its own has no kernel (see the module docstring)."""
+
+REINTERPRET = {TP.UINT64: TP.INT64, TP.UINT32: TP.INT32, TP.UINT16: TP.INT16, TP.UINT8: TP.INT8}
+"""Unsigned ints viewed as the signed type of their width (Cast between them keeps the bits)."""
+BIT_EXACT = frozenset("Where Add Sub Mul Equal Gather GatherElements GatherND Concat BitwiseAnd BitwiseOr BitwiseXor "
+                      "BitwiseNot".split())
+"""Ops whose result bits on two's-complement ints do not depend on signedness: a uint64 Where
+(no kernel) runs as an int64 Where on the same bits."""
 
 
 
@@ -85,6 +94,8 @@ def legalize_for_onnxruntime(model: onnx.ModelProto) -> onnx.ModelProto:
             wide = WIDER.get(dtype)
             while wide is not None and wide not in ORT_KERNELS.get(node.op_type, ()):
                 wide = WIDER.get(wide)
+            if wide is None and node.op_type in BIT_EXACT and REINTERPRET.get(dtype) in ORT_KERNELS.get(node.op_type, ()):
+                wide = REINTERPRET[dtype]
             if wide is None:
                 raise ExportError(f"onnxruntime has no {node.op_type} kernel for "
                                   f"{onnx.helper.tensor_dtype_to_np_dtype(dtype)} (node {node.name!r}) and no wider "

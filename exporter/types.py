@@ -40,9 +40,12 @@ _BY_NAME = {
     "f8E4M3FNUZ": onnx_ir.DataType.FLOAT8E4M3FNUZ,
     "f8E5M2": onnx_ir.DataType.FLOAT8E5M2,
     "f8E5M2FNUZ": onnx_ir.DataType.FLOAT8E5M2FNUZ,
+    "f4E2M1FN": onnx_ir.DataType.FLOAT4E2M1,
+    "f8E8M0FNU": onnx_ir.DataType.FLOAT8E8M0,
 }
 _FLOAT8 = {"f8E4M3FN", "f8E4M3FNUZ", "f8E5M2", "f8E5M2FNUZ"}
-_SUB_BYTE = {"i2": 25, "ui2": 25, "i4": 21, "ui4": 21}
+_SUB_BYTE = {"i2": 25, "ui2": 25, "i4": 21, "ui4": 21, "f4E2M1FN": 23, "f8E8M0FNU": 24}
+"""Element types newer than float8: the opset that introduced each (ONNX IR 11's types)."""
 
 
 def _element_type(value_or_type: ir.Value | ir.Type) -> ir.Type:

@@ -70,6 +70,7 @@ _BINARY = {
 _LOGIC = {"stablehlo.and": ("And", "BitwiseAnd"), "stablehlo.or": ("Or", "BitwiseOr"),
           "stablehlo.xor": ("Xor", "BitwiseXor")}
 
+_FLOAT8 = frozenset({DT.FLOAT8E4M3FN, DT.FLOAT8E4M3FNUZ, DT.FLOAT8E5M2, DT.FLOAT8E5M2FNUZ})
 _UNSIGNED = {DT.INT8: DT.UINT8, DT.INT16: DT.UINT16, DT.INT32: DT.UINT32, DT.INT64: DT.UINT64}
 _WIDTH = {DT.INT8: 8, DT.UINT8: 8, DT.INT16: 16, DT.UINT16: 16, DT.INT32: 32, DT.UINT32: 32, DT.INT64: 64,
           DT.UINT64: 64}
@@ -227,6 +228,10 @@ def export_convert(ctx: ExportContext) -> list[onnx_ir.Value]:
     source, target = ctx.operand_dtype(0), ctx.result_dtype(0)
     if source == target:
         return [ctx.emit("Identity", [ctx.input(0)])]
+    if target in _FLOAT8:
+        # StableHLO's convert does not saturate: out-of-range values become inf (or NaN where
+        # the type has no inf), as ONNX Cast with saturate=0 does.
+        return [ctx.emit("Cast", [ctx.input(0)], {"to": int(target), "saturate": 0})]
     return [ctx.cast(ctx.input(0), target)]
 
 
@@ -256,6 +261,12 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     name = ctx.op.name
     out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
                                    ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
+    if dtype == DT.UINT64:
+        # onnxruntime has no uint64 Where: zero by multiplying with the in-range mask instead.
+        keep = ctx.cast(ctx.emit("Not", [out_of_range]), dtype)
+        safe = ctx.emit("Mul", [amount, keep])
+        direction = "LEFT" if ctx.op.name == "stablehlo.shift_left" else "RIGHT"
+        return [ctx.emit("Mul", [ctx.emit("BitShift", [x, safe], {"direction": direction}), keep])]
     safe = ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount])
     safe_u = ctx.cast(safe, unsigned) if unsigned != dtype else safe
     if name == "stablehlo.shift_right_arithmetic" and unsigned != dtype:
