@@ -34,16 +34,15 @@ def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool 
             across inputs and outputs).
 
     Raises:
-        ExportError: the artifact carries sequences/optionals (several arrays per value) or
-            hoisted weights, or the module does not export.
+        ExportError: the artifact carries sequences/optionals (several arrays per value), or
+            the module does not export. Hoisted weights (``@hoisted_weights``) are computed in
+            the graph from the initializers.
     """
     if len(artifact.input_types) != len(artifact.input_names):
         raise ExportError("the model has sequence or optional inputs (several arrays per ONNX value)")
     n_checks = 1 if artifact.check_messages else 0
     if len(artifact.output_types) != len(artifact.output_names) + n_checks:
         raise ExportError("the model has sequence or optional outputs (several arrays per ONNX value)")
-    if artifact.hoisted_count:
-        raise ExportError("the module takes hoisted weights (compile with hoist_weights=False)")
     inputs = list(artifact.input_names) + list(artifact.parameter_names)
     outputs = list(artifact.output_names) + ([RUNTIME_CHECKS_OUTPUT] if n_checks else [])
     if names == "positional":
@@ -51,5 +50,6 @@ def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool 
         outputs = [f"out_{i}" for i in range(len(artifact.output_names))] + outputs[len(artifact.output_names):]
     initializers = {len(artifact.input_names) + i: np.asarray(artifact.parameters[name]())
                     for i, name in enumerate(artifact.parameter_names)}
+    hoisted = ("hoisted_weights", artifact.hoisted_count) if artifact.hoisted_count else None
     return module_to_onnx(artifact.bytecode, input_names=inputs, output_names=outputs, initializers=initializers,
-                          opset=opset, optimize=optimize)
+                          opset=opset, optimize=optimize, hoisted=hoisted)

@@ -76,6 +76,10 @@ class GraphSignature:
     output_names: list[str]
     output_dims: list[list[int | str | None]]
     initializers: dict[int, Any] = dataclasses.field(default_factory=dict)
+    hoisted: tuple[str, int] | None = None
+    """``(function, count)``: ``@main``'s last ``count`` arguments are the results of
+    ``@function`` applied to the initializer arguments, in argument order (the frontend's
+    ``@hoisted_weights``, ``passes/hoist_weights.py``); they are computed in the graph."""
 
 
 class Converter:
@@ -188,7 +192,10 @@ class Converter:
         scope = GraphScope(self)
         frame = Frame()
         args: list[onnx_ir.Value] = []
-        for i, arg in enumerate(block.arguments):
+        arguments = list(block.arguments)
+        if signature.hoisted is not None:
+            arguments = arguments[: len(arguments) - signature.hoisted[1]]
+        for i, arg in enumerate(arguments):
             name = signature.input_names[i]
             dtype = onnx_dtype(arg.type)
             shape = onnx_ir.Shape(signature.input_dims[i])
@@ -204,6 +211,13 @@ class Converter:
                 value = onnx_ir.Value(name=name, type=onnx_ir.TensorType(dtype), shape=shape)
                 scope.inputs.append(value)
             args.append(value)
+        if signature.hoisted is not None:
+            function, count = signature.hoisted
+            weights = [args[i] for i in sorted(signature.initializers)]
+            derived = self.call(function, weights, scope)
+            if len(derived) != count:
+                raise ExportError(f"@{function} gives {len(derived)} values, @main takes {count}")
+            args += derived
         results = self.convert_block(block, args, scope, frame)
         outputs = self._graph_outputs(scope, results, block.operations[len(block.operations) - 1],
                                       signature.output_names, signature.output_dims)
@@ -391,13 +405,14 @@ def signature_for(main: ir.Operation, *, input_names: Sequence[str] | None = Non
                   output_names: Sequence[str] | None = None,
                   input_dims: Sequence[Sequence[int | str | None]] | None = None,
                   output_dims: Sequence[Sequence[int | str | None]] | None = None,
-                  initializers: Mapping[int, Any] | None = None) -> GraphSignature:
+                  initializers: Mapping[int, Any] | None = None,
+                  hoisted: tuple[str, int] | None = None) -> GraphSignature:
     """A :class:`GraphSignature` for ``main`` filling what the caller left out: names from the
     arguments' ``loc``/``jax.result_info`` or ``input_k``/``output_k``, ``?`` dims as dim_params
     ``<input>_d<axis>`` (outputs: unknown)."""
     block = main.regions[0].blocks[0]
     ftype = ir.FunctionType(ir.TypeAttr(main.attributes["function_type"]).value)
-    n_in, n_out = len(block.arguments), len(ftype.results)
+    n_in, n_out = len(block.arguments) - (hoisted[1] if hoisted else 0), len(ftype.results)
     if input_names is None:
         input_names = [f"input_{i}" for i in range(n_in)]
     if output_names is None:
@@ -409,8 +424,8 @@ def signature_for(main: ir.Operation, *, input_names: Sequence[str] | None = Non
         raise ExportError("input and output names must be unique: " + ", ".join(list(input_names) + list(output_names)))
     if input_dims is None:
         input_dims = [[d if d is not None else f"{input_names[i]}_d{axis}" for axis, d in enumerate(mlir_shape(arg.type))]
-                      for i, arg in enumerate(block.arguments)]
+                      for i, arg in enumerate(list(block.arguments)[:n_in])]
     if output_dims is None:
         output_dims = [list(mlir_shape(t)) for t in ftype.results]
     return GraphSignature(list(input_names), [list(d) for d in input_dims], list(output_names),
-                          [list(d) for d in output_dims], dict(initializers or {}))
+                          [list(d) for d in output_dims], dict(initializers or {}), hoisted)

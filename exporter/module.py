@@ -85,6 +85,7 @@ def module_to_onnx(
     opset: int | None = None,
     optimize: bool = True,
     graph_name: str = "main",
+    hoisted: tuple[str, int] | None = None,
 ) -> ExportedGraph:
     """Converts a StableHLO module's ``@main`` to an ONNX model.
 
@@ -100,6 +101,9 @@ def module_to_onnx(
             (weights) instead of graph inputs.
         opset: the target ONNX opset, ``MIN_OPSET`` to ``DEFAULT_OPSET`` (the default).
         optimize: run onnxscript's optimizer and rewriter on the result.
+        hoisted: ``(function, count)`` when ``@main``'s last ``count`` arguments are
+            ``@function`` of the initializers (this project's ``@hoisted_weights``): the graph
+            computes them (onnxruntime folds that work when it loads the file).
 
     Returns:
         :class:`ExportedGraph`.
@@ -117,7 +121,8 @@ def module_to_onnx(
         converter = Converter(module, default_registry(), opset)
         main = converter.main()
         signature = signature_for(main, input_names=input_names, output_names=output_names,
-                                  input_dims=input_dims, output_dims=output_dims, initializers=initializers)
+                                  input_dims=input_dims, output_dims=output_dims, initializers=initializers,
+                                  hoisted=hoisted)
         converter.scan()
         graph = converter.convert(signature, graph_name=graph_name)
     model = onnx_ir.Model(graph, ir_version=ir_version_for(opset), producer_name=PRODUCER)

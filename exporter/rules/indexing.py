@@ -87,6 +87,18 @@ def _dim(ctx: ExportContext, x: onnx_ir.Value, shape: Sequence[int | None], d: i
     return ctx.emit("Shape", [x], {"start": d, "end": d + 1})
 
 
+def _pad(ctx: ExportContext, x: onnx_ir.Value, rank: int, axes: Sequence[int], begins: Sequence[Dim],
+         ends: Sequence[Dim], value: onnx_ir.Value | None = None) -> onnx_ir.Value:
+    """``Pad`` of ``x`` (rank ``rank``) on ``axes`` with full-rank pads and no ``axes`` input:
+    onnxruntime's transpose optimizer mis-permutes a Pad's ``axes`` input (a Gather out of range
+    at session creation), so every Pad here spells all ``2 * rank`` pads."""
+    low: list[Dim] = [0] * rank
+    high: list[Dim] = [0] * rank
+    for axis, b, e in zip(axes, begins, ends):
+        low[axis], high[axis] = b, e
+    return ctx.emit("Pad", [x, _vec(ctx, low + high), value])
+
+
 def _vec(ctx: ExportContext, parts: Sequence[Dim]) -> onnx_ir.Value:
     """A 1-D int64 vector from ints and ``[1]`` values (an initializer when all are ints)."""
     if all(isinstance(p, (int, np.integer)) for p in parts):
@@ -528,7 +540,7 @@ def export_scatter(ctx: ExportContext) -> list[onnx_ir.Value]:
                 results.append(ctx.emit("ScatterElements", [x, jc, u], {"axis": d, "reduction": kind}))
             else:
                 jn = ctx.emit("Where", [valid, jc, _scalar(ctx, dim_d)])
-                padded = ctx.emit("Pad", [x, ctx.ints([0, 1]), None, ctx.ints([d])])
+                padded = _pad(ctx, x, len(ctx.operand_shape(i)), [d], [0], [1])
                 y = ctx.emit("ScatterElements", [padded, jn, u], {"axis": d})
                 results.append(ctx.emit("Slice", [y, ctx.ints([0]), _vec(ctx, [dim_d]), ctx.ints([d])]))
         return results
@@ -601,7 +613,7 @@ def export_scatter(ctx: ExportContext) -> list[onnx_ir.Value]:
             y = ctx.emit("ScatterND", [xt, plain, u], {"reduction": kind})  # type: ignore[list-item]
         else:
             p0 = P.index(sdod[0])
-            padded = ctx.emit("Pad", [xt, _vec(ctx, [0, window(sdod[0])]), None, ctx.ints([p0])])
+            padded = _pad(ctx, xt, len(xperm), [p0], [0], [window(sdod[0])])
             y = ctx.emit("ScatterND", [padded, redirected, u])  # type: ignore[list-item]
             y = ctx.emit("Slice", [y, ctx.ints([0]), _vec(ctx, [_dim(ctx, x0, xshape, sdod[0])]), ctx.ints([p0])])
         results.append(_transpose(ctx, y, inverse))
@@ -672,7 +684,7 @@ def _interior(ctx: ExportContext, x: onnx_ir.Value, shape: list[int | None], val
         if step == 0:
             continue
         x = ctx.emit("Unsqueeze", [x, ctx.ints([d + 1])])
-        x = ctx.emit("Pad", [x, ctx.ints([0, step]), value, ctx.ints([d + 1])])
+        x = _pad(ctx, x, rank + 1, [d + 1], [0], [step], value)
         wide = [_dim(ctx, x, shape[:d + 1] + [step + 1] + shape[d + 1:], a) for a in range(rank + 1)]
         merged = wide[:d] + [-1] + wide[d + 2:]
         x = ctx.emit("Reshape", [x, _vec(ctx, merged)])
@@ -687,8 +699,7 @@ def _edges(ctx: ExportContext, x: onnx_ir.Value, value: onnx_ir.Value, low: Sequ
     """Static edge padding: positive parts by Pad, then negative parts (crops) by Slice."""
     axes = [d for d in range(len(low)) if low[d] > 0 or high[d] > 0]
     if axes:
-        pads = [max(low[d], 0) for d in axes] + [max(high[d], 0) for d in axes]
-        x = ctx.emit("Pad", [x, ctx.ints(pads), value, ctx.ints(axes)])
+        x = _pad(ctx, x, len(low), axes, [max(low[d], 0) for d in axes], [max(high[d], 0) for d in axes], value)
     crop = [d for d in range(len(low)) if low[d] < 0 or high[d] < 0]
     if crop:
         starts = [-low[d] if low[d] < 0 else 0 for d in crop]
