@@ -8,6 +8,7 @@ suite's and the zoo's round-trip tests use it; so can a user checking the export
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,9 @@ import numpy as np
 from onnx_stablehlo.errors import ExportError
 from onnx_stablehlo.exporter.module import ExportedGraph, module_to_onnx
 
-__all__ = ["RUNTIME_CHECKS_OUTPUT", "artifact_to_onnx"]
+__all__ = ["RUNTIME_CHECKS_OUTPUT", "artifact_to_onnx", "best_artifact"]
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]*")
 
 RUNTIME_CHECKS_OUTPUT = "__runtime_checks"
 """The extra graph output holding the run-time check flags, when the module has checks (its
@@ -51,5 +54,29 @@ def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool 
     initializers = {len(artifact.input_names) + i: np.asarray(artifact.parameters[name]())
                     for i, name in enumerate(artifact.parameter_names)}
     hoisted = ("hoisted_weights", artifact.hoisted_count) if artifact.hoisted_count else None
+    input_dims = [_dims(shape) for _, shape in artifact.input_types]
+    input_dims += [list(np.shape(initializers[len(input_dims) + i])) for i in range(len(artifact.parameter_names))]
+    output_dims = [_dims(shape) for _, shape in artifact.output_types]
     return module_to_onnx(artifact.bytecode, input_names=inputs, output_names=outputs, initializers=initializers,
-                          opset=opset, optimize=optimize, hoisted=hoisted)
+                          opset=opset, optimize=optimize, hoisted=hoisted, input_dims=input_dims,
+                          output_dims=output_dims)
+
+
+def _dims(shape: Any) -> list[int | str | None]:
+    """Static dims as ints, a symbolic dim as its name (``batch``); an expression the frontend
+    derived (``max(a, b)``, ``2*seq``) as an unnamed dim."""
+    dims: list[int | str | None] = []
+    for d in shape:
+        if isinstance(d, (int, np.integer)):
+            dims.append(int(d))
+        else:
+            text = str(d)
+            dims.append(text if _NAME.fullmatch(text) else None)
+    return dims
+
+
+def best_artifact(compiled: Any) -> Any:
+    """The artifact of ``compiled`` to export: the symbolic one (one ONNX file for every size,
+    before the CPU-specific convolution rewrites of each specialization) when the model has one,
+    else the module of the last specialization."""
+    return compiled.artifact if compiled.artifact is not None else compiled.lowered
