@@ -45,7 +45,9 @@ BIT_EXACT = frozenset("Where Add Sub Mul Equal Gather GatherElements GatherND Co
 
 
 def _types(model: onnx.ModelProto) -> dict[str, int]:
-    inferred = onnx.shape_inference.infer_shapes(model, data_prop=False)
+    from onnx_stablehlo.exporter.skeleton import needs_skeleton, skeleton
+
+    inferred = onnx.shape_inference.infer_shapes(skeleton(model) if needs_skeleton(model) else model, data_prop=False)
     types: dict[str, int] = {}
 
     def visit(graph: onnx.GraphProto) -> None:

@@ -1,0 +1,35 @@
+"""A weightless copy of a model for the checker and shape inference, which cannot take a
+protobuf over 2 GiB whole."""
+
+from __future__ import annotations
+
+import onnx
+import onnx.helper
+
+__all__ = ["skeleton", "needs_skeleton"]
+
+
+def needs_skeleton(proto: onnx.ModelProto) -> bool:
+    """Whether ``proto`` is too large for ``onnx.checker``/``onnx.shape_inference`` in memory."""
+    return proto.ByteSize() >= onnx.checker.MAXIMUM_PROTOBUF
+
+
+def skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` with its large initializers turned into graph inputs of the same type and shape:
+    a model over protobuf's 2 GiB cannot be handed to the checker whole, and the checker's
+    verdict on the graph does not depend on the weights' values."""
+    skeleton = onnx.ModelProto(ir_version=proto.ir_version, opset_import=proto.opset_import,
+                               producer_name=proto.producer_name)
+    skeleton.graph.name = proto.graph.name
+    skeleton.graph.node.extend(proto.graph.node)
+    skeleton.graph.input.extend(proto.graph.input)
+    skeleton.graph.output.extend(proto.graph.output)
+    skeleton.graph.value_info.extend(proto.graph.value_info)
+    for init in proto.graph.initializer:
+        if init.ByteSize() > 1 << 20:
+            skeleton.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+        else:
+            skeleton.graph.initializer.append(init)
+    return skeleton
+
+
