@@ -21,7 +21,7 @@ from jaxlib.mlir import ir
 from onnx_stablehlo.errors import ExportError
 from onnx_stablehlo.exporter.converter import Converter, signature_for
 from onnx_stablehlo.exporter.rules import default_registry
-from onnx_stablehlo.exporter.skeleton import skeleton
+from onnx_stablehlo.exporter.skeleton import needs_skeleton, skeleton
 from onnx_stablehlo.frontend.jaxlib_mlir import make_mlir_context
 
 __all__ = ["DEFAULT_OPSET", "MIN_OPSET", "ExportedGraph", "module_to_onnx", "parse_module"]
@@ -151,7 +151,7 @@ def check_model(proto: onnx.ModelProto) -> None:
         ExportError: the checker's first line (a bug in a rule: please report it).
     """
     try:
-        if proto.ByteSize() >= onnx.checker.MAXIMUM_PROTOBUF:
+        if needs_skeleton(proto):
             proto = skeleton(proto)
         onnx.checker.check_model(proto, full_check=True)
     except (onnx.checker.ValidationError, onnx.shape_inference.InferenceError) as error:

@@ -6,12 +6,36 @@ from __future__ import annotations
 import onnx
 import onnx.helper
 
-__all__ = ["skeleton", "needs_skeleton"]
+__all__ = ["skeleton", "needs_skeleton", "tensor_bytes"]
+
+
+def _tensor_size(tensor: onnx.TensorProto) -> int:
+    # ByteSize() itself fails on a message over 2 GiB: raw tensors are counted by their data.
+    return len(tensor.raw_data) + 64 if tensor.HasField("raw_data") else tensor.ByteSize()
+
+
+def tensor_bytes(proto: onnx.ModelProto) -> int:
+    """An upper-bound estimate of the serialized size of ``proto``'s tensors (initializers and
+    Constant values, subgraphs included), safe for models over 2 GiB."""
+    total = 0
+
+    def visit(graph: onnx.GraphProto) -> None:
+        nonlocal total
+        total += sum(_tensor_size(t) for t in graph.initializer)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    total += _tensor_size(attr.t)
+                elif attr.type == onnx.AttributeProto.GRAPH:
+                    visit(attr.g)
+
+    visit(proto.graph)
+    return total
 
 
 def needs_skeleton(proto: onnx.ModelProto) -> bool:
     """Whether ``proto`` is too large for ``onnx.checker``/``onnx.shape_inference`` in memory."""
-    return proto.ByteSize() >= onnx.checker.MAXIMUM_PROTOBUF
+    return tensor_bytes(proto) >= onnx.checker.MAXIMUM_PROTOBUF - (64 << 20)
 
 
 def skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -26,7 +50,7 @@ def skeleton(proto: onnx.ModelProto) -> onnx.ModelProto:
     skeleton.graph.output.extend(proto.graph.output)
     skeleton.graph.value_info.extend(proto.graph.value_info)
     for init in proto.graph.initializer:
-        if init.ByteSize() > 1 << 20:
+        if _tensor_size(init) > 1 << 20:
             skeleton.graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
         else:
             skeleton.graph.initializer.append(init)

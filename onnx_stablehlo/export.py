@@ -610,7 +610,9 @@ def save_model(model: Any, path: str | os.PathLike, *, threshold: int | None = N
 
     target = output_path(path, "to_onnx")
     limit = EXTERNAL_DATA_THRESHOLD if threshold is None else threshold
-    if model.ByteSize() <= limit:
+    from onnx_stablehlo.exporter.skeleton import tensor_bytes
+
+    if tensor_bytes(model) + (1 << 20) <= limit:
         with atomic_writer(target) as handle:
             handle.write(model.SerializeToString())
         return [target]

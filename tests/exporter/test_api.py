@@ -261,6 +261,8 @@ def test_failing_write_leaves_nothing(tmp_path):
         pass
 
     class Unserializable:
+        graph = onnx.GraphProto()
+
         def ByteSize(self):
             return 10
 
