@@ -288,3 +288,28 @@ def test_no_spatial_dims():
     # a convolution with no spatial dims is a matrix product: [N, C] x [C, O]
     check_roundtrip(lambda x, w: lax.conv_general_dilated(x, w, (), [], dimension_numbers=("NC", "IO", "NC")),
                     _f32(rng, 3, 4), _f32(rng, 4, 5), op_types={"Conv"})
+
+
+@pytest.mark.parametrize("dn", [None, ("NHWC", "HWIO", "NHWC")])
+def test_lhs_dilation_feature_groups_is_grouped_conv_transpose(dn):
+    # ConvTranspose(group=2): the kernel [O, C/g, k...] regrouped to [C, O/g, k...] per group.
+    rng = np.random.default_rng(23)
+    fn = _conv([(2, 2), (1, 3)], (1, 1), dn, lhs_dilation=(2, 3), rhs_dilation=(1, 2), feature_group_count=2)
+    x, w = (_f32(rng, 2, 4, 5, 6), _f32(rng, 6, 2, 3, 3)) if dn is None else (_f32(rng, 2, 5, 6, 4),
+                                                                                _f32(rng, 3, 3, 2, 6))
+    model = check_roundtrip(fn, x, w, op_types={"ConvTranspose"})
+    conv_t = next(n for n in model.graph.node if n.op_type == "ConvTranspose")
+    assert {a.name: a.i for a in conv_t.attribute if a.name == "group"} == {"group": 2}
+
+
+@pytest.mark.parametrize("groups, x_shape, w_shape, strides", [(2, (1, 4, 7, 7), (6, 2, 3, 3), (2, 2)),
+                                                               (3, (2, 6, 9), (9, 2, 3), (3,))])
+def test_input_gradient_of_grouped_strided_conv(groups, x_shape, w_shape, strides):
+    # jax.grad of a grouped strided conv w.r.t. its input: lhs_dilation with feature groups.
+    rng = np.random.default_rng(24)
+
+    def fn(x, w):
+        return jax.grad(lambda x: (lax.conv_general_dilated(x, w, strides, "SAME", feature_group_count=groups)
+                                   ** 2).sum())(x)
+
+    check_roundtrip(fn, _f32(rng, *x_shape), _f32(rng, *w_shape), op_types={"ConvTranspose"})
