@@ -16,7 +16,7 @@ __all__ = ["RULE_MODULES", "default_registry"]
 RULE_MODULES = (
     "elementwise",  # arithmetic, math, compare, select, clamp, convert, constant, shifts
     "shape",  # broadcast_in_dim, reshape, transpose, concatenate, iota, slice, reverse, dynamic shapes
-    "linalg",  # dot_general, dot
+    "linalg",  # dot_general, dot, einsum, unary_einsum
     "conv",  # convolution (and dynamic_conv)
     "reduction",  # reduce (sum/max/min/prod/and/or, argmax/argmin), reduce_window
     "indexing",  # gather, scatter, dynamic_slice, dynamic_update_slice, pad, dynamic_gather, ...
@@ -24,6 +24,9 @@ RULE_MODULES = (
     "control_flow",  # func.call, composite, while, if, case, optimization_barrier, custom_call
     "select_and_scatter",  # the gradient of max/min pooling
     "bits",  # bitcast_convert, popcnt, count_leading_zeros; ops with no ONNX form, with reasons
+    "special",  # chlo.square, erfc, lgamma, digamma, erf_inv, next_after, mulhi
+    "broadcasting",  # chlo.broadcast_* binary ops, stablehlo.broadcast, chlo.constant(_like)
+    "normalization",  # batch_norm_inference, batch_norm_training, batch_norm_grad
 )
 
 

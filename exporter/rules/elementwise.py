@@ -283,3 +283,100 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     if unsigned != dtype:
         shifted = ctx.cast(shifted, dtype)
     return [ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), shifted])]
+
+
+# reduce_precision --------------------------------------------------------------------------
+
+# (exponent bits, mantissa bits) of the float types; the narrower ones an ONNX Cast rounds to.
+_FORMATS = {DT.FLOAT16: (5, 10), DT.BFLOAT16: (8, 7), DT.FLOAT: (8, 23), DT.DOUBLE: (11, 52)}
+_CASTS = {(DT.FLOAT, 8, 7): DT.BFLOAT16, (DT.FLOAT, 5, 10): DT.FLOAT16, (DT.DOUBLE, 8, 23): DT.FLOAT}
+
+
+def _precision(op: ir.Operation) -> tuple[int, int]:
+    attrs = op.attributes
+    return int(ir.IntegerAttr(attrs["exponent_bits"]).value), int(ir.IntegerAttr(attrs["mantissa_bits"]).value)
+
+
+def _reduce_precision_check(op: ir.Operation) -> str | None:
+    from onnx_stablehlo.exporter.types import onnx_dtype
+
+    dtype = onnx_dtype(op.operands[0])
+    exponent, mantissa = _precision(op)
+    own = _FORMATS.get(dtype)
+    if own is not None and exponent >= own[0] and mantissa >= own[1]:
+        return None
+    if (dtype, exponent, mantissa) in _CASTS:
+        return None
+    return (f"reduce_precision of {dtype.name} to e{exponent}m{mantissa}: only the formats an ONNX Cast rounds "
+            f"to exactly are exported (f32 -> e8m7 (bf16), e5m10 (f16); f64 -> e8m23 (f32))")
+
+
+@export_rule("stablehlo.reduce_precision", check=_reduce_precision_check)
+def export_reduce_precision(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """``reduce_precision`` as a round trip through the float type of that format: Cast rounds
+    to nearest even, overflows to inf and keeps NaN, as the op does. Where the exponent range
+    shrinks, the op (XLA's) flushes results below the format's smallest normal to zero instead
+    of rounding to its subnormals: |x| < 2^emin (1 - 2^-(m+2)) (the half-way point below
+    2^emin, ties going up to the even 2^emin) becomes +-0."""
+    dtype = ctx.operand_dtype(0)
+    exponent, mantissa = _precision(ctx.op)
+    own = _FORMATS.get(dtype)
+    x = ctx.input(0)
+    if own is not None and exponent >= own[0] and mantissa >= own[1]:
+        return [ctx.emit("Identity", [x])]
+    narrow = _CASTS[(dtype, exponent, mantissa)]
+    result = ctx.cast(ctx.cast(x, narrow), dtype)
+    if exponent < own[0]:  # type: ignore[index]
+        smallest_normal = 2.0 ** (2 - 2 ** (exponent - 1))
+        threshold = _scalar(ctx, smallest_normal * (1 - 2.0 ** -(mantissa + 2)), dtype)
+        tiny = ctx.emit("Less", [ctx.emit("Abs", [x]), threshold])
+        result = ctx.emit("Where", [tiny, ctx.emit("Mul", [x, _scalar(ctx, 0, dtype)]), result])
+    return [result]
+
+
+# map -----------------------------------------------------------------------------------------
+
+_MAPPABLE = frozenset(set(_UNARY) | set(_BINARY) | set(_LOGIC) | {
+    "stablehlo.remainder", "stablehlo.not", "stablehlo.rsqrt", "stablehlo.cbrt", "stablehlo.exponential_minus_one",
+    "stablehlo.log_plus_one", "stablehlo.round_nearest_afz", "stablehlo.is_finite", "chlo.is_pos_inf",
+    "chlo.is_neg_inf", "stablehlo.atan2", "stablehlo.compare", "stablehlo.select", "stablehlo.clamp",
+    "stablehlo.convert", "stablehlo.constant", "stablehlo.shift_left", "stablehlo.shift_right_logical",
+    "stablehlo.shift_right_arithmetic", "stablehlo.return"})
+
+
+def _map_check(op: ir.Operation) -> str | None:
+    rank = ir.RankedTensorType(op.operands[0].type).rank
+    from onnx_stablehlo.exporter.context import read_ints
+
+    if "dimensions" in op.attributes and read_ints(op.attributes["dimensions"]) != list(range(rank)):
+        return "map over a subset of the dimensions"
+    for block in op.regions[0].blocks:
+        for inner in block.operations:
+            name = inner.operation.name
+            if name not in _MAPPABLE:
+                return f"map whose computation uses {name} (only elementwise ops can run on whole tensors)"
+    return None
+
+
+def _depends_on_arguments(value: ir.Value) -> bool:
+    if isinstance(value, ir.BlockArgument):
+        return True
+    owner = value.owner
+    owner = owner.operation if isinstance(owner, ir.OpView) else owner
+    return any(_depends_on_arguments(v) for v in owner.operands)
+
+
+@export_rule("stablehlo.map", check=_map_check)
+def export_map(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """``map(xs...) {computation}`` on scalars -> the computation inlined on the whole operand
+    tensors (its ops are elementwise and ONNX broadcasts their scalar constants); a result that
+    depends on no argument (a constant) is Expanded to the operand shape."""
+    region = ctx.op.regions[0]
+    results = ctx.inline_region(region, ctx.inputs())
+    terminator = list(region.blocks[0].operations)[-1]
+    out = []
+    for value, returned in zip(results, terminator.operands):
+        if not _depends_on_arguments(returned):
+            value = ctx.emit("Expand", [value, ctx.shape_of(ctx.input(0))])
+        out.append(value)
+    return out

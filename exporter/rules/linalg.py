@@ -17,6 +17,7 @@ Mappings (``A -> B``):
       included, no reshapes).
   dot_general(i8/u8, i8/u8) -> i32 on the MatMul layout -> MatMulInteger (exact, no casts).
   dot(lhs, rhs) -> MatMul (ONNX MatMul's 1-D rules are dot's: [K]x[K] -> [], [M,K]x[K] -> [M]).
+  einsum/unary_einsum {einsum_config} -> Einsum(equation = the config).
 
 Element types: when the result type differs from the operands' (``preferred_element_type``:
 i8 x i8 -> i32, bf16 x bf16 -> f32), the operands are Cast to the result type first (a float
@@ -44,7 +45,7 @@ from jaxlib.mlir.dialects import stablehlo
 from onnx_stablehlo.exporter.context import ExportContext
 from onnx_stablehlo.exporter.registry import export_rule
 
-__all__ = ["export_dot_general", "export_dot", "emit_dot_general"]
+__all__ = ["export_dot_general", "export_dot", "emit_dot_general", "export_einsum"]
 
 DT = onnx_ir.DataType
 
@@ -190,3 +191,30 @@ def export_dot(ctx: ExportContext) -> list[onnx_ir.Value]:
     return [emit_dot_general(ctx, ctx.input(0), ctx.input(1), lhs_shape, rhs_shape, [], [],
                              [len(lhs_shape) - 1], [0], (ctx.operand_dtype(0), ctx.operand_dtype(1)),
                              ctx.result_dtype())]
+
+
+def _einsum_config(ctx: ExportContext) -> str:
+    attr = ctx.attr("einsum_config")
+    if attr is None:
+        raise ctx.error("no einsum_config attribute")
+    from jaxlib.mlir import ir
+
+    return ir.StringAttr(attr).value.replace(" ", "")
+
+
+@export_rule("stablehlo.einsum", "stablehlo.unary_einsum")
+def export_einsum(ctx: ExportContext) -> list[onnx_ir.Value]:
+    """``einsum(lhs, rhs) {einsum_config = "ab,bc->ac"}`` and ``unary_einsum(x)
+    {einsum_config = "ab->a"}`` -> ONNX Einsum with the config as its equation (the notation
+    is numpy's in both; a unary config written with a leading comma, as MHLO's canonical form
+    of unary_einsum, loses it). Element types as ``dot_general``'s Einsum form."""
+    equation = _einsum_config(ctx)
+    operands = ctx.inputs()
+    if len(operands) == 1 and equation.startswith(","):
+        equation = equation[1:]
+    dtypes = [ctx.operand_dtype(i) for i in range(len(operands))]
+    result_dtype = ctx.result_dtype()
+    compute = _compute_dtype(dtypes, result_dtype, _EINSUM_TYPES)
+    operands = [v if d == compute else ctx.cast(v, compute) for v, d in zip(operands, dtypes)]
+    out = ctx.emit("Einsum", operands, {"equation": equation})
+    return [out if compute == result_dtype else ctx.cast(out, result_dtype)]

@@ -229,3 +229,27 @@ def test_grad_of_matmul():
 
     check_roundtrip(loss_grads, _f32(rng, 3, 5, 8), _f32(rng, 8, 4), _f32(rng, 3, 5, 4),
                     symbolic=["b, 5, 8", None, "b, 5, 4"], op_types={"MatMul"})
+
+
+_EINSUM = """
+func.func @main(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>, %i: tensor<3x3xi32>) -> (tensor<2x3x5xf32>, tensor<3xf32>, tensor<3xi32>) {
+  %0 = "stablehlo.einsum"(%a, %b) {einsum_config = "abc,cd->abd"} : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf32>
+  %1 = "stablehlo.unary_einsum"(%a) {einsum_config = "abc->b"} : (tensor<2x3x4xf32>) -> tensor<3xf32>
+  %2 = "stablehlo.unary_einsum"(%i) {einsum_config = "aa->a"} : (tensor<3x3xi32>) -> tensor<3xi32>
+  return %0, %1, %2 : tensor<2x3x5xf32>, tensor<3xf32>, tensor<3xi32>
+}
+"""
+
+
+def test_stablehlo_einsum_and_unary_einsum():
+    from onnx_stablehlo.exporter import module_to_onnx
+
+    rng = np.random.default_rng(9)
+    a, b = _f32(rng, 2, 3, 4), _f32(rng, 4, 5)
+    i = rng.integers(-9, 9, (3, 3)).astype(np.int32)
+    model = module_to_onnx(_EINSUM).model
+    assert _ops(model).count("Einsum") == 3
+    got = run_onnx(model, a, b, i)
+    np.testing.assert_allclose(got[0], np.einsum("abc,cd->abd", a, b), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(got[1], a.sum(axis=(0, 2)), rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(got[2], np.diagonal(i))
