@@ -12,6 +12,11 @@ Mappings (``A -> B``):
       Float max/min: onnxruntime's ReduceMax/ReduceMin (and MaxPool) do not propagate NaN
       (``[1, nan, 3]`` gives 3), StableHLO's maximum does, so a NaN anywhere in the reduced
       elements is put back by ``Where(ReduceMax(IsNaN(x)), NaN, r)``.
+  reduce by our frontend's NaN-skipping max/min (``select(a != a, b, select(b != b, a,
+      maximum(a, b)))``: NaN only when every element and the init are NaN) -> ReduceMax/ReduceMin
+      of ``Where(IsNaN(x), -inf/+inf, x)`` (onnxruntime's ReduceMax does not skip NaN reliably:
+      ``[nan, 1]`` gives NaN, ``[1, nan]`` 1); a non-identity init enters once by Max/Min, a NaN
+      or run-time one through ``Where(IsNaN(init), Where(all NaN, NaN, r), Max(r, init))``.
   reduce and/or on i1 (and max/min on i1) -> Cast(uint8) -> ReduceMin/ReduceMax -> Cast(bool)
       (uint8, not int32: the empty reduction must give 255/0, i.e. true/false).
   init value: dropped when it is the op's identity (0, 1, -inf/int min/false for max,
@@ -23,19 +28,25 @@ Mappings (``A -> B``):
       reduction per operand.
   JAX's argmax/argmin (values and an iota along the single reduced dim; inits -inf/+inf or the
       int min/max and 0; body: pick lhs when ``lhs GT/LT rhs`` or lhs is NaN, index on ties the
-      lower one) -> ReduceMax/ReduceMin for the values, ArgMax/ArgMin (keepdims=0,
-      select_last_index=0: the first of equal values, as the body's tie-break) cast to the index
-      type. The body makes a NaN win (the first NaN's index): onnxruntime's ArgMax ignores NaN,
-      so for floats the index is ``Where(any NaN, ArgMax(IsNaN(x)), ArgMax(x))``.
+      lower one), and our frontend's ArgMax/ArgMin body (the same order: NaN best, ties to the lower
+      index, or the higher one for select_last_index=1; see ``_frontend_arg_body``) ->
+      ReduceMax/ReduceMin for the values, ArgMax/ArgMin (keepdims=0,
+      select_last_index as the body's tie-break) cast to the index type. The body makes a NaN win
+      (the first NaN's index, the last one's for select_last_index=1): onnxruntime's ArgMax
+      ignores NaN, so for floats the index is ``Where(any NaN, ArgMax(IsNaN(x)), ArgMax(x))``.
   reduce_window add, cumulative (one windowed dim of window >= its size n, stride 1, padding
       (w-1, 0) or (0, w-1), identity init: what ``jnp.cumsum`` lowers to) -> CumSum
       (reverse=1 for the trailing padding).
   reduce_window max/min (f32/f16/bf16/f64, int8/uint8; 1 to 3 windowed dims) -> MaxPool on a
       layout N, C=1, windowed dims (Transpose + Reshape merge the other dims into N; undone
       after); min is ``-MaxPool(-x)`` for floats, ``~MaxPool(~x)`` for ints (no overflow). Float
-      NaNs are put back as for ReduceMax (a MaxPool of IsNaN).
+      NaNs are put back as for ReduceMax (a MaxPool of IsNaN). The NaN-skipping max/min (constant
+      non-NaN init only) is the plain one of ``Where(IsNaN(x), -inf/+inf, x)``, no NaN fix.
+      Float padding is an explicit Pad (onnxruntime's MaxPool gives -FLT_MAX for a window over
+      its own pads whose elements are all -inf).
   reduce_window add (f32/f16/bf16, init 0) -> AveragePool(count_include_pad=1) * window size.
-  Padding: given to the pool when the init is the identity and 0 <= pad < window; otherwise an
+  Padding: given to the pool when the init is the identity and 0 <= pad < window (ints and
+      AveragePool; floats of max/min always pad explicitly); otherwise an
       explicit Pad with the init value (the spec pads with the init value), and max/min combine
       the result with a non-identity init once more (exact: max is idempotent).
   Any other reduce_window (int sums/max, multiply (cumprod), and/or, a non-identity add init,
@@ -236,7 +247,28 @@ def _select_kind(t: Any, a: Any, b: Any, name: str) -> str | None:
     return None
 
 
-def _elementwise_kinds(trees: Sequence[Any], n: int, names: Sequence[str] = ()) -> list[str] | None:
+_NAN_SKIPPING = {"nanmax": "max", "nanmin": "min"}
+
+
+def _nan_skipping_kind(t: Any, a: Any, b: Any, name: str) -> str | None:
+    """``"nanmax"``/``"nanmin"`` for our frontend's NaN-skipping max/min,
+    ``select(a != a, b, select(b != b, a, maximum(a, b)))`` (or the NaN tests in the other
+    order): ``a`` if ``b`` is NaN, ``b`` if ``a`` is, else the max. NaN is its identity, so it is
+    associative and commutative: a reduction gives the max of the non-NaN elements and the init,
+    NaN only when all of them are NaN, whatever the schedule. Float operands only."""
+    if not is_float_name(name):
+        return None
+    for op_name, kind in (("stablehlo.maximum", "nanmax"), ("stablehlo.minimum", "nanmin")):
+        both = node(op_name, a, b)
+        a_nan, b_nan = cmp("NE", a, a, "FLOAT"), cmp("NE", b, b, "FLOAT")
+        if t in (("stablehlo.select", a_nan, b, ("stablehlo.select", b_nan, a, both)),
+                 ("stablehlo.select", b_nan, a, ("stablehlo.select", a_nan, b, both))):
+            return kind
+    return None
+
+
+def _elementwise_kinds(trees: Sequence[Any], n: int, names: Sequence[str] = (), *,
+                       ort_select: bool = True) -> list[str] | None:
     kinds = []
     for k, t in enumerate(trees):
         for op_name, kind in _KIND_OF.items():
@@ -244,10 +276,14 @@ def _elementwise_kinds(trees: Sequence[Any], n: int, names: Sequence[str] = ()) 
                 kinds.append(kind)
                 break
         else:
-            select_kind = _select_kind(t, arg(k), arg(k + n), names[k]) if k < len(names) else None
-            if select_kind is None:
+            if k >= len(names):
                 return None
-            kinds.append(select_kind)
+            found = _nan_skipping_kind(t, arg(k), arg(k + n), names[k])
+            if found is None and ort_select:
+                found = _select_kind(t, arg(k), arg(k + n), names[k])
+            if found is None:
+                return None
+            kinds.append(found)
     return kinds
 
 
@@ -270,6 +306,33 @@ def _argminmax_direction(trees: Sequence[Any], value_name: str, index_name: str)
     return None
 
 
+def _frontend_arg_body(trees: Sequence[Any], value_name: str, index_name: str) -> tuple[str, int] | None:
+    """``(direction, select_last_index)`` when the 2-operand body is our frontend's ONNX
+    ArgMax/ArgMin: with ``a``/``ia`` the first pair and ``b``/``ib`` the second,
+    ``b_wins = (b > a or b != b) and not a != a`` (``<`` for min), ``tie = (b == a or (b != b and
+    a != a)) and ib < ia`` (``ib > ia`` for select_last_index=1), value ``select(b_wins, b, a)``,
+    index ``select(b_wins or tie, ib, ia)``. That picks the best of a total order on (value,
+    index): NaN best (for min too), then the max (min), ties to the lower (higher) index; so the
+    result is the first (last) index of the first NaN (last NaN) if any, else of the max (min),
+    whatever the schedule. Float values only."""
+    if not is_float_name(value_name):
+        return None
+    va, ia, vb, ib = arg(0), arg(1), arg(2), arg(3)
+    a_nan, b_nan = cmp("NE", va, va, "FLOAT"), cmp("NE", vb, vb, "FLOAT")
+    for direction, kind in (("GT", "max"), ("LT", "min")):
+        b_wins = node("stablehlo.and", node("stablehlo.or", cmp(direction, vb, va, "FLOAT"), b_nan),
+                      node("stablehlo.not", a_nan))
+        same = node("stablehlo.or", cmp("EQ", vb, va, "FLOAT"), node("stablehlo.and", b_nan, a_nan))
+        for ti in compare_types(index_name):
+            for index_direction, last in (("LT", 0), ("GT", 1)):
+                tie = node("stablehlo.and", same, cmp(index_direction, ib, ia, ti))
+                want_value = ("stablehlo.select", b_wins, vb, va)
+                want_index = ("stablehlo.select", node("stablehlo.or", b_wins, tie), ib, ia)
+                if list(trees) == [want_value, want_index]:
+                    return kind, last
+    return None
+
+
 def _body_summary(op: ir.Operation) -> str:
     block = op.regions[0].blocks[0]
     names = [o.operation.name.replace("stablehlo.", "") for o in block.operations]
@@ -277,7 +340,8 @@ def _body_summary(op: ir.Operation) -> str:
 
 
 def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
-    """``("elementwise", kinds)``, ``("arg", "max"|"min")`` or ``("error", reason)``."""
+    """``("elementwise", kinds)``, ``("arg", ("max"|"min", select_last_index))`` or
+    ``("error", reason)``."""
     n = len(op.results)
     _, trees = body_trees(op)
     names = [element_name(op.operands[k]) for k in range(n)]
@@ -290,6 +354,11 @@ def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
         return "elementwise", kinds
     if n == 2:
         direction = _argminmax_direction(trees, names[0], names[1])
+        last = 0
+        if direction is None:
+            found = _frontend_arg_body(trees, names[0], names[1])
+            if found is not None:
+                direction, last = found
         if direction is not None:
             dims = read_ints(op.attributes["dimensions"])
             if len(dims) != 1:
@@ -303,9 +372,10 @@ def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
             if not _is_identity(direction, init_value, names[0]) or init_index is None or int(init_index) != 0:
                 return "error", ("an argmax/argmin whose init values are not the identity of "
                                  f"{direction} and index 0")
-            return "arg", direction
-    return "error", ("the reduce body is not an elementwise add/multiply/maximum/minimum/and/or of each "
-                     f"operand's pair, nor JAX's argmax/argmin (body: {_body_summary(op)})")
+            return "arg", (direction, last)
+    return "error", ("the reduce body is not an elementwise add/multiply/maximum/minimum/and/or (or the "
+                     "NaN-skipping max/min) of each operand's pair, nor JAX's or our frontend's argmax/argmin "
+                     f"(body: {_body_summary(op)})")
 
 
 def _reduce_check(op: ir.Operation) -> str | None:
@@ -352,13 +422,14 @@ def combine(ctx: ExportContext, kind: str, a: onnx_ir.Value, b: onnx_ir.Value, d
     return ctx.emit(op_type, [a, b])
 
 
-def _export_argminmax(ctx: ExportContext, direction: str) -> list[onnx_ir.Value]:
+def _export_argminmax(ctx: ExportContext, direction: str, last: int) -> list[onnx_ir.Value]:
     axis = ctx.i64s("dimensions")[0]
     x = ctx.input(0)
     dtype = ctx.operand_dtype(0)
     values = reduce_kind(ctx, direction, x, [axis], dtype)
     op_type = "ArgMax" if direction == "max" else "ArgMin"
-    attrs = {"axis": axis, "keepdims": 0, "select_last_index": 0}
+    # Ties: the first (last) index, as the body's tie-break; with NaN, the first (last) NaN.
+    attrs = {"axis": axis, "keepdims": 0, "select_last_index": last}
     index = ctx.emit(op_type, [x], attrs)
     if _is_float(dtype):
         nan = ctx.cast(ctx.emit("IsNaN", [x]), DT.UINT8)
@@ -370,18 +441,48 @@ def _export_argminmax(ctx: ExportContext, direction: str) -> list[onnx_ir.Value]
     return [values, index]
 
 
+def _nan_skipping_reduce(ctx: ExportContext, kind: str, k: int, n: int, axes: Sequence[int], dtype: DT
+                         ) -> onnx_ir.Value:
+    """Operand ``k`` reduced by the NaN-skipping max/min: the max of its non-NaN elements and the
+    init, NaN when all are NaN. onnxruntime's ReduceMax does not skip NaN reliably (``[nan, 1]``
+    gives NaN, ``[1, nan]`` 1), so the NaNs are first replaced by -inf (+inf for min), which
+    changes nothing else; the init then enters once (exact: max is idempotent)."""
+    x = ctx.input(k)
+    if not axes:
+        return ctx.emit("Identity", [x])  # no reduction: the operand, as XLA
+    base = _NAN_SKIPPING[kind]
+    fill_value = -np.inf if base == "max" else np.inf
+    fill = ctx.const(np.array(fill_value, dtype=dtype.numpy()))
+    is_nan = ctx.emit("IsNaN", [x])
+    reduced = ctx.emit("ReduceMax" if base == "max" else "ReduceMin",
+                       [ctx.emit("Where", [is_nan, fill, x]), ctx.ints(list(axes))], {"keepdims": 0})
+    init = scalar_constant(ctx.op.operands[n + k])
+    if init is not None and not np.isnan(np.asarray(init, dtype=np.float64)):
+        if float(np.asarray(init, dtype=np.float64)) == fill_value:
+            return reduced  # all NaN: the init, which the filled reduction already is
+        return combine(ctx, base, reduced, ctx.input(n + k), dtype)
+    # A NaN or run-time init: NaN where it is NaN and every element is, else as above.
+    init_value = ctx.input(n + k)
+    all_nan = ctx.emit("ReduceMin", [ctx.cast(is_nan, DT.UINT8), ctx.ints(list(axes))], {"keepdims": 0})
+    with_nan = ctx.emit("Where", [ctx.cast(all_nan, DT.BOOL), nan_scalar(ctx, dtype), reduced])
+    return ctx.emit("Where", [ctx.emit("IsNaN", [init_value]), with_nan, combine(ctx, base, reduced, init_value, dtype)])
+
+
 @export_rule("stablehlo.reduce", check=_reduce_check)
 def export_reduce(ctx: ExportContext) -> list[onnx_ir.Value]:
     what, detail = _analyze_reduce(ctx.op)
     if what == "error":
         raise ctx.error(detail)
     if what == "arg":
-        return _export_argminmax(ctx, detail)
+        return _export_argminmax(ctx, *detail)
     n = len(ctx.op.results)
     axes = ctx.i64s("dimensions")
     results = []
     for k, kind in enumerate(detail):
         dtype = ctx.operand_dtype(k)
+        if kind in _NAN_SKIPPING:
+            results.append(_nan_skipping_reduce(ctx, kind, k, n, axes, dtype))
+            continue
         reduced = reduce_kind(ctx, kind, ctx.input(k), axes, dtype)
         init = scalar_constant(ctx.op.operands[n + k])
         if axes and not _is_identity(kind, init, element_name(ctx.op.operands[k])):
@@ -423,11 +524,17 @@ def _window_plan(op: ir.Operation) -> tuple[str, Any]:
     if len(op.results) != 1:
         return "error", f"a variadic reduce_window ({len(op.results)} operands)"
     _, trees = body_trees(op)
-    kinds = _elementwise_kinds(trees, 1)
     name = element_name(op.operands[0])
+    kinds = _elementwise_kinds(trees, 1, [name], ort_select=False)
     if kinds is None:
-        return "error", f"the reduce_window body is not add/multiply/maximum/minimum/and/or (body: {_body_summary(op)})"
+        return "error", ("the reduce_window body is not add/multiply/maximum/minimum/and/or nor the NaN-skipping "
+                         f"max/min (body: {_body_summary(op)})")
     kind = kinds[0]
+    if kind in _NAN_SKIPPING:
+        init = scalar_constant(op.operands[1])
+        if init is None or np.isnan(np.asarray(init, dtype=np.float64)):
+            return "error", ("a reduce_window by the NaN-skipping max/min whose init is NaN or not a constant "
+                             "(only a constant non-NaN init has an exact pooling form here)")
     reason = _kind_reason(kind, name)
     if reason:
         return "error", reason
@@ -442,7 +549,8 @@ def _window_plan(op: ir.Operation) -> tuple[str, Any]:
                 and w.padding[d] in ((size - 1, 0), (0, size - 1))):
             return "cumsum", kind
     pool_types = {"max": ("f32", "f16", "bf16", "f64", "i8", "ui8"), "min": ("f32", "f16", "bf16", "f64", "i8", "ui8"),
-                  "add": ("f32", "f16", "bf16")}
+                  "add": ("f32", "f16", "bf16"), "nanmax": ("f32", "f16", "bf16", "f64"),
+                  "nanmin": ("f32", "f16", "bf16", "f64")}
     if kind in pool_types and name in pool_types[kind] and 1 <= len(w.windowed) <= 3:
         if kind != "add" or (identity and all(r == 1 for r in w.window_dilations)):
             return "pool", kind
@@ -496,13 +604,29 @@ def _from_pool_layout(ctx: ExportContext, y: onnx_ir.Value, xt: onnx_ir.Value, p
     return z
 
 
+def _fill_nans(ctx: ExportContext, kind: str, x: onnx_ir.Value, dtype: DT) -> tuple[str, onnx_ir.Value]:
+    """For the NaN-skipping max/min with a non-NaN init: ``x`` with its NaNs replaced by -inf
+    (+inf for min) and the plain kind. Exact: the max of the non-NaN elements, the padding and
+    the init (all non-NaN) is unchanged by more -inf elements, and all-NaN windows give the max
+    of the padding and init, as the body does."""
+    base = _NAN_SKIPPING[kind]
+    fill = ctx.const(np.array(-np.inf if base == "max" else np.inf, dtype=dtype.numpy()))
+    return base, ctx.emit("Where", [ctx.emit("IsNaN", [x]), fill, x])
+
+
 def _export_pool(ctx: ExportContext, kind: str, w: _Window) -> onnx_ir.Value:
     x = ctx.input(0)
     dtype = ctx.operand_dtype(0)
     name = element_name(ctx.op.operands[0])
+    nan_free = kind in _NAN_SKIPPING
+    if nan_free:
+        kind, x = _fill_nans(ctx, kind, x, dtype)
     identity = _is_identity(kind, scalar_constant(ctx.op.operands[1]), name)
     windowed = w.windowed
-    inline = identity and all(0 <= p < w.window[d] for d in windowed for p in w.padding[d])
+    # Float max/min pad explicitly: onnxruntime's MaxPool gives -FLT_MAX, not -inf, for a window
+    # over its own padding whose elements are all -inf.
+    inline = (identity and all(0 <= p < w.window[d] for d in windowed for p in w.padding[d])
+              and (kind == "add" or not _is_float(dtype)))
     if not inline and any(p != (0, 0) for p in w.padding):
         x = ctx.emit("Pad", [x, ctx.ints(_onnx_pads(w.padding)), ctx.input(1)], {"mode": "constant"})
     pool_pads = [0] * (2 * len(windowed))
@@ -528,7 +652,7 @@ def _export_pool(ctx: ExportContext, kind: str, w: _Window) -> onnx_ir.Value:
         pooled = ctx.emit("MaxPool", [source], attrs)
         if kind == "min":
             pooled = ctx.emit(flip, [pooled])
-        if is_float:
+        if is_float and not nan_free:
             nan = ctx.cast(ctx.emit("IsNaN", [laid]), dtype)
             zero = ctx.const(np.array(0, dtype=dtype.numpy()))
             any_nan = ctx.emit("Greater", [ctx.emit("MaxPool", [nan], attrs), zero])
@@ -543,6 +667,8 @@ def _export_gather_windows(ctx: ExportContext, kind: str, w: _Window) -> onnx_ir
     x = ctx.input(0)
     dtype = ctx.operand_dtype(0)
     name = element_name(ctx.op.operands[0])
+    if kind in _NAN_SKIPPING:
+        kind, x = _fill_nans(ctx, kind, x, dtype)  # the max's NaN fix then finds none
     if any(p != (0, 0) for p in w.padding):
         x = ctx.emit("Pad", [x, ctx.ints(_onnx_pads(w.padding)), ctx.input(1)], {"mode": "constant"})
     for d in sorted(w.windowed, reverse=True):

@@ -31,8 +31,8 @@ def _i32(*shape, low=-20, high=20):
     (lambda x: jnp.prod(x, axis=0), "ReduceProd"),
     (lambda x: jnp.max(x, axis=(0, 2)), "ReduceMax"),
     (lambda x: jnp.min(x, axis=-1), "ReduceMin"),
-    (lambda x: jnp.mean(x, axis=1), "ReduceSum"),
-    (lambda x: jnp.var(x, axis=2), "ReduceSum"),
+    (lambda x: jnp.mean(x, axis=1), "ReduceMean"),  # exporter/idioms.py: Div(ReduceSum, N)
+    (lambda x: jnp.var(x, axis=2), "ReduceMean"),
 ])
 def test_float_reductions(fn, op_type):
     check_roundtrip(fn, _f32(3, 4, 5), op_types={op_type})
@@ -243,3 +243,146 @@ def test_more_windows():
                     op_types={"AveragePool"})
     check_roundtrip(lambda x: lax.reduce_window(x, False, lax.bitwise_or, (2, 2), (1, 1), "SAME"),
                     RNG.random((4, 5)) > 0.7, op_types={"Gather"})
+
+
+# The NaN-skipping max/min and ArgMax/ArgMin bodies our frontend emits (ONNX's ReduceMax,
+# MaxPool, ArgMax(select_last_index)), written with lax so JAX traces the same bodies.
+
+def _nan_skipping(op, swap=False):
+    def body(a, b):
+        inner = lax.select(lax.ne(b, b), a, op(a, b))
+        return lax.select(lax.ne(a, a), b, inner) if not swap else \
+            lax.select(lax.ne(b, b), a, lax.select(lax.ne(a, a), b, op(a, b)))
+    return body
+
+
+def _nan_rows():
+    nan, inf = np.nan, np.inf
+    return np.array([[1, nan, 3, 2, -1], [nan, 1, 2, 3, 0], [nan] * 5, [3, 2, 1, 0, nan], [-inf] * 5,
+                     [inf, nan, -inf, nan, nan], [nan, nan, 5, nan, nan]], np.float32)
+
+
+@pytest.mark.parametrize("swap", [False, True])
+@pytest.mark.parametrize("init", [None, 2.0, np.nan])
+def test_nan_skipping_max_min_reduce(swap, init):
+    x = _nan_rows()
+    for op, ident in ((lax.max, -np.inf), (lax.min, np.inf)):
+        value = np.float32(ident if init is None else init)
+        for axis in (0, 1):
+            fn = lambda x, op=op, value=value, axis=axis: lax.reduce(x, value, _nan_skipping(op, swap), (axis,))
+            model = check_roundtrip(fn, x)
+            assert {"ReduceMax", "ReduceMin"} & {n.op_type for n in model.graph.node}
+
+
+def test_nan_skipping_reduce_run_time_init_and_variadic():
+    x = _nan_rows()
+    for init in (np.float32(0.5), np.float32(np.nan)):
+        check_roundtrip(lambda x, i: lax.reduce(x, i, _nan_skipping(lax.max), (1,)), x, init)
+
+    def both(x):  # min of operand 0 and max of operand 1 in one reduce, as DynamicQuantizeLinear
+        def body(acc, v):
+            return _nan_skipping(lax.min)(acc[0], v[0]), _nan_skipping(lax.max)(acc[1], v[1])
+        return lax.reduce((x, x), (np.float32(np.inf), np.float32(-np.inf)), body, (1,))
+
+    check_roundtrip(both, x, op_types={"ReduceMin", "ReduceMax"})
+
+
+def test_nan_skipping_lookalikes_are_listed():
+    x = _nan_rows()
+    wrong = [
+        lambda a, b: lax.select(lax.ne(a, a), a, lax.select(lax.ne(b, b), a, lax.max(a, b))),  # NaN kept
+        lambda a, b: lax.select(lax.ne(a, a), b, lax.select(lax.ne(b, b), b, lax.max(a, b))),
+        lambda a, b: lax.select(lax.ne(a, a), b, lax.select(lax.ne(a, a), a, lax.max(a, b))),
+    ]
+    for body in wrong:
+        with pytest.raises(UnsupportedExportError, match="reduce body"):
+            export_jax(lambda x, body=body: lax.reduce(x, np.float32(-np.inf), body, (1,)), x)
+
+
+@pytest.mark.parametrize("op", [lax.max, lax.min])
+def test_nan_skipping_pool(op):
+    # ONNX MaxPool as our frontend lowers it: windows with NaNs, all-NaN and all -inf windows, padding.
+    rng = np.random.default_rng(40)
+    x = rng.standard_normal((1, 1, 6, 7)).astype(np.float32)
+    x[0, 0, rng.random((6, 7)) < 0.3] = np.nan
+    x[0, 0, :2, :2] = np.nan
+    x[0, 0, 4:, :3] = -np.inf if op is lax.max else np.inf
+    ident = np.float32(-np.inf if op is lax.max else np.inf)
+    for window, strides, dil, pad in [((1, 1, 2, 2), (1, 1, 1, 1), (1, 1, 2, 2), [(0, 0)] * 4),
+                                      ((1, 1, 3, 2), (1, 1, 2, 1), (1, 1, 1, 1), [(0, 0), (0, 0), (1, 1), (1, 0)])]:
+        for init in (ident, np.float32(0.25)):
+            fn = lambda x, init=init, w=window, s=strides, d=dil, p=pad: lax.reduce_window(
+                x, init, _nan_skipping(op), w, s, p, window_dilation=d)
+            model = check_roundtrip(fn, x, op_types={"MaxPool"})
+            assert model is not None
+    # 3-D window and a 4-windowed-dim one (the generic Gather form)
+    x3 = rng.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    x3[x3 > 0.8] = np.nan
+    check_roundtrip(lambda x: lax.reduce_window(x, ident, _nan_skipping(op), (1, 2, 2, 2), (1, 1, 1, 1), "SAME"),
+                    x3, op_types={"MaxPool"})
+    check_roundtrip(lambda x: lax.reduce_window(x, ident, _nan_skipping(op), (2, 2, 2, 2), (1, 1, 1, 1), "VALID"),
+                    x3)
+
+
+def test_nan_skipping_pool_nan_init_is_listed():
+    x = _nan_rows()
+    with pytest.raises(UnsupportedExportError, match="init is NaN"):
+        export_jax(lambda x: lax.reduce_window(x, np.float32(np.nan), _nan_skipping(lax.max), (1, 2), (1, 1),
+                                               "VALID"), x)
+
+
+def test_max_pool_over_padding_of_minus_inf():
+    # onnxruntime's MaxPool gives -FLT_MAX for a padded window of -inf: the padding is explicit.
+    x = np.full((1, 1, 3, 3), -np.inf, np.float32)
+    x[0, 0, 2, 2] = 1
+    for op, init in ((lax.max, -np.inf), (lax.min, np.inf)):
+        xs = x if op is lax.max else -x
+        check_roundtrip(lambda x, op=op, init=init: lax.reduce_window(x, np.float32(init), op, (1, 1, 2, 2),
+                                                                      (1, 1, 1, 1), [(0, 0), (0, 0), (1, 1), (1, 1)]),
+                        xs, op_types={"MaxPool"})
+
+
+def _frontend_arg_body(better, last):
+    def body(acc, v):
+        (a, ia), (b, ib) = acc, v
+        a_nan, b_nan = lax.ne(a, a), lax.ne(b, b)
+        b_wins = lax.bitwise_and(lax.bitwise_or(better(b, a), b_nan), lax.bitwise_not(a_nan))
+        same = lax.bitwise_or(lax.eq(b, a), lax.bitwise_and(b_nan, a_nan))
+        tie = lax.bitwise_and(same, lax.gt(ib, ia) if last else lax.lt(ib, ia))
+        return lax.select(b_wins, b, a), lax.select(lax.bitwise_or(b_wins, tie), ib, ia)
+    return body
+
+
+@pytest.mark.parametrize("last", [0, 1])
+@pytest.mark.parametrize("direction", ["max", "min"])
+def test_frontend_argmax_argmin_select_last_index(direction, last):
+    nan, inf = np.nan, np.inf
+    x = np.array([[1, 3, 3, 2, 3], [nan, 1, nan, 3, 0], [nan] * 5, [0, 0, 0, 0, 0], [-inf] * 5, [inf] * 5,
+                  [2, -1, 2, -1, 2], [1, 2, 3, 4, nan]], np.float32)
+    better = lax.gt if direction == "max" else lax.lt
+    init = np.float32(-inf if direction == "max" else inf)
+    for axis in (0, 1):
+        def fn(x, axis=axis):
+            index = lax.broadcasted_iota(np.int32, x.shape, axis)
+            return lax.reduce((x, index), (init, np.int32(0)), _frontend_arg_body(better, last), (axis,))
+
+        model = check_roundtrip(fn, x, op_types={"ArgMax" if direction == "max" else "ArgMin"})
+        arg = next(n for n in model.graph.node if n.op_type in ("ArgMax", "ArgMin"))
+        assert {a.name: a.i for a in arg.attribute}["select_last_index"] == last
+
+
+def test_frontend_argmax_lookalike_is_listed():
+    x = _nan_rows()
+
+    def body(acc, v):  # the NaN test of the accumulator left out: not the order proven above
+        (a, ia), (b, ib) = acc, v
+        b_wins = lax.bitwise_or(lax.gt(b, a), lax.ne(b, b))
+        tie = lax.bitwise_and(lax.eq(b, a), lax.gt(ib, ia))
+        return lax.select(b_wins, b, a), lax.select(lax.bitwise_or(b_wins, tie), ib, ia)
+
+    def fn(x):
+        return lax.reduce((x, lax.broadcasted_iota(np.int32, x.shape, 1)), (np.float32(-np.inf), np.int32(0)),
+                          body, (1,))
+
+    with pytest.raises(UnsupportedExportError, match="reduce body"):
+        export_jax(fn, x)
