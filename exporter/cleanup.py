@@ -10,7 +10,9 @@ as reductions. The clean-up, in order:
    dead-code removal;
 2. ``onnxscript.rewriter.rewrite`` with its default rules (no-op Cast/Expand/Transpose/Reshape,
    Reshape/Unsqueeze chains, Min/Max -> Clip, ...), its rules that drop an ``Expand`` a
-   binary op's own broadcasting makes redundant, and its LayerNormalization fusion;
+   binary op's own broadcasting makes redundant, its LayerNormalization fusion, and
+   ``exporter/idioms.py`` (keepdims reductions, ReduceMean, LayerNormalization, Softmax, Erf
+   recovered from their lowered spellings);
 3. ``optimize_ir`` again, for what the rewrites exposed;
 4. serialization, then ``exporter/ort_types.py`` (types without an onnxruntime kernel).
 """
@@ -34,7 +36,9 @@ def rewrite_rules() -> list:
     from onnxscript.rewriter.rules.common import expand_before_binary_op_rules
     from onnxscript.rewriter.rules.fusion._layer_norm import layer_normalization_rules
 
-    return [*_DEFAULT_REWRITE_RULES, *expand_before_binary_op_rules, *layer_normalization_rules]
+    from onnx_stablehlo.exporter.idioms import idiom_rules
+
+    return [*_DEFAULT_REWRITE_RULES, *expand_before_binary_op_rules, *layer_normalization_rules, *idiom_rules()]
 
 
 def clean_up(model: onnx_ir.Model, *, optimize: bool = True, keep: frozenset[str] = frozenset()) -> onnx.ModelProto:
