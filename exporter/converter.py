@@ -36,6 +36,7 @@ class Names:
     def __init__(self) -> None:
         self._values: set[str] = set()
         self._nodes: dict[str, int] = {}
+        self._taken: set[str] = set()
         self._counter = 0
 
     def reserve(self, name: str) -> None:
@@ -54,9 +55,16 @@ class Names:
                 return name
 
     def node(self, hint: str) -> str:
+        """``hint``, or ``hint_<k>`` with the first ``k`` not taken (a source node may itself be
+        called ``hint_1``: every name handed out is remembered)."""
         count = self._nodes.get(hint, 0)
+        name = hint if count == 0 and hint not in self._taken else f"{hint}_{count}"
+        while name in self._taken:
+            count += 1
+            name = f"{hint}_{count}"
         self._nodes[hint] = count + 1
-        return hint if count == 0 else f"{hint}_{count}"
+        self._taken.add(name)
+        return name
 
 
 @dataclasses.dataclass

@@ -197,7 +197,12 @@ def export_atan2(ctx: ExportContext) -> list[onnx_ir.Value]:
     x_neg_zero = ctx.emit("Less", [ctx.emit("Reciprocal", [x]), zero])
     y_sign_pi = ctx.emit("Where", [ctx.emit("Less", [ctx.emit("Reciprocal", [y]), zero]), ctx.emit("Neg", [pi]), pi])
     zeros = ctx.emit("Where", [x_neg_zero, y_sign_pi, y])
-    return [ctx.emit("Where", [both_zero, zeros, result])]
+    result = ctx.emit("Where", [both_zero, zeros, result])
+    # atan2(+-inf, +inf) = +-pi/4, atan2(+-inf, -inf) = +-3pi/4 (inf / inf is NaN otherwise).
+    both_inf = ctx.emit("And", [ctx.emit("IsInf", [x]), ctx.emit("IsInf", [y])])
+    corner = ctx.emit("Where", [x_negative, _scalar(ctx, 3 * np.pi / 4, dtype), _scalar(ctx, np.pi / 4, dtype)])
+    corner = ctx.emit("Where", [y_negative, ctx.emit("Neg", [corner]), corner])
+    return [ctx.emit("Where", [both_inf, corner, result])]
 
 
 _COMPARE = {"EQ": "Equal", "LT": "Less", "LE": "LessOrEqual", "GT": "Greater", "GE": "GreaterOrEqual"}
@@ -228,11 +233,40 @@ def export_convert(ctx: ExportContext) -> list[onnx_ir.Value]:
     source, target = ctx.operand_dtype(0), ctx.result_dtype(0)
     if source == target:
         return [ctx.emit("Identity", [ctx.input(0)])]
+    if _is_float_type(source) and target in _INT_RANGE:
+        return [_saturating_cast(ctx, ctx.input(0), source, target)]
     if target in _FLOAT8:
         # StableHLO's convert does not saturate: out-of-range values become inf (or NaN where
         # the type has no inf), as ONNX Cast with saturate=0 does.
         return [ctx.emit("Cast", [ctx.input(0)], {"to": int(target), "saturate": 0})]
     return [ctx.cast(ctx.input(0), target)]
+
+
+_INT_RANGE = {DT.INT8: (-(2**7), 2**7 - 1), DT.INT16: (-(2**15), 2**15 - 1), DT.INT32: (-(2**31), 2**31 - 1),
+              DT.INT64: (-(2**63), 2**63 - 1), DT.UINT8: (0, 2**8 - 1), DT.UINT16: (0, 2**16 - 1),
+              DT.UINT32: (0, 2**32 - 1), DT.UINT64: (0, 2**64 - 1)}
+
+
+def _is_float_type(dtype: DT) -> bool:
+    return dtype in (DT.FLOAT, DT.DOUBLE, DT.FLOAT16, DT.BFLOAT16)
+
+
+def _saturating_cast(ctx: ExportContext, x: onnx_ir.Value, source: DT, target: DT) -> onnx_ir.Value:
+    """float -> int the way XLA converts: truncation toward zero, saturated at the type's range,
+    NaN to 0. (StableHLO leaves out-of-range conversions implementation-defined; ONNX Cast is
+    undefined there; this matches what JAX on XLA gives.) The bounds compared against are powers
+    of two, exact in every float type."""
+    low, high = _INT_RANGE[target]
+    np_dtype = source.numpy()
+    too_high = ctx.emit("GreaterOrEqual", [x, ctx.const(np.array(float(high) + 1, dtype=np_dtype))])
+    too_low = ctx.emit("LessOrEqual", [x, ctx.const(np.array(float(low) - (1 if low == 0 else 0), dtype=np_dtype))])
+    nan = ctx.emit("IsNaN", [x])
+    unsafe = ctx.emit("Or", [ctx.emit("Or", [too_high, too_low]), nan])
+    safe = ctx.emit("Where", [unsafe, ctx.const(np.array(0, dtype=np_dtype)), x])
+    result = ctx.cast(safe, target)
+    tdtype = target.numpy()
+    result = ctx.emit("Where", [too_high, ctx.const(np.array(high, dtype=tdtype)), result])
+    return ctx.emit("Where", [too_low, ctx.const(np.array(low, dtype=tdtype)), result])
 
 
 @export_rule("stablehlo.constant", "arith.constant")
@@ -259,6 +293,12 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     unsigned = _UNSIGNED.get(dtype, dtype)
     x, amount = ctx.input(0), ctx.input(1)
     name = ctx.op.name
+    signed_of = {u: s for s, u in _UNSIGNED.items()}
+    if name == "stablehlo.shift_right_arithmetic" and dtype in signed_of:
+        # An arithmetic shift of an unsigned int replicates its top bit: the signed shift of the
+        # same bits (Casts between the two types keep the bits).
+        signed = signed_of[dtype]
+        return [ctx.cast(_arithmetic_shift(ctx, ctx.cast(x, signed), ctx.cast(amount, signed), signed), dtype)]
     out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
                                    ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
     if dtype == DT.UINT64:
@@ -270,19 +310,30 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     safe = ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount])
     safe_u = ctx.cast(safe, unsigned) if unsigned != dtype else safe
     if name == "stablehlo.shift_right_arithmetic" and unsigned != dtype:
-        negative = ctx.emit("Less", [x, _scalar(ctx, 0, dtype)])
-        # For x < 0: x >> s == ~((~x) >>> s); ~x >= 0 there.
-        flipped = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [x]), x])
-        shifted = ctx.cast(ctx.emit("BitShift", [ctx.cast(flipped, unsigned), safe_u], {"direction": "RIGHT"}), dtype)
-        shifted = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [shifted]), shifted])
-        overflow = ctx.emit("Where", [negative, _scalar(ctx, -1, dtype), _scalar(ctx, 0, dtype)])
-        return [ctx.emit("Where", [out_of_range, overflow, shifted])]
+        return [_arithmetic_shift(ctx, x, amount, dtype)]
     direction = "LEFT" if name == "stablehlo.shift_left" else "RIGHT"
     x_u = ctx.cast(x, unsigned) if unsigned != dtype else x
     shifted = ctx.emit("BitShift", [x_u, safe_u], {"direction": direction})
     if unsigned != dtype:
         shifted = ctx.cast(shifted, dtype)
     return [ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), shifted])]
+
+
+def _arithmetic_shift(ctx: ExportContext, x: onnx_ir.Value, amount: onnx_ir.Value, dtype: DT) -> onnx_ir.Value:
+    """``x >> amount`` on a signed type, the sign replicated; an amount outside [0, width)
+    gives -1 for a negative ``x`` and 0 otherwise (StableHLO spec)."""
+    width = _WIDTH[dtype]
+    unsigned = _UNSIGNED[dtype]
+    out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
+                                   ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
+    safe_u = ctx.cast(ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount]), unsigned)
+    negative = ctx.emit("Less", [x, _scalar(ctx, 0, dtype)])
+    # For x < 0: x >> s == ~((~x) >>> s); ~x >= 0 there.
+    flipped = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [x]), x])
+    shifted = ctx.cast(ctx.emit("BitShift", [ctx.cast(flipped, unsigned), safe_u], {"direction": "RIGHT"}), dtype)
+    shifted = ctx.emit("Where", [negative, ctx.emit("BitwiseNot", [shifted]), shifted])
+    overflow = ctx.emit("Where", [negative, _scalar(ctx, -1, dtype), _scalar(ctx, 0, dtype)])
+    return ctx.emit("Where", [out_of_range, overflow, shifted])
 
 
 # reduce_precision --------------------------------------------------------------------------

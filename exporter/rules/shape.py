@@ -49,9 +49,19 @@ def consumers_broadcast(op: ir.Operation) -> bool:
         user = user.operation if isinstance(user, ir.OpView) else user
         if user.name not in _IMPLICITLY_BROADCASTING:
             return False
-        if not any(other != result and other.type == result.type for other in user.operands):
+        if not any(other != result and other.type == result.type and not _is_broadcast(other)
+                   for other in user.operands):
             return False
     return True
+
+
+def _is_broadcast(value: ir.Value) -> bool:
+    """Whether ``value`` comes from a broadcast, which may itself stay unexpanded: two of them
+    side by side must not both count on the other for the full shape."""
+    owner = value.owner
+    owner = owner.operation if isinstance(owner, ir.OpView) else owner
+    return isinstance(owner, ir.Operation) and owner.name in (
+        "stablehlo.broadcast_in_dim", "stablehlo.dynamic_broadcast_in_dim", "stablehlo.broadcast")
 
 
 def broadcast(ctx: ExportContext, x: onnx_ir.Value, in_shape: tuple, dims: list[int], out_shape: tuple,
