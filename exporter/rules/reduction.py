@@ -34,6 +34,14 @@ Mappings (``A -> B``):
       select_last_index as the body's tie-break) cast to the index type. The body makes a NaN win
       (the first NaN's index, the last one's for select_last_index=1): onnxruntime's ArgMax
       ignores NaN, so for floats the index is ``Where(any NaN, ArgMax(IsNaN(x)), ArgMax(x))``.
+  our frontend's argmax/argmin body for the ai.onnx.ml classifiers (``pick = x > acc``, ties to
+      the lower index, no NaN term; see ``_classifier_arg_body``) -> ReduceMax/ReduceMin and
+      ArgMax/ArgMin(select_last_index=0) of ``Where(IsNaN(x), -inf/+inf, x)``: exact without
+      NaN whatever the schedule; with NaN (the body is then not associative) it is the
+      sequential fold XLA CPU runs, where a NaN element is never picked.
+  reduce and/or/xor of integers (and xor of i1) over static dims -> the reduced dims moved last
+      and flattened, halved ceil(log2 n) times by BitwiseAnd/BitwiseOr/BitwiseXor (Xor for i1)
+      of the two halves (an odd last element carried by Concat); the init combined once.
   reduce_window add, cumulative (one windowed dim of window >= its size n, stride 1, padding
       (w-1, 0) or (0, w-1), identity init: what ``jnp.cumsum`` lowers to) -> CumSum
       (reverse=1 for the trailing padding).
@@ -55,9 +63,9 @@ Mappings (``A -> B``):
       in the table) and one Reduce* over the window axes: exact for every body above, memory
       ``out * window`` elements (cumprod of n elements is n*n).
 
-Not supported (typed check reasons): bodies other than the ones above (xor, a custom
+Not supported (typed check reasons): bodies other than the ones above (a custom
 combiner, argmax over two dims or with a non-iota index operand), add/multiply on i1,
-and/or on integers (bitwise reductions have no ONNX op), base_dilations > 1 (the gradient of a
+bitwise reductions over a ? dim and bitwise reduce_window (no ONNX op), base_dilations > 1 (the gradient of a
 strided pool), a variadic reduce_window, the generic reduce_window with a ``?`` windowed dim.
 Integer types without an onnxruntime kernel (int8/int16/uint*, f16/bf16 sums) are widened and
 cast back by ``exporter/ort_types.py`` (exact: sums and products wrap the same way modulo 2^8).
@@ -85,10 +93,10 @@ _INT64_MAX = np.iinfo(np.int64).max
 # Body expression trees ---------------------------------------------------------------------
 
 _COMMUTATIVE = frozenset({"stablehlo.add", "stablehlo.multiply", "stablehlo.maximum", "stablehlo.minimum",
-                          "stablehlo.and", "stablehlo.or"})
+                          "stablehlo.and", "stablehlo.or", "stablehlo.xor"})
 _FLIP = {"GT": "LT", "GE": "LE"}
 _KIND_OF = {"stablehlo.add": "add", "stablehlo.multiply": "mul", "stablehlo.maximum": "max",
-            "stablehlo.minimum": "min", "stablehlo.and": "and", "stablehlo.or": "or"}
+            "stablehlo.minimum": "min", "stablehlo.and": "and", "stablehlo.or": "or", "stablehlo.xor": "xor"}
 _OP_OF_KIND = {v: k for k, v in _KIND_OF.items()}
 
 
@@ -217,21 +225,35 @@ def _is_identity(kind: str, value: np.ndarray | None, name: str) -> bool:
         return False
     if name == "i1":
         v = bool(value)
-        return {"and": v, "min": v, "or": not v, "max": not v}.get(kind, False)
+        return {"and": v, "min": v, "or": not v, "max": not v, "xor": not v}.get(kind, False)
     if is_float_name(name):
         v = float(np.asarray(value, dtype=np.float64))
         return {"add": v == 0.0, "mul": v == 1.0, "max": v == -math.inf, "min": v == math.inf}.get(kind, False)
     v = int(value)
     info = np.iinfo(np.asarray(value).dtype)
-    return {"add": v == 0, "mul": v == 1, "max": v == info.min, "min": v == info.max}.get(kind, False)
+    all_ones = -1 if info.min < 0 else info.max
+    return {"add": v == 0, "mul": v == 1, "max": v == info.min, "min": v == info.max, "and": v == all_ones,
+            "or": v == 0, "xor": v == 0}.get(kind, False)
 
 
-def _kind_reason(kind: str, name: str) -> str | None:
+def _kind_reason(kind: str, name: str, *, window: bool = False) -> str | None:
+    """Why a reduction (``window``: a reduce_window) by ``kind`` of ``name`` has no ONNX form."""
     if name == "i1" and kind in ("add", "mul"):
         return f"a reduction by {_OP_OF_KIND[kind]} of i1 (wrapping 1-bit arithmetic) has no ONNX reduction"
-    if name != "i1" and kind in ("and", "or"):
-        return f"a bitwise {kind} reduction of {name} has no ONNX reduction"
+    if is_float_name(name) and kind in _BITWISE:
+        return f"a {kind} reduction of {name} (not an integer type)"
+    if window and kind in _BITWISE and (name != "i1" or kind == "xor"):
+        return f"a reduce_window by bitwise {kind} of {name} has no ONNX form here (only reduce has one)"
     return None
+
+
+_BITWISE = ("and", "or", "xor")
+
+
+def _bitwise_tree(kind: str, name: str) -> bool:
+    """A reduction exported by the halving tree of ``_export_bitwise``: and/or/xor of integers,
+    xor of i1 (i1 and/or are ReduceMin/ReduceMax)."""
+    return kind in _BITWISE and not is_float_name(name) and (name != "i1" or kind == "xor")
 
 
 def _select_kind(t: Any, a: Any, b: Any, name: str) -> str | None:
@@ -333,6 +355,36 @@ def _frontend_arg_body(trees: Sequence[Any], value_name: str, index_name: str) -
     return None
 
 
+def _classifier_arg_body(trees: Sequence[Any], value_name: str, index_name: str) -> str | None:
+    """``"max"``/``"min"`` when the 2-operand body is the argmax/argmin our frontend emits for the
+    ai.onnx.ml classifiers: with ``a``/``ia`` the first pair (XLA's accumulator) and ``b``/``ib``
+    the second (the element), ``pick = b > a`` (``<`` for min), ``tie = b == a and ib < ia``,
+    value ``select(pick, b, a)``, index ``select(pick or tie, ib, ia)``; no NaN term.
+
+    Without NaN it picks the best of a total order on (value, index) (the max (min), ties to the
+    lower index): associative and commutative, so ArgMax(select_last_index=0) whatever the
+    schedule. With NaN it is not associative: a NaN element is never picked (every compare with
+    it is false), a NaN accumulator is never replaced. This exporter matches the sequential left
+    fold from the init that XLA CPU runs (accumulator first): the init is non-NaN (the identity,
+    checked by the caller), so the accumulator never becomes NaN and NaN elements are skipped,
+    which is the same as replacing them by -inf (+inf for min) -- such an element never beats
+    the accumulator, which it could only tie with a lower index, and the fold's indices rise
+    from the init's 0. An all-NaN row gives the init (-inf, index 0), as ArgMax of the filled
+    row. A tree schedule could give NaN where a NaN sits in the accumulator slot; that is not
+    what XLA CPU computes."""
+    va, ia, vb, ib = arg(0), arg(1), arg(2), arg(3)
+    for direction, kind in (("GT", "max"), ("LT", "min")):
+        for t in compare_types(value_name):
+            for ti in compare_types(index_name):
+                pick = cmp(direction, vb, va, t)
+                tie = node("stablehlo.and", cmp("EQ", vb, va, t), cmp("LT", ib, ia, ti))
+                want_value = ("stablehlo.select", pick, vb, va)
+                want_index = ("stablehlo.select", node("stablehlo.or", pick, tie), ib, ia)
+                if list(trees) == [want_value, want_index]:
+                    return kind
+    return None
+
+
 def _body_summary(op: ir.Operation) -> str:
     block = op.regions[0].blocks[0]
     names = [o.operation.name.replace("stablehlo.", "") for o in block.operations]
@@ -340,7 +392,8 @@ def _body_summary(op: ir.Operation) -> str:
 
 
 def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
-    """``("elementwise", kinds)``, ``("arg", ("max"|"min", select_last_index))`` or
+    """``("elementwise", kinds)``, ``("arg", ("max"|"min", select_last_index, nan))`` (``nan``:
+    ``"wins"`` when the body makes the first NaN win, ``"skipped"`` when it never picks a NaN) or
     ``("error", reason)``."""
     n = len(op.results)
     _, trees = body_trees(op)
@@ -351,14 +404,23 @@ def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
             reason = _kind_reason(kind.removesuffix("_ort"), name)
             if reason:
                 return "error", reason
+        dims = read_ints(op.attributes["dimensions"])
+        shape = mlir_shape(op.operands[0])
+        for kind, name in zip(kinds, names):
+            if _bitwise_tree(kind, name) and any(shape[d] is None for d in dims):
+                return "error", (f"a bitwise {kind} reduction of {name} over a ? dim (its halving tree needs "
+                                 "static reduced dims)")
         return "elementwise", kinds
     if n == 2:
         direction = _argminmax_direction(trees, names[0], names[1])
-        last = 0
+        last, nan = 0, "wins"
         if direction is None:
             found = _frontend_arg_body(trees, names[0], names[1])
             if found is not None:
                 direction, last = found
+        if direction is None:
+            direction = _classifier_arg_body(trees, names[0], names[1])
+            nan = "skipped"
         if direction is not None:
             dims = read_ints(op.attributes["dimensions"])
             if len(dims) != 1:
@@ -372,7 +434,7 @@ def _analyze_reduce(op: ir.Operation) -> tuple[str, Any]:
             if not _is_identity(direction, init_value, names[0]) or init_index is None or int(init_index) != 0:
                 return "error", ("an argmax/argmin whose init values are not the identity of "
                                  f"{direction} and index 0")
-            return "arg", (direction, last)
+            return "arg", (direction, last, nan)
     return "error", ("the reduce body is not an elementwise add/multiply/maximum/minimum/and/or (or the "
                      "NaN-skipping max/min) of each operand's pair, nor JAX's or our frontend's argmax/argmin "
                      f"(body: {_body_summary(op)})")
@@ -422,14 +484,24 @@ def combine(ctx: ExportContext, kind: str, a: onnx_ir.Value, b: onnx_ir.Value, d
     return ctx.emit(op_type, [a, b])
 
 
-def _export_argminmax(ctx: ExportContext, direction: str, last: int) -> list[onnx_ir.Value]:
+def _export_argminmax(ctx: ExportContext, direction: str, last: int, nan: str) -> list[onnx_ir.Value]:
     axis = ctx.i64s("dimensions")[0]
     x = ctx.input(0)
     dtype = ctx.operand_dtype(0)
-    values = reduce_kind(ctx, direction, x, [axis], dtype)
     op_type = "ArgMax" if direction == "max" else "ArgMin"
-    # Ties: the first (last) index, as the body's tie-break; with NaN, the first (last) NaN.
     attrs = {"axis": axis, "keepdims": 0, "select_last_index": last}
+    if nan == "skipped":
+        # The classifier body (_classifier_arg_body): NaNs never picked, as -inf (+inf) elements.
+        if _is_float(dtype):
+            fill = ctx.const(np.array(-np.inf if direction == "max" else np.inf, dtype=dtype.numpy()))
+            x = ctx.emit("Where", [ctx.emit("IsNaN", [x]), fill, x])
+        values = ctx.emit("ReduceMax" if direction == "max" else "ReduceMin", [x, ctx.ints([axis])], {"keepdims": 0})
+        index = ctx.emit(op_type, [x], attrs)
+        if ctx.result_dtype(1) != DT.INT64:
+            index = ctx.cast(index, ctx.result_dtype(1))
+        return [values, index]
+    values = reduce_kind(ctx, direction, x, [axis], dtype)
+    # Ties: the first (last) index, as the body's tie-break; with NaN, the first (last) NaN.
     index = ctx.emit(op_type, [x], attrs)
     if _is_float(dtype):
         nan = ctx.cast(ctx.emit("IsNaN", [x]), DT.UINT8)
@@ -468,6 +540,52 @@ def _nan_skipping_reduce(ctx: ExportContext, kind: str, k: int, n: int, axes: Se
     return ctx.emit("Where", [ctx.emit("IsNaN", [init_value]), with_nan, combine(ctx, base, reduced, init_value, dtype)])
 
 
+_BITWISE_OPS = {"and": "BitwiseAnd", "or": "BitwiseOr", "xor": "BitwiseXor"}
+
+
+def _export_bitwise(ctx: ExportContext, kind: str, k: int, n: int, axes: Sequence[int], dtype: DT
+                    ) -> onnx_ir.Value:
+    """Operand ``k`` reduced by bitwise and/or/xor over static ``axes`` (xor of bools: Xor).
+    ONNX has no such reduction: the reduced axes are moved last and flattened to one axis of
+    length m, which is halved ceil(log2(m)) times (the two halves combined elementwise, an odd
+    last element carried over by Concat); the init enters once unless it is the identity. Exact:
+    the ops are associative and commutative on integers."""
+    x = ctx.input(k)
+    init = ctx.input(n + k)
+    if not axes:
+        return ctx.emit("Identity", [x])
+    shape = ctx.operand_shape(k)
+    rank = len(shape)
+    kept = [d for d in range(rank) if d not in axes]
+    perm = kept + sorted(axes)
+    if perm != list(range(rank)):
+        x = ctx.emit("Transpose", [x], {"perm": perm})
+    m = int(np.prod([shape[d] for d in axes]))
+    op_type = "Xor" if dtype == DT.BOOL else _BITWISE_OPS[kind]
+    if m == 0:  # an empty reduction: the init everywhere
+        kept_shape = ctx.emit("Slice", [ctx.shape_of(x), ctx.ints([0]), ctx.ints([len(kept)])])
+        return ctx.emit("Expand", [init, kept_shape])
+    # [kept dims..., m]: Reshape's 0 copies the (possibly ?) kept dims, which lead after Transpose.
+    x = ctx.emit("Reshape", [x, ctx.ints([0] * len(kept) + [m])])
+    last = len(kept)
+    length = m
+    while length > 1:
+        half = length // 2
+
+        def part(lo: int, hi: int, x: onnx_ir.Value = x) -> onnx_ir.Value:
+            return ctx.emit("Slice", [x, ctx.ints([lo]), ctx.ints([hi]), ctx.ints([last])])
+
+        y = ctx.emit(op_type, [part(0, half), part(half, 2 * half)])
+        if length % 2:
+            y = ctx.emit("Concat", [y, part(2 * half, length)], {"axis": last})
+        x, length = y, half + length % 2
+    x = ctx.emit("Reshape", [x, ctx.ints([0] * len(kept))]) if kept else \
+        ctx.emit("Reshape", [x, ctx.ints([])])
+    if not _is_identity(kind, scalar_constant(ctx.op.operands[n + k]), element_name(ctx.op.operands[k])):
+        x = ctx.emit(op_type, [x, init])
+    return x
+
+
 @export_rule("stablehlo.reduce", check=_reduce_check)
 def export_reduce(ctx: ExportContext) -> list[onnx_ir.Value]:
     what, detail = _analyze_reduce(ctx.op)
@@ -482,6 +600,9 @@ def export_reduce(ctx: ExportContext) -> list[onnx_ir.Value]:
         dtype = ctx.operand_dtype(k)
         if kind in _NAN_SKIPPING:
             results.append(_nan_skipping_reduce(ctx, kind, k, n, axes, dtype))
+            continue
+        if _bitwise_tree(kind, element_name(ctx.op.operands[k])):
+            results.append(_export_bitwise(ctx, kind, k, n, axes, dtype))
             continue
         reduced = reduce_kind(ctx, kind, ctx.input(k), axes, dtype)
         init = scalar_constant(ctx.op.operands[n + k])
@@ -535,7 +656,7 @@ def _window_plan(op: ir.Operation) -> tuple[str, Any]:
         if init is None or np.isnan(np.asarray(init, dtype=np.float64)):
             return "error", ("a reduce_window by the NaN-skipping max/min whose init is NaN or not a constant "
                              "(only a constant non-NaN init has an exact pooling form here)")
-    reason = _kind_reason(kind, name)
+    reason = _kind_reason(kind, name, window=True)
     if reason:
         return "error", reason
     w = _Window(op)

@@ -3,6 +3,7 @@ compared with JAX on seeded inputs (exporter/rules/reduction.py)."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -117,12 +118,41 @@ def test_unrecognised_body_is_listed():
         export_jax(fn, _f32(3, 4))
 
 
-def test_bitwise_reduction_is_listed():
-    def fn(x):
-        return lax.reduce(x, np.int32(0), lax.bitwise_or, (1,))
+_BITWISE = [(lax.bitwise_and, "BitwiseAnd"), (lax.bitwise_or, "BitwiseOr"), (lax.bitwise_xor, "BitwiseXor")]
 
+
+@pytest.mark.parametrize("dtype", [np.uint64, np.int64, np.int32, np.uint32, np.int8, np.uint8])
+@pytest.mark.parametrize("op, op_type", _BITWISE)
+def test_bitwise_reductions(dtype, op, op_type):
+    # The halving tree: odd lengths (5, 7, 35), length 1, several and all axes, identity and
+    # other inits (all ones for and, 0 for or/xor), a run-time init. The tree ensemble's
+    # ui64 and of its node masks is the first case.
+    info = np.iinfo(dtype)
+    with jax.enable_x64(True):
+        x = RNG.integers(info.min, info.max, (3, 5, 7), dtype=dtype, endpoint=True)
+        x[0, :, :] |= dtype(info.max >> 2)  # and-reductions of mostly set bits: not all zero
+        ones = dtype(-1) if info.min < 0 else dtype(info.max)
+        identity = ones if op is lax.bitwise_and else dtype(0)
+        for axes in [(1,), (2,), (0, 2), (0, 1, 2)]:
+            for init in (identity, dtype(6)):
+                check_roundtrip(lambda x, init=init, axes=axes: lax.reduce(x, init, op, axes), x, op_types={op_type})
+        check_roundtrip(lambda x: lax.reduce(x[:, :1], identity, op, (1,)), x)
+        check_roundtrip(lambda x, i: lax.reduce(x, i, op, (1, 2)), x, dtype(5), op_types={op_type})
+        check_roundtrip(lambda x: lax.reduce(x, identity, op, (1,)), x, symbolic=["b, 5, 7"], op_types={op_type})
+
+
+def test_bool_xor_reduction_and_empty_bitwise():
+    x = RNG.random((4, 7)) > 0.5
+    check_roundtrip(lambda x: (lax.reduce(x, np.bool_(False), lax.bitwise_xor, (1,)),
+                               lax.reduce(x, np.bool_(True), lax.bitwise_xor, (0, 1))), x, op_types={"Xor"})
+    check_roundtrip(lambda x: lax.reduce(x[:, :0], np.int32(3), lax.bitwise_or, (1,)), _i32(4, 6))
+
+
+def test_bitwise_reduction_unsupported_forms_are_listed():
     with pytest.raises(UnsupportedExportError, match="bitwise or"):
-        export_jax(fn, _i32(3, 4))
+        export_jax(lambda x: lax.reduce_window(x, np.int32(0), lax.bitwise_or, (1, 2), (1, 1), "VALID"), _i32(3, 4))
+    with pytest.raises(UnsupportedExportError, match=r"over a \? dim"):
+        export_jax(lambda x: lax.reduce(x, np.int32(0), lax.bitwise_or, (0,)), _i32(3, 4), symbolic=["b, 4"])
 
 
 # reduce_window -------------------------------------------------------------------------------
@@ -386,3 +416,62 @@ def test_frontend_argmax_lookalike_is_listed():
 
     with pytest.raises(UnsupportedExportError, match="reduce body"):
         export_jax(fn, x)
+
+
+def _classifier_arg_body(better, index_lt=True):
+    # The argmax/argmin our frontend emits for the ai.onnx.ml classifiers: no NaN term.
+    def body(acc, v):
+        (a, ia), (b, ib) = acc, v
+        pick = better(b, a)
+        tie = lax.bitwise_and(lax.eq(b, a), lax.lt(ib, ia) if index_lt else lax.gt(ib, ia))
+        return lax.select(pick, b, a), lax.select(lax.bitwise_or(pick, tie), ib, ia)
+    return body
+
+
+@pytest.mark.parametrize("direction", ["max", "min"])
+def test_classifier_argmax_argmin_skips_nan_as_the_sequential_fold(direction):
+    # NaN rows as XLA CPU folds them (accumulator first, from the init): a NaN is never picked,
+    # an all-NaN row gives the init (+-inf, index 0); NaN-free rows: first index of the max.
+    nan, inf = np.nan, np.inf
+    x = np.array([[1, 3, 3, 2, 3], [nan, 1, nan, 3, 0], [nan] * 5, [0, 0, 0, 0, 0], [-inf] * 5, [inf] * 5,
+                  [2, -1, 2, -1, 2], [1, 2, 3, 4, nan], [nan, -inf, nan, -inf, nan], [nan, inf, nan, -inf, 1],
+                  [3, nan, 3, nan, 5]], np.float32)
+    better = lax.gt if direction == "max" else lax.lt
+    init = np.float32(-inf if direction == "max" else inf)
+    op_type = "ArgMax" if direction == "max" else "ArgMin"
+    for axis in (0, 1):
+        def fn(x, axis=axis):
+            index = lax.broadcasted_iota(np.int32, x.shape, axis)
+            return lax.reduce((x, index), (init, np.int32(0)), _classifier_arg_body(better), (axis,))
+
+        values, index = jax.jit(fn)(x)
+        if axis == 1:  # the fold's answers, spelled out
+            want = [1, 3, 0, 0, 0, 0, 0, 3, 0, 1, 4] if direction == "max" else [0, 4, 0, 0, 0, 0, 1, 0, 1, 3, 0]
+            assert np.asarray(index).tolist() == want
+        model = check_roundtrip(fn, x, op_types={op_type})
+        node = next(n for n in model.graph.node if n.op_type == op_type)
+        assert {a.name: a.i for a in node.attribute}["select_last_index"] == 0
+    ints = _i32(6, 5, low=-2, high=2)
+    check_roundtrip(lambda x: lax.reduce((x, lax.broadcasted_iota(np.int32, x.shape, 1)),
+                                         (np.int32(np.iinfo(np.int32).min if direction == "max" else
+                                                   np.iinfo(np.int32).max), np.int32(0)),
+                                         _classifier_arg_body(better), (1,)), ints, op_types={op_type})
+
+
+def test_classifier_argmax_lookalikes_are_listed():
+    x = _nan_rows()
+
+    def fn(body, init=np.float32(-np.inf)):
+        return lambda x: lax.reduce((x, lax.broadcasted_iota(np.int32, x.shape, 1)), (init, np.int32(0)), body, (1,))
+
+    def picks_acc(acc, v):  # the accumulator picked on GT: a NaN element would win
+        (a, ia), (b, ib) = acc, v
+        pick = lax.gt(b, a)
+        tie = lax.bitwise_and(lax.eq(b, a), lax.lt(ib, ia))
+        return lax.select(pick, a, b), lax.select(lax.bitwise_or(pick, tie), ib, ia)
+
+    for f in (fn(_classifier_arg_body(lax.gt, index_lt=False)), fn(picks_acc)):
+        with pytest.raises(UnsupportedExportError, match="reduce body"):
+            export_jax(f, x)
+    with pytest.raises(UnsupportedExportError, match="init values"):  # a NaN init would stick
+        export_jax(fn(_classifier_arg_body(lax.gt), np.float32(np.nan)), x)
