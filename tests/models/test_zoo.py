@@ -23,6 +23,12 @@ import zoo  # tools/ is put on sys.path by conftest.py
 # Known mismatches, each with its cause (see the issue notes); none is a missing lowering.
 KNOWN_ISSUES: dict[str, pytest.MarkDecorator] = {}
 
+# Slow-step models (over 50 MB) whose round trip has been run and passes; the others' forward
+# check runs as before and their round trip is reported as not yet run (issue 36's note).
+ROUNDTRIP_VERIFIED_SLOW = frozenset({
+    "minilm-sentence-legacy-opset17", "bert-legacy-opset17", "distilbert-legacy-opset17", "resnet50-legacy-opset17",
+})
+
 # Models whose round trip (ONNX -> StableHLO -> ONNX) is not checked, each with its reason. A model
 # split at a data-dependent node (no single module) is found by ``_no_single_module`` and skipped
 # with ``compiled.lowered``'s reason, after the forward check.
@@ -88,6 +94,9 @@ def test_zoo_model_matches_onnxruntime(model: zoo.ZooModel):
     # model's tolerance of onnxruntime on the original file.
     if model.name in ROUNDTRIP_EXCEPTIONS:
         pytest.skip(f"forward comparison passed; round trip not checked: {ROUNDTRIP_EXCEPTIONS[model.name]}")
+    if model.slow and model.name not in ROUNDTRIP_VERIFIED_SLOW:
+        pytest.skip("forward comparison passed; the round trip of this slow-step model has not been run yet "
+                    "(ROUNDTRIP_VERIFIED_SLOW lists those that have)")
     reason = _no_single_module(compiled)
     if reason:
         pytest.skip(f"forward comparison passed; round trip not checkable: {reason}")
