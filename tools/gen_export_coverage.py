@@ -45,6 +45,30 @@ NOT_EXPORTED = {
 }
 
 
+SEMANTICS = """
+## Where the two specs differ, and what the export does
+
+The exported file computes what the StableHLO module computes; where StableHLO leaves a result
+to the implementation, it computes what XLA (JAX's backend) gives, so a JAX program and its ONNX
+file agree. Each case is tested in `tests/exporter/`.
+
+| case | StableHLO / XLA | ONNX / onnxruntime | the export |
+|---|---|---|---|
+| float -> int `convert` out of range, NaN | XLA saturates, NaN -> 0 | Cast undefined | Where-saturated Cast (exporter/rules/elementwise.py) |
+| float -> float8 `convert` out of range | no saturation (inf/NaN) | Cast saturates by default | `Cast(saturate=0)` |
+| `gather` start out of range | clamped into the operand | Gather raises | starts clipped first (indexing.py) |
+| `scatter` window out of range | update skipped | ScatterND raises | invalid updates masked or sent to a dropped slot |
+| `dynamic_slice`/`dynamic_update_slice` start | clamped | - | clipped |
+| `maximum`/`minimum` reductions and pools with NaN | NaN propagates | ReduceMax/MaxPool do not propagate reliably | IsNaN restores NaN (reduction.py) |
+| the frontend's NaN-skipping max/argmax bodies | order of the fold | - | NaN replaced by -inf/+inf first: the sequential fold's answer |
+| `shift_*` by >= the bit width | 0 (or -1 arithmetic) | BitShift undefined | masked |
+| `sort`/`top_k` ties | stable | TopK ties by lower index | TopK (the same order) |
+| `lax.top_k` with -NaN or +-0 | TOTALORDER: -NaN lowest, -0 < +0 | no sign of NaN below opset 26 | NaN largest, +-0 tie: differs (sorting.py docstring) |
+| `while` trip count | - | `Loop` with `M` empty runs until cond is false | cond region evaluated before the loop and at the end of each body |
+| JAX `shape_assertion` | checked at call time | - | dropped: onnxruntime checks fed shapes against the declared dims |
+"""
+
+
 def dialect_ops() -> list[str]:
     """Every op name of the installed StableHLO and CHLO Python dialects (private ``_`` ones left out)."""
     from jaxlib.mlir.dialects import chlo, stablehlo
@@ -115,6 +139,7 @@ def render() -> str:
     ]
     for name in missing:
         lines.append(f"| `{name}` | {NOT_EXPORTED.get(name, 'no rule yet')} |")
+    lines += ["", SEMANTICS.strip()]
     return "\n".join(lines) + "\n"
 
 
