@@ -30,7 +30,6 @@ import argparse
 import json
 import shutil
 import sys
-import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -199,12 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         import vendor
 
         vendor.vendor(args.out / "vendor")
-        server = serve.start(args.out, args.port)
-        print(f"serving {args.out} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
-        try:
-            threading.Event().wait()
-        except KeyboardInterrupt:
-            server.shutdown()
+        serve.serve_until_interrupted(args.out, args.port)
     return 0
 
 

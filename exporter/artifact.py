@@ -16,7 +16,7 @@ import numpy as np
 from onnx_stablehlo.errors import ExportError
 from onnx_stablehlo.exporter.module import ExportedGraph, module_to_onnx
 
-__all__ = ["RUNTIME_CHECKS_OUTPUT", "artifact_to_onnx", "best_artifact"]
+__all__ = ["RUNTIME_CHECKS_OUTPUT", "artifact_to_onnx", "best_artifact", "not_tensor_only"]
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]*")
 
@@ -41,11 +41,10 @@ def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool 
             the module does not export. Hoisted weights (``@hoisted_weights``) are computed in
             the graph from the initializers.
     """
-    if len(artifact.input_types) != len(artifact.input_names):
-        raise ExportError("the model has sequence or optional inputs (several arrays per ONNX value)")
+    reason = not_tensor_only(artifact)
+    if reason is not None:
+        raise ExportError(reason)
     n_checks = 1 if artifact.check_messages else 0
-    if len(artifact.output_types) != len(artifact.output_names) + n_checks:
-        raise ExportError("the model has sequence or optional outputs (several arrays per ONNX value)")
     inputs = list(artifact.input_names) + list(artifact.parameter_names)
     outputs = list(artifact.output_names) + ([RUNTIME_CHECKS_OUTPUT] if n_checks else [])
     if names == "positional":
@@ -60,6 +59,16 @@ def artifact_to_onnx(artifact: Any, *, opset: int | None = None, optimize: bool 
     return module_to_onnx(artifact.bytecode, input_names=inputs, output_names=outputs, initializers=initializers,
                           opset=opset, optimize=optimize, hoisted=hoisted, input_dims=input_dims,
                           output_dims=output_dims)
+
+
+def not_tensor_only(artifact: Any) -> str | None:
+    """Why ``artifact`` cannot be exported value for value (a sequence or optional graph value is
+    several ``@main`` arguments or results), or ``None`` when every graph value is one tensor."""
+    if len(artifact.input_types) != len(artifact.input_names):
+        return "the model has sequence or optional inputs (several arrays per ONNX value)"
+    if len(artifact.output_types) != len(artifact.output_names) + (1 if artifact.check_messages else 0):
+        return "the model has sequence or optional outputs (several arrays per ONNX value)"
+    return None
 
 
 def _dims(shape: Any) -> list[int | str | None]:

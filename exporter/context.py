@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["ExportContext", "GraphScope", "Frame", "location_name"]
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_SMALL_CONSTANT = 64
-"""Constants of at most this many elements are shared between uses (deduplicated by value)."""
 
 
 def location_name(op: ir.Operation | ir.OpView) -> str:
@@ -156,8 +154,7 @@ class ExportContext:
         return numpy_dtype_of(self.op.results[index])
 
     def constant_operand(self, index: int) -> np.ndarray | None:
-        """Operand ``index`` as numpy when a ``stablehlo.constant`` (looking through ``convert``,
-        ``reshape`` and ``broadcast_in_dim`` of a splat is not done: use the folded graph)."""
+        """Operand ``index`` as numpy when a ``stablehlo.constant`` defines it, else ``None``."""
         return self.converter.constant_value(self.op.operands[index])
 
     # Attributes ----------------------------------------------------------------------------

@@ -25,33 +25,9 @@ import onnx_ir as ir
 from onnxscript.rewriter import pattern
 from onnxscript.rewriter._basics import MatchResult
 
-__all__ = ["idiom_rules"]
+from onnx_stablehlo.frontend.builders.activations import ERF_COEFFICIENTS
 
-# The frontend's erf(x)/x as a polynomial in t = x*x/8 - 1 (|x| <= 4), lowest order first:
-# ``frontend/builders/activations.py`` (tests/exporter/test_idioms.py keeps the two in step).
-ERF_COEFFICIENTS = (
-    0.3535309956441155,
-    -0.17657623321204846,
-    0.1316751167236021,
-    -0.1077104490414851,
-    0.09020900091822269,
-    -0.07472772604291059,
-    0.059886799520317696,
-    -0.04576648219343254,
-    0.033061469312073107,
-    -0.02246618228827233,
-    0.014345736370187677,
-    -0.008630040847743426,
-    0.004864629097372639,
-    -0.0025303514504570333,
-    0.001272321840892123,
-    -0.0006730914809618823,
-    0.00029918311337250996,
-    -7.231423106077696e-05,
-    3.107333479309528e-05,
-    -3.6714682068024315e-05,
-    1.3255744908573331e-05,
-)
+__all__ = ["idiom_rules"]
 
 _FLOATS = frozenset([ir.DataType.FLOAT, ir.DataType.DOUBLE])
 _REDUCTIONS = ("ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import onnx
 import onnx.helper
 
+from onnx_stablehlo.frontend.loader import proto_tensors
+
 __all__ = ["skeleton", "needs_skeleton", "tensor_bytes"]
 
 
@@ -17,20 +19,7 @@ def _tensor_size(tensor: onnx.TensorProto) -> int:
 def tensor_bytes(proto: onnx.ModelProto) -> int:
     """An upper-bound estimate of the serialized size of ``proto``'s tensors (initializers and
     Constant values, subgraphs included), safe for models over 2 GiB."""
-    total = 0
-
-    def visit(graph: onnx.GraphProto) -> None:
-        nonlocal total
-        total += sum(_tensor_size(t) for t in graph.initializer)
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.TENSOR:
-                    total += _tensor_size(attr.t)
-                elif attr.type == onnx.AttributeProto.GRAPH:
-                    visit(attr.g)
-
-    visit(proto.graph)
-    return total
+    return sum(_tensor_size(t) for t in proto_tensors(proto.graph))
 
 
 def needs_skeleton(proto: onnx.ModelProto) -> bool:

@@ -29,7 +29,7 @@ from onnx_stablehlo.frontend.external_data import check_external_data
 from onnx_stablehlo.frontend.host_values import HOST_BOUNDARY_KEY, retype_host_values, zipmap_outputs
 from onnx_stablehlo.frontend.qdq import fuse_qdq
 
-__all__ = ["ModelSource", "load", "opset_imports", "zipmap_outputs"]
+__all__ = ["ModelSource", "load", "opset_imports", "proto_tensors", "zipmap_outputs"]
 
 ModelSource = str | os.PathLike | bytes | onnx.ModelProto | onnx_ir.Model
 
@@ -107,12 +107,12 @@ def _without_external_data(proto: onnx.ModelProto) -> onnx.ModelProto:
     The checker (without ``full_check``) does not infer shapes, so a placeholder's shape does
     not matter; its name and dtype stay.
     """
-    stubs = [t for t in _proto_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
+    stubs = [t for t in proto_tensors(proto.graph) if t.data_location == onnx.TensorProto.EXTERNAL]
     if not stubs:
         return proto
     copy = onnx.ModelProto()
     copy.CopyFrom(proto)
-    for tensor in _proto_tensors(copy.graph):
+    for tensor in proto_tensors(copy.graph):
         if tensor.data_location == onnx.TensorProto.EXTERNAL:
             placeholder = onnx.TensorProto(name=tensor.name, data_type=tensor.data_type)
             try:
@@ -124,7 +124,9 @@ def _without_external_data(proto: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def _proto_tensors(graph: onnx.GraphProto):
+def proto_tensors(graph: onnx.GraphProto):
+    """Every TensorProto of ``graph``: initializers, tensor attributes (Constant values), and
+    those of its subgraphs, recursively."""
     yield from graph.initializer
     for node in graph.node:
         for attr in node.attribute:
@@ -132,9 +134,9 @@ def _proto_tensors(graph: onnx.GraphProto):
                 yield attr.t
             yield from attr.tensors
             if attr.HasField("g"):
-                yield from _proto_tensors(attr.g)
+                yield from proto_tensors(attr.g)
             for subgraph in attr.graphs:
-                yield from _proto_tensors(subgraph)
+                yield from proto_tensors(subgraph)
 
 
 def _deserialize(proto: onnx.ModelProto) -> onnx_ir.Model:

@@ -578,19 +578,6 @@ def _check(graph: Any, prepared: _Prepared, rtol: float | None, atol: float | No
 # Writing -------------------------------------------------------------------------------------
 
 
-def _tensors(graph: Any):
-    yield from graph.initializer
-    for node in graph.node:
-        for attribute in node.attribute:
-            if attribute.HasField("t"):
-                yield attribute.t
-            yield from attribute.tensors
-            if attribute.HasField("g"):
-                yield from _tensors(attribute.g)
-            for sub in attribute.graphs:
-                yield from _tensors(sub)
-
-
 def save_model(model: Any, path: str | os.PathLike, *, threshold: int | None = None) -> list[Path]:
     """Writes ``model`` to ``path`` atomically (a temporary file in the same folder, then a
     rename; nothing is left behind on failure). A model larger than ``threshold`` bytes (default
@@ -607,6 +594,7 @@ def save_model(model: Any, path: str | os.PathLike, *, threshold: int | None = N
     from onnx import external_data_helper
 
     from onnx_stablehlo.frontend.atomic_io import atomic_writer, output_path
+    from onnx_stablehlo.frontend.loader import proto_tensors
 
     target = output_path(path, "to_onnx")
     limit = EXTERNAL_DATA_THRESHOLD if threshold is None else threshold
@@ -622,7 +610,7 @@ def save_model(model: Any, path: str | os.PathLike, *, threshold: int | None = N
         # The data file is renamed into place first, then the model that points into it.
         with atomic_writer(target) as handle, atomic_writer(data_path) as data:
             offset = 0
-            for tensor in _tensors(model.graph):
+            for tensor in proto_tensors(model.graph):
                 if not tensor.HasField("raw_data") or len(tensor.raw_data) < _EXTERNAL_MIN_BYTES:
                     continue
                 pad = (-offset) % _ALIGNMENT

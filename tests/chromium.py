@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -176,3 +177,20 @@ class WebDriver:
 
     def __exit__(self, *exc) -> None:
         self.quit()
+
+
+def classify_in_page(browser: WebDriver, sentences, url: str) -> list[dict]:
+    """The browser example's page (examples/browser/): loads ``url``, types each sentence,
+    clicks Classify and returns the page's result records (checked against the shown label)."""
+    browser.get(url)
+    assert browser.wait_for_attribute("#status", "data-ready") == "yes", browser.text("#status")
+    results = []
+    for count, sentence in enumerate(sentences, start=1):
+        browser.clear("#text")
+        browser.type("#text", sentence)
+        browser.click("#classify")
+        browser.wait_for_attribute("#result", "data-done", str(count))
+        page = json.loads(browser.property("#result", "textContent"))
+        assert page["text"] == sentence and page["label"] == browser.text("#label")
+        results.append(page)
+    return results

@@ -6,7 +6,7 @@ u = x*x in [0, 16], on 4000 Chebyshev points, with Python's ``math.erf`` (double
 as the reference, converted to monomial coefficients in t for a Horner evaluation.
 
 Run ``python tools/fit_erf.py`` to print the coefficient tuple and how often the float32
-result is correctly rounded on a seeded sample (``builders.activations._ERF_COEFFICIENTS`` holds the output).
+result is correctly rounded on a seeded sample (``builders.activations.ERF_COEFFICIENTS`` holds the output).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def evaluate(x: np.ndarray, coefficients: np.ndarray) -> np.ndarray:
 
 def main() -> None:
     coefficients = fit()
-    print("_ERF_COEFFICIENTS = (")
+    print("ERF_COEFFICIENTS = (")
     for c in coefficients:
         print(f"    {float(c)!r},")
     print(")")

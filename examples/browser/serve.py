@@ -36,6 +36,16 @@ def start(root: Path = HERE, port: int = 0) -> http.server.ThreadingHTTPServer:
     return server
 
 
+def serve_until_interrupted(root: Path, port: int) -> None:
+    """Serves ``root`` (:func:`start`) and blocks until Ctrl-C, then shuts the server down."""
+    server = start(root, port)
+    print(f"serving {root} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        server.shutdown()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--port", type=int, default=8000)
@@ -44,12 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not (HERE / needed).is_file():
             print(f"error: {needed} is missing; run vendor.py and build_model.py first", file=sys.stderr)
             return 1
-    server = start(HERE, args.port)
-    print(f"serving {HERE} at http://127.0.0.1:{server.server_address[1]}/ (Ctrl-C stops)")
-    try:
-        threading.Event().wait()
-    except KeyboardInterrupt:
-        server.shutdown()
+    serve_until_interrupted(HERE, args.port)
     return 0
 
 

@@ -17,18 +17,16 @@ from jaxlib.mlir import ir
 
 from onnx_stablehlo.exporter.context import ExportContext
 from onnx_stablehlo.exporter.registry import export_rule
+from onnx_stablehlo.exporter.rules.elementwise import BIT_WIDTH, UNSIGNED_OF
 
 DT = onnx_ir.DataType
 BITCAST_MIN_OPSET = 26
 """ONNX BitCast is opset 26 (onnxruntime 1.32 has a CPU kernel)."""
 
-_UNSIGNED = {DT.INT8: DT.UINT8, DT.INT16: DT.UINT16, DT.INT32: DT.UINT32, DT.INT64: DT.UINT64}
-_WIDTH = {DT.INT8: 8, DT.UINT8: 8, DT.INT16: 16, DT.UINT16: 16, DT.INT32: 32, DT.UINT32: 32, DT.INT64: 64,
-          DT.UINT64: 64}
 
 
 def _is_integer(dtype: DT) -> bool:
-    return dtype in _WIDTH
+    return dtype in BIT_WIDTH
 
 
 def _bitcast_check(op: ir.Operation) -> str | None:
@@ -55,7 +53,7 @@ def export_bitcast_convert(ctx: ExportContext) -> list[onnx_ir.Value]:
 
 
 def _unsigned(ctx: ExportContext, value: onnx_ir.Value, dtype: DT) -> tuple[onnx_ir.Value, DT]:
-    unsigned = _UNSIGNED.get(dtype, dtype)
+    unsigned = UNSIGNED_OF.get(dtype, dtype)
     return (ctx.cast(value, unsigned) if unsigned != dtype else value), unsigned
 
 
@@ -68,7 +66,7 @@ def export_popcnt(ctx: ExportContext) -> list[onnx_ir.Value]:
     """Population count: each pair, nibble, byte ... of bits summed in place (SWAR)."""
     dtype = ctx.operand_dtype(0)
     x, unsigned = _unsigned(ctx, ctx.input(0), dtype)
-    width = _WIDTH[dtype]
+    width = BIT_WIDTH[dtype]
     shift = 1
     while shift < width:
         mask = 0
@@ -88,7 +86,7 @@ def export_count_leading_zeros(ctx: ExportContext) -> list[onnx_ir.Value]:
     ``k``, for ``k`` = width/2, width/4, ..., 1; an all-zero value counts ``width``."""
     dtype = ctx.operand_dtype(0)
     x, unsigned = _unsigned(ctx, ctx.input(0), dtype)
-    width = _WIDTH[dtype]
+    width = BIT_WIDTH[dtype]
     count = _u(ctx, 0, unsigned)
     zero = _u(ctx, 0, unsigned)
     k = width // 2

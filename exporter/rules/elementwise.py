@@ -71,9 +71,11 @@ _LOGIC = {"stablehlo.and": ("And", "BitwiseAnd"), "stablehlo.or": ("Or", "Bitwis
           "stablehlo.xor": ("Xor", "BitwiseXor")}
 
 _FLOAT8 = frozenset({DT.FLOAT8E4M3FN, DT.FLOAT8E4M3FNUZ, DT.FLOAT8E5M2, DT.FLOAT8E5M2FNUZ})
-_UNSIGNED = {DT.INT8: DT.UINT8, DT.INT16: DT.UINT16, DT.INT32: DT.UINT32, DT.INT64: DT.UINT64}
-_WIDTH = {DT.INT8: 8, DT.UINT8: 8, DT.INT16: 16, DT.UINT16: 16, DT.INT32: 32, DT.UINT32: 32, DT.INT64: 64,
-          DT.UINT64: 64}
+UNSIGNED_OF = {DT.INT8: DT.UINT8, DT.INT16: DT.UINT16, DT.INT32: DT.UINT32, DT.INT64: DT.UINT64}
+BIT_WIDTH = {DT.INT8: 8, DT.UINT8: 8, DT.INT16: 16, DT.UINT16: 16, DT.INT32: 32, DT.UINT32: 32, DT.INT64: 64,
+             DT.UINT64: 64}
+"""Bits per integer type."""
+_SIGNED_OF = {u: t for t, u in UNSIGNED_OF.items()}
 
 
 @export_rule(*_UNARY)
@@ -289,29 +291,25 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     amount outside [0, width) gives 0, or -1 for a negative value shifted arithmetically, as the
     StableHLO spec says."""
     dtype = ctx.operand_dtype(0)
-    width = _WIDTH[dtype]
-    unsigned = _UNSIGNED.get(dtype, dtype)
+    unsigned = UNSIGNED_OF.get(dtype, dtype)
     x, amount = ctx.input(0), ctx.input(1)
     name = ctx.op.name
-    signed_of = {u: s for s, u in _UNSIGNED.items()}
-    if name == "stablehlo.shift_right_arithmetic" and dtype in signed_of:
-        # An arithmetic shift of an unsigned int replicates its top bit: the signed shift of the
-        # same bits (Casts between the two types keep the bits).
-        signed = signed_of[dtype]
-        return [ctx.cast(_arithmetic_shift(ctx, ctx.cast(x, signed), ctx.cast(amount, signed), signed), dtype)]
-    out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
-                                   ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
+    if name == "stablehlo.shift_right_arithmetic":
+        if dtype in _SIGNED_OF:
+            # An arithmetic shift of an unsigned int replicates its top bit: the signed shift of
+            # the same bits (Casts between the two types keep the bits).
+            signed = _SIGNED_OF[dtype]
+            return [ctx.cast(_arithmetic_shift(ctx, ctx.cast(x, signed), ctx.cast(amount, signed), signed), dtype)]
+        return [_arithmetic_shift(ctx, x, amount, dtype)]
+    out_of_range = _amount_out_of_range(ctx, amount, dtype)
+    direction = "LEFT" if name == "stablehlo.shift_left" else "RIGHT"
     if dtype == DT.UINT64:
         # onnxruntime has no uint64 Where: zero by multiplying with the in-range mask instead.
         keep = ctx.cast(ctx.emit("Not", [out_of_range]), dtype)
         safe = ctx.emit("Mul", [amount, keep])
-        direction = "LEFT" if ctx.op.name == "stablehlo.shift_left" else "RIGHT"
         return [ctx.emit("Mul", [ctx.emit("BitShift", [x, safe], {"direction": direction}), keep])]
     safe = ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount])
     safe_u = ctx.cast(safe, unsigned) if unsigned != dtype else safe
-    if name == "stablehlo.shift_right_arithmetic" and unsigned != dtype:
-        return [_arithmetic_shift(ctx, x, amount, dtype)]
-    direction = "LEFT" if name == "stablehlo.shift_left" else "RIGHT"
     x_u = ctx.cast(x, unsigned) if unsigned != dtype else x
     shifted = ctx.emit("BitShift", [x_u, safe_u], {"direction": direction})
     if unsigned != dtype:
@@ -319,13 +317,17 @@ def export_shift(ctx: ExportContext) -> list[onnx_ir.Value]:
     return [ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), shifted])]
 
 
+def _amount_out_of_range(ctx: ExportContext, amount: onnx_ir.Value, dtype: DT) -> onnx_ir.Value:
+    """Where a shift amount is outside [0, bit width): the shifts the spec defines apart."""
+    return ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
+                           ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, BIT_WIDTH[dtype], dtype)])])
+
+
 def _arithmetic_shift(ctx: ExportContext, x: onnx_ir.Value, amount: onnx_ir.Value, dtype: DT) -> onnx_ir.Value:
     """``x >> amount`` on a signed type, the sign replicated; an amount outside [0, width)
     gives -1 for a negative ``x`` and 0 otherwise (StableHLO spec)."""
-    width = _WIDTH[dtype]
-    unsigned = _UNSIGNED[dtype]
-    out_of_range = ctx.emit("Or", [ctx.emit("Less", [amount, _scalar(ctx, 0, dtype)]),
-                                   ctx.emit("GreaterOrEqual", [amount, _scalar(ctx, width, dtype)])])
+    unsigned = UNSIGNED_OF[dtype]
+    out_of_range = _amount_out_of_range(ctx, amount, dtype)
     safe_u = ctx.cast(ctx.emit("Where", [out_of_range, _scalar(ctx, 0, dtype), amount]), unsigned)
     negative = ctx.emit("Less", [x, _scalar(ctx, 0, dtype)])
     # For x < 0: x >> s == ~((~x) >>> s); ~x >= 0 there.

@@ -70,6 +70,7 @@ def broadcast(ctx: ExportContext, x: onnx_ir.Value, in_shape: tuple, dims: list[
     run-time shape when ``out_shape`` has ``?`` dims). When every consumer broadcasts by itself
     (:func:`consumers_broadcast`) the result is only unsqueezed to the full rank."""
     rank = len(out_shape)
+    source = x
     order = sorted(range(len(dims)), key=lambda i: dims[i])
     if order != list(range(len(dims))):
         x = ctx.emit("Transpose", [x], {"perm": order})
@@ -81,10 +82,9 @@ def broadcast(ctx: ExportContext, x: onnx_ir.Value, in_shape: tuple, dims: list[
     expanded_shape = [1] * rank
     for i, d in enumerate(dims):
         expanded_shape[d] = in_shape[i]
-    if tuple(expanded_shape) == tuple(out_shape) and None not in out_shape:
-        return x if (missing or order != list(range(len(order)))) else ctx.emit("Identity", [x])
-    if consumers_broadcast(ctx.op):
-        return x if (missing or order != list(range(len(order)))) else ctx.emit("Identity", [x])
+    full = tuple(expanded_shape) == tuple(out_shape) and None not in out_shape
+    if full or consumers_broadcast(ctx.op):
+        return x if x is not source else ctx.emit("Identity", [x])
     if target is None:
         target = ctx.ints(out_shape)  # type: ignore[arg-type]
     return ctx.emit("Expand", [x, target])

@@ -92,7 +92,9 @@ def softsign(x: ir.Value) -> ir.Value:
     return stablehlo.divide(x, shift(stablehlo.abs(x), 1))
 
 
-_ERF_COEFFICIENTS = (
+ERF_COEFFICIENTS = (
+    # erf(x)/x as a polynomial in t = x*x/8 - 1 (|x| <= 4), lowest order first (tools/fit_erf.py);
+    # the exporter's idiom rule (exporter/idioms.py) recognises the same polynomial.
     0.3535309956441155,
     -0.17657623321204846,
     0.1316751167236021,
@@ -145,7 +147,7 @@ def erf(x: ir.Value) -> ir.Value:
         return splat(value, DataType.DOUBLE, dims)
 
     t = stablehlo.subtract(stablehlo.multiply(stablehlo.multiply(wide, wide), double(0.125)), double(1.0))
-    poly = double(_ERF_COEFFICIENTS[-1])
-    for coefficient in _ERF_COEFFICIENTS[-2::-1]:
+    poly = double(ERF_COEFFICIENTS[-1])
+    for coefficient in ERF_COEFFICIENTS[-2::-1]:
         poly = stablehlo.add(stablehlo.multiply(poly, t), double(coefficient))
     return record(convert(stablehlo.multiply(wide, poly), DataType.FLOAT), dims)

@@ -49,15 +49,15 @@ def run_test_case_with_roundtrip(case: Any, compile_fn: Any) -> suite.CaseResult
 
 def roundtrip(case: Any, compiled: Any) -> RoundTrip:
     """Exports ``compiled``'s last module to ONNX and checks it on ``case``'s data sets."""
-    from onnx_stablehlo.exporter.artifact import artifact_to_onnx
+    from onnx_stablehlo.exporter.artifact import artifact_to_onnx, not_tensor_only
 
     try:
         artifact = compiled.lowered
     except Exception as exc:  # a split model has no single module
         return RoundTrip("skip", f"no single module: {suite._one_line(exc)}")
-    if len(artifact.input_types) != len(artifact.input_names) or len(artifact.output_types) != len(
-            artifact.output_names) + (1 if artifact.check_messages else 0):
-        return RoundTrip("skip", "sequence or optional values (several arrays per ONNX value)")
+    reason = not_tensor_only(artifact)
+    if reason is not None:
+        return RoundTrip("skip", reason)
     try:
         exported = artifact_to_onnx(artifact, names="positional")
     except Exception as exc:

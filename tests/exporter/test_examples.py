@@ -101,22 +101,6 @@ def browser_build():
     return out, results
 
 
-def _classify_in_page(browser, sentences, url: str) -> list[dict]:
-    """Types each sentence into the page, clicks Classify; the page's result records."""
-    browser.get(url)
-    assert browser.wait_for_attribute("#status", "data-ready") == "yes", browser.text("#status")
-    results = []
-    for count, sentence in enumerate(sentences, start=1):
-        browser.clear("#text")
-        browser.type("#text", sentence)
-        browser.click("#classify")
-        browser.wait_for_attribute("#result", "data-done", str(count))
-        page = json.loads(browser.property("#result", "textContent"))
-        assert page["text"] == sentence and page["label"] == browser.text("#label")
-        results.append(page)
-    return results
-
-
 FLOAT_PAGE_ATOL = 2e-5
 """Float logits, page against onnxruntime in Python (measured: at most 4.3e-6 on logits up to 8)."""
 INT8_PROBABILITY_ATOL = 0.02
@@ -162,9 +146,9 @@ def test_browser_classifier_gives_jax_labels_in_chromium(browser_build, tmp_path
     sentences = [row["text"] for row in rows]
     try:
         with chromium.WebDriver(tmp_path / "profile", timeout=120) as browser:
-            int8_pages = _classify_in_page(browser, sentences, url)
+            int8_pages = chromium.classify_in_page(browser, sentences, url)
             assert browser.attribute("#status", "data-model") == example.INT8_FILE
-            float_pages = _classify_in_page(browser, sentences, url + "?model=float")
+            float_pages = chromium.classify_in_page(browser, sentences, url + "?model=float")
     finally:
         server.shutdown()
     import build_minilm

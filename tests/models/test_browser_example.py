@@ -117,21 +117,6 @@ layer: measured on these sentences, logits equal to 1e-7 on two and off by 0.014
 the others, probabilities by at most 0.0087."""
 
 
-def _classify_in_page(browser, sentences, query: str) -> list[dict]:
-    browser.get(query)
-    assert browser.wait_for_attribute("#status", "data-ready") == "yes", browser.text("#status")
-    results = []
-    for count, sentence in enumerate(sentences, start=1):
-        browser.clear("#text")
-        browser.type("#text", sentence)
-        browser.click("#classify")
-        browser.wait_for_attribute("#result", "data-done", str(count))
-        page = json.loads(browser.property("#result", "textContent"))
-        assert page["text"] == sentence and page["label"] == browser.text("#label")
-        results.append(page)
-    return results
-
-
 @pytest.mark.slow
 def test_page_classifies_typed_sentences_like_onnxruntime(site, model_dir, tmp_path):
     config = json.loads((model_dir / "config.json").read_text())
@@ -139,10 +124,10 @@ def test_page_classifies_typed_sentences_like_onnxruntime(site, model_dir, tmp_p
     url = f"http://127.0.0.1:{server.server_address[1]}/"
     try:
         with chromium.WebDriver(tmp_path / "profile", timeout=120) as browser:
-            int8_pages = _classify_in_page(browser, PAGE_SENTENCES, url)
+            int8_pages = chromium.classify_in_page(browser, PAGE_SENTENCES, url)
             browser.screenshot(tmp_path / "page.png")
             assert browser.attribute("#status", "data-model") == config["model"]
-            float_pages = _classify_in_page(browser, PAGE_SENTENCES, url + "?model=float")
+            float_pages = chromium.classify_in_page(browser, PAGE_SENTENCES, url + "?model=float")
             assert browser.attribute("#status", "data-model") == config["float_model"]
     finally:
         server.shutdown()
